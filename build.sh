@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Builds the three WebAssembly variants of crate/ into wasm/<variant>/ with wasm-pack.
+# Every compiler and linker flag the project uses is in this file.
+#
+#   simd          SIMD128, ordinary (non-shared) memory: loads everywhere.
+#   simd-threads  SIMD128 + atomics + shared memory: the worker pool's build.
+#   scalar        no SIMD: the fallback for engines without SIMD128, and the benchmark's
+#                 "wasm-scalar" row.
+#
+# Usage: bash build.sh [variant ...]   (default: all three)
+set -euo pipefail
+cd "$(dirname "$0")"
+
+# Debian's rustc-web (1.96) is the Rust that can target wasm32 here: its std is compiled from
+# /usr/lib/rustlib/src by -Z build-std. wasm-pack runs `cargo` from PATH, so /usr/bin goes
+# first; wasm-pack and wasm-bindgen themselves live in ~/.cargo/bin.
+export PATH="/usr/bin:$HOME/.cargo/bin:$PATH"
+export RUSTC=/usr/bin/rustc
+export RUSTC_BOOTSTRAP=1 # -Z build-std on a stable compiler
+
+# The threads build's memory is shared, so its maximum is fixed at link time: 2 GiB.
+MAX_MEMORY=$((2 * 1024 * 1024 * 1024))
+
+SIMD_FLAGS="-C target-feature=+simd128,+bulk-memory"
+THREADS_FLAGS="-C target-feature=+atomics,+bulk-memory,+mutable-globals,+simd128 \
+ -C link-arg=--shared-memory -C link-arg=--max-memory=$MAX_MEMORY -C link-arg=--import-memory \
+ -C link-arg=--export=__wasm_init_tls -C link-arg=--export=__tls_size \
+ -C link-arg=--export=__tls_align -C link-arg=--export=__tls_base"
+SCALAR_FLAGS="-C target-feature=-simd128"
+
+build() {
+  local variant=$1 flags=$2
+  shift 2
+  echo "== building wasm/$variant" >&2
+  # Each variant gets its own target dir: different RUSTFLAGS would rebuild std every time.
+  CARGO_TARGET_DIR="target/wasm-$variant" RUSTFLAGS="$flags" \
+    wasm-pack --quiet build crate --mode force --release --target web --no-pack \
+      --out-dir "../wasm/$variant" --out-name rmsnorm_wasm \
+      -- -Z build-std=std,panic_abort "$@"
+  rm -f "wasm/$variant/.gitignore"
+}
+
+variants=("$@")
+[ ${#variants[@]} -gt 0 ] || variants=(simd simd-threads scalar)
+for v in "${variants[@]}"; do
+  case "$v" in
+    simd) build simd "$SIMD_FLAGS" ;;
+    simd-threads) build simd-threads "$THREADS_FLAGS" --features threads ;;
+    scalar) build scalar "$SCALAR_FLAGS" ;;
+    *) echo "unknown variant: $v (simd, simd-threads, scalar)" >&2; exit 2 ;;
+  esac
+done

@@ -1,0 +1,276 @@
+//! The JavaScript boundary: thin `#[wasm_bindgen]` functions over [`crate::kernel`].
+//!
+//! Arguments are byte addresses into this module's memory (0 = absent). Each entry point
+//! checks that what it will touch lies inside the memory and returns a status code rather
+//! than trapping, so no panic or out-of-bounds access can reach JavaScript as an opaque
+//! `unreachable`. The TypeScript layer validates first and treats a non-zero status as a bug.
+
+use crate::kernel::{self, Backward};
+use crate::simd::Native;
+use core::arch::wasm32::memory_size;
+use std::alloc::{alloc, dealloc, Layout};
+use wasm_bindgen::prelude::*;
+
+/// Success.
+const OK: u32 = 0;
+/// `dim` is zero.
+const E_DIM: u32 = 1;
+/// A required address is 0.
+const E_NULL: u32 = 2;
+/// An address is not a multiple of 4.
+const E_ALIGN: u32 = 3;
+/// A range runs past the end of memory, or its size overflows.
+const E_BOUNDS: u32 = 4;
+/// A shard does not start on a dweight block boundary, or its range is reversed.
+const E_SHARD: u32 = 5;
+
+/// Checks that `len` floats at `addr` lie inside memory (`required`: `addr` may not be 0).
+fn span(addr: usize, len: usize, required: bool) -> Result<(), u32> {
+    if addr == 0 {
+        return if required { Err(E_NULL) } else { Ok(()) };
+    }
+    if addr % 4 != 0 {
+        return Err(E_ALIGN);
+    }
+    let bytes = len.checked_mul(4).ok_or(E_BOUNDS)?;
+    let end = addr.checked_add(bytes).ok_or(E_BOUNDS)?;
+    if end > memory_size::<0>() * 65536 {
+        return Err(E_BOUNDS);
+    }
+    Ok(())
+}
+
+fn matrix(rows: usize, dim: usize) -> Result<usize, u32> {
+    if dim == 0 {
+        return Err(E_DIM);
+    }
+    rows.checked_mul(dim).ok_or(E_BOUNDS)
+}
+
+fn status(r: Result<(), u32>) -> u32 {
+    r.err().unwrap_or(OK)
+}
+
+/// Allocates `len` floats (16-byte aligned) and returns their byte address, or 0 when the
+/// memory cannot grow enough. May grow the memory: views into it must be re-created.
+#[wasm_bindgen]
+pub fn alloc_f32(len: usize) -> usize {
+    match Layout::from_size_align(len.max(1).saturating_mul(4), 16) {
+        // SAFETY: the layout has non-zero size.
+        Ok(l) => unsafe { alloc(l) as usize },
+        Err(_) => 0,
+    }
+}
+
+/// Frees what [`alloc_f32`] returned for the same `len`.
+#[wasm_bindgen]
+pub fn free_f32(addr: usize, len: usize) {
+    if addr != 0 {
+        if let Ok(l) = Layout::from_size_align(len.max(1).saturating_mul(4), 16) {
+            // SAFETY: `addr` came from `alloc_f32(len)` (the caller's contract).
+            unsafe { dealloc(addr as *mut u8, l) }
+        }
+    }
+}
+
+/// Rows per dweight block: pool shards start on multiples of it.
+#[wasm_bindgen]
+pub fn dg_block_rows() -> usize {
+    kernel::DG_BLOCK_ROWS
+}
+
+/// RMSNorm forward over `rows × dim` floats at `x` into `y` (may equal `x`).
+/// `w` (gain, `dim`) and `rstd` (output, `rows`) may be 0. `eps` is added inside the root.
+#[wasm_bindgen]
+pub fn rms_norm_forward(
+    x: usize,
+    w: usize,
+    y: usize,
+    rstd: usize,
+    rows: usize,
+    dim: usize,
+    eps: f32,
+) -> u32 {
+    status((|| {
+        let n = matrix(rows, dim)?;
+        span(x, n, true)?;
+        span(y, n, true)?;
+        span(w, dim, false)?;
+        span(rstd, rows, false)?;
+        // SAFETY: every range was checked to lie inside memory.
+        unsafe {
+            kernel::forward::<Native>(
+                x as *const f32,
+                w as *const f32,
+                y as *mut f32,
+                rstd as *mut f32,
+                rows,
+                dim,
+                eps,
+            )
+        };
+        Ok(())
+    })())
+}
+
+fn backward_args(
+    dy: usize,
+    x: usize,
+    w: usize,
+    rstd: usize,
+    dx: usize,
+    rows: usize,
+    dim: usize,
+    eps: f32,
+) -> Result<Backward, u32> {
+    let n = matrix(rows, dim)?;
+    span(dy, n, true)?;
+    span(x, n, true)?;
+    span(dx, n, true)?;
+    span(w, dim, false)?;
+    span(rstd, rows, false)?;
+    Ok(Backward {
+        dy: dy as *const f32,
+        x: x as *const f32,
+        g: w as *const f32,
+        rstd: rstd as *const f32,
+        dx: dx as *mut f32,
+        dim,
+        eps,
+    })
+}
+
+/// RMSNorm backward over `rows × dim`, single-threaded: writes `dx` (may equal `dy` or `x`)
+/// and, when `w` is set, `dw` (`dim` floats) using `work` (`dim` floats of scratch).
+/// `rstd` (`rows`, from the forward) may be 0 to recompute it with `eps`.
+#[wasm_bindgen]
+#[allow(clippy::too_many_arguments)]
+pub fn rms_norm_backward(
+    dy: usize,
+    x: usize,
+    w: usize,
+    rstd: usize,
+    dx: usize,
+    dw: usize,
+    work: usize,
+    rows: usize,
+    dim: usize,
+    eps: f32,
+) -> u32 {
+    status((|| {
+        let k = backward_args(dy, x, w, rstd, dx, rows, dim, eps)?;
+        span(dw, dim, w != 0)?;
+        span(work, dim, w != 0)?;
+        // SAFETY: every range was checked to lie inside memory.
+        unsafe { kernel::backward::<Native>(&k, rows, dw as *mut f32, work as *mut f32) };
+        Ok(())
+    })())
+}
+
+/// One pool shard of the backward: rows `[row0, row1)` of a `rows × dim` problem, `row0` a
+/// multiple of [`dg_block_rows`]. With `w`, block partials go to `partials`
+/// (`ceil(rows / dg_block_rows) × dim` floats); add them with [`reduce_partials`].
+#[wasm_bindgen]
+#[allow(clippy::too_many_arguments)]
+pub fn rms_norm_backward_rows(
+    dy: usize,
+    x: usize,
+    w: usize,
+    rstd: usize,
+    dx: usize,
+    partials: usize,
+    rows: usize,
+    dim: usize,
+    eps: f32,
+    row0: usize,
+    row1: usize,
+) -> u32 {
+    status((|| {
+        let k = backward_args(dy, x, w, rstd, dx, rows, dim, eps)?;
+        if row0 > row1 || row1 > rows || row0 % kernel::DG_BLOCK_ROWS != 0 {
+            return Err(E_SHARD);
+        }
+        let blocks = kernel::dg_blocks(rows);
+        span(partials, matrix(blocks, dim)?, w != 0)?;
+        // SAFETY: every range was checked to lie inside memory.
+        unsafe { kernel::backward_rows::<Native>(&k, row0, row1, partials as *mut f32) };
+        Ok(())
+    })())
+}
+
+/// `dw[c] = Σ_b partials[b·dim + c]` (blocks in order) for columns `[col0, col1)`.
+#[wasm_bindgen]
+pub fn reduce_partials(
+    partials: usize,
+    blocks: usize,
+    dim: usize,
+    dw: usize,
+    col0: usize,
+    col1: usize,
+) -> u32 {
+    status((|| {
+        span(partials, matrix(blocks, dim)?, true)?;
+        span(dw, dim, true)?;
+        if col0 > col1 || col1 > dim {
+            return Err(E_SHARD);
+        }
+        // SAFETY: checked above.
+        unsafe {
+            kernel::reduce_partials::<Native>(
+                partials as *const f32,
+                blocks,
+                dim,
+                dw as *mut f32,
+                col0,
+                col1,
+            )
+        };
+        Ok(())
+    })())
+}
+
+/// LayerNorm forward (benchmark comparison): `y = (x − mean)·rstd·w + b`; `w`, `b` may be 0.
+#[wasm_bindgen]
+pub fn layer_norm_forward(
+    x: usize,
+    w: usize,
+    b: usize,
+    y: usize,
+    rows: usize,
+    dim: usize,
+    eps: f32,
+) -> u32 {
+    status((|| {
+        let n = matrix(rows, dim)?;
+        span(x, n, true)?;
+        span(y, n, true)?;
+        span(w, dim, false)?;
+        span(b, dim, false)?;
+        // SAFETY: checked above.
+        unsafe {
+            kernel::layer_norm_forward::<Native>(
+                x as *const f32,
+                w as *const f32,
+                b as *const f32,
+                y as *mut f32,
+                rows,
+                dim,
+                eps,
+            )
+        };
+        Ok(())
+    })())
+}
+
+/// Copies `n` floats from `src` to `dst` (no overlap) with vector loads and stores: the
+/// benchmark's memory-bandwidth roof.
+#[wasm_bindgen]
+pub fn copy_f32(src: usize, dst: usize, n: usize) -> u32 {
+    status((|| {
+        span(src, n, true)?;
+        span(dst, n, true)?;
+        // SAFETY: checked above; non-overlap is the caller's contract.
+        unsafe { kernel::copy::<Native>(src as *const f32, dst as *mut f32, n) };
+        Ok(())
+    })())
+}

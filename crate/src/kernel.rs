@@ -1,0 +1,590 @@
+//! RMSNorm forward and backward (and a LayerNorm forward, to compare against) over row-major
+//! `rows × dim` f32 matrices, written once against [`F32x4`].
+//!
+//! Shapes: `x`, `y`, `dy`, `dx` hold `rows * dim` floats; `g` (the gain) and `dg` hold `dim`;
+//! `rstd` holds `rows`. A null `g` means "no gain" (g = 1) and is its own code path, not a
+//! ones array. All pointers may be unaligned; outputs may alias an input of the same shape
+//! exactly (`y == x`, `dx == dy`, `dx == x`), since each element is read before it is written.
+//!
+//! Numerics: the sum of squares takes one pass with 4 vector accumulators (16 partial sums),
+//! then `rstd = 1 / sqrt(ss / dim + eps)`. Rows where f32 cannot hold that sum faithfully (it
+//! overflowed to inf, or it is so small that subnormal squares lost bits and eps does not hide
+//! it) are redone in f64 by a slow path that only such rows pay. A NaN stays in its row.
+
+use crate::simd::F32x4;
+
+/// Rows per dweight block. The weight gradient is summed in f32 over each block of this many
+/// rows (in row order), and the block partials are then added in block order. Shards of the
+/// worker pool start on block boundaries, so the result has the same bits whatever the number
+/// of threads.
+pub const DG_BLOCK_ROWS: usize = 32;
+
+/// 2^-100: below this the sum of squares may be made of subnormal squares that lost bits.
+const SS_TINY: f32 = f32::from_bits(27 << 23);
+/// 2^-76: an eps at least this big swamps any error in a sum of squares below `SS_TINY`.
+const EPS_TINY: f32 = f32::from_bits(51 << 23);
+/// Backward's fast path needs `rstd³` to be a normal f32: rstd within [2^-40, 2^40].
+const RSTD_LO: f32 = f32::from_bits(87 << 23);
+const RSTD_HI: f32 = f32::from_bits(167 << 23);
+
+/// Whether an f32 sum of squares is faithful enough for `1/sqrt(ss/d + eps)`.
+#[inline(always)]
+fn ss_is_fast(ss: f32, eps: f32) -> bool {
+    ss.is_finite() && (ss >= SS_TINY || eps >= EPS_TINY)
+}
+
+/// Sum of `x[i]²` over `n` floats: 4 vector accumulators, then the tail in order.
+#[inline(always)]
+unsafe fn sum_sq<V: F32x4>(x: *const f32, n: usize) -> f32 {
+    let (mut a0, mut a1, mut a2, mut a3) = (V::zero(), V::zero(), V::zero(), V::zero());
+    let mut i = 0;
+    while i + 16 <= n {
+        let v0 = V::load(x.add(i));
+        let v1 = V::load(x.add(i + 4));
+        let v2 = V::load(x.add(i + 8));
+        let v3 = V::load(x.add(i + 12));
+        a0 = a0.add(v0.mul(v0));
+        a1 = a1.add(v1.mul(v1));
+        a2 = a2.add(v2.mul(v2));
+        a3 = a3.add(v3.mul(v3));
+        i += 16;
+    }
+    while i + 4 <= n {
+        let v = V::load(x.add(i));
+        a0 = a0.add(v.mul(v));
+        i += 4;
+    }
+    let mut s = a0.add(a1).add(a2.add(a3)).hsum();
+    while i < n {
+        let v = *x.add(i);
+        s += v * v;
+        i += 1;
+    }
+    s
+}
+
+/// One pass over a row for the backward: `Σ gy·x` (gy = dy·g, or dy without gain) and, when
+/// `with_ss` (a constant at every call site), `Σ x²` for a recomputed rstd.
+#[inline(always)]
+unsafe fn dot_gy_x<V: F32x4, const W: bool>(
+    dy: *const f32,
+    g: *const f32,
+    x: *const f32,
+    n: usize,
+    with_ss: bool,
+) -> (f32, f32) {
+    let (mut c0, mut c1, mut c2, mut c3) = (V::zero(), V::zero(), V::zero(), V::zero());
+    let (mut s0, mut s1, mut s2, mut s3) = (V::zero(), V::zero(), V::zero(), V::zero());
+    let gy = |i: usize| {
+        let d = V::load(dy.add(i));
+        if W {
+            d.mul(V::load(g.add(i)))
+        } else {
+            d
+        }
+    };
+    let mut i = 0;
+    while i + 16 <= n {
+        let x0 = V::load(x.add(i));
+        let x1 = V::load(x.add(i + 4));
+        let x2 = V::load(x.add(i + 8));
+        let x3 = V::load(x.add(i + 12));
+        c0 = c0.add(gy(i).mul(x0));
+        c1 = c1.add(gy(i + 4).mul(x1));
+        c2 = c2.add(gy(i + 8).mul(x2));
+        c3 = c3.add(gy(i + 12).mul(x3));
+        if with_ss {
+            s0 = s0.add(x0.mul(x0));
+            s1 = s1.add(x1.mul(x1));
+            s2 = s2.add(x2.mul(x2));
+            s3 = s3.add(x3.mul(x3));
+        }
+        i += 16;
+    }
+    while i + 4 <= n {
+        let xv = V::load(x.add(i));
+        c0 = c0.add(gy(i).mul(xv));
+        if with_ss {
+            s0 = s0.add(xv.mul(xv));
+        }
+        i += 4;
+    }
+    let mut c = c0.add(c1).add(c2.add(c3)).hsum();
+    let mut s = s0.add(s1).add(s2.add(s3)).hsum();
+    while i < n {
+        let xv = *x.add(i);
+        let gyv = if W { *dy.add(i) * *g.add(i) } else { *dy.add(i) };
+        c += gyv * xv;
+        if with_ss {
+            s += xv * xv;
+        }
+        i += 1;
+    }
+    (c, s)
+}
+
+/// `y = (x · r) · g` (or `x · r` without gain).
+#[inline(always)]
+unsafe fn scale_row<V: F32x4, const W: bool>(
+    x: *const f32,
+    g: *const f32,
+    y: *mut f32,
+    n: usize,
+    r: f32,
+) {
+    let rv = V::splat(r);
+    let one = |i: usize| {
+        let v = V::load(x.add(i)).mul(rv);
+        if W {
+            v.mul(V::load(g.add(i)))
+        } else {
+            v
+        }
+    };
+    let mut i = 0;
+    while i + 16 <= n {
+        let (v0, v1, v2, v3) = (one(i), one(i + 4), one(i + 8), one(i + 12));
+        v0.store(y.add(i));
+        v1.store(y.add(i + 4));
+        v2.store(y.add(i + 8));
+        v3.store(y.add(i + 12));
+        i += 16;
+    }
+    while i + 4 <= n {
+        one(i).store(y.add(i));
+        i += 4;
+    }
+    while i < n {
+        let v = *x.add(i) * r;
+        *y.add(i) = if W { v * *g.add(i) } else { v };
+        i += 1;
+    }
+}
+
+/// `acc[i] += src[i]` for `n` floats (lane-wise, so the same bits as a scalar loop).
+#[inline(always)]
+unsafe fn add_into<V: F32x4>(acc: *mut f32, src: *const f32, n: usize) {
+    let mut i = 0;
+    while i + 4 <= n {
+        V::load(acc.add(i)).add(V::load(src.add(i))).store(acc.add(i));
+        i += 4;
+    }
+    while i < n {
+        *acc.add(i) += *src.add(i);
+        i += 1;
+    }
+}
+
+/// Forward of one row; returns its rstd.
+#[inline(always)]
+unsafe fn forward_row<V: F32x4, const W: bool>(
+    x: *const f32,
+    g: *const f32,
+    y: *mut f32,
+    n: usize,
+    eps: f32,
+) -> f32 {
+    let ss = sum_sq::<V>(x, n);
+    if !ss_is_fast(ss, eps) {
+        return forward_row_f64::<W>(x, g, y, n, eps);
+    }
+    let r = 1.0 / (ss / n as f32 + eps).sqrt();
+    scale_row::<V, W>(x, g, y, n, r);
+    r
+}
+
+/// The forward of a row whose sum of squares f32 cannot hold: all in f64. The returned rstd
+/// is rounded to f32 and saturates to inf for rows whose rms is below f32's range.
+#[cold]
+#[inline(never)]
+unsafe fn forward_row_f64<const W: bool>(
+    x: *const f32,
+    g: *const f32,
+    y: *mut f32,
+    n: usize,
+    eps: f32,
+) -> f32 {
+    let mut ss = 0f64;
+    for i in 0..n {
+        let v = *x.add(i) as f64;
+        ss += v * v;
+    }
+    let r = 1.0 / (ss / n as f64 + eps as f64).sqrt();
+    for i in 0..n {
+        let v = *x.add(i) as f64 * r;
+        *y.add(i) = if W { v * *g.add(i) as f64 } else { v } as f32;
+    }
+    r as f32
+}
+
+/// RMSNorm forward over `rows` rows of `dim`: `y = x · rstd · g`.
+///
+/// `g` may be null (no gain); `rstd_out` may be null (not written), else it receives one rstd
+/// per row. `y` may equal `x`.
+///
+/// # Safety
+/// Every non-null pointer must be valid for its shape (see the module docs).
+pub unsafe fn forward<V: F32x4>(
+    x: *const f32,
+    g: *const f32,
+    y: *mut f32,
+    rstd_out: *mut f32,
+    rows: usize,
+    dim: usize,
+    eps: f32,
+) {
+    for r in 0..rows {
+        let off = r * dim;
+        let rs = if g.is_null() {
+            forward_row::<V, false>(x.add(off), g, y.add(off), dim, eps)
+        } else {
+            forward_row::<V, true>(x.add(off), g, y.add(off), dim, eps)
+        };
+        if !rstd_out.is_null() {
+            *rstd_out.add(r) = rs;
+        }
+    }
+}
+
+/// Pointers and sizes of one backward call, shared by the sync path and the pool's shards.
+#[derive(Clone, Copy, Debug)]
+pub struct Backward {
+    /// Upstream gradient, `rows × dim`.
+    pub dy: *const f32,
+    /// Forward input, `rows × dim`.
+    pub x: *const f32,
+    /// Gain, `dim`; null for none (then no weight gradient is formed).
+    pub g: *const f32,
+    /// Saved rstd from the forward, `rows`; null to recompute it from `x` and `eps`.
+    pub rstd: *const f32,
+    /// Destination of the input gradient, `rows × dim`; may equal `dy` or `x`.
+    pub dx: *mut f32,
+    /// Row length.
+    pub dim: usize,
+    /// Added inside the square root when rstd is recomputed.
+    pub eps: f32,
+}
+
+/// Backward of one row; with a gain, adds `dy · x · rstd` into the block partial `p`.
+#[inline(always)]
+unsafe fn backward_row<V: F32x4, const W: bool, const R: bool>(
+    k: &Backward,
+    row: usize,
+    p: *mut f32,
+) {
+    let n = k.dim;
+    let off = row * n;
+    let (dy, x, dx, g) = (k.dy.add(off), k.x.add(off), k.dx.add(off), k.g);
+    let (c, ss) = dot_gy_x::<V, W>(dy, g, x, n, !R);
+    let rstd = if R {
+        *k.rstd.add(row)
+    } else if ss_is_fast(ss, k.eps) {
+        1.0 / (ss / n as f32 + k.eps).sqrt()
+    } else {
+        f32::NAN // sends the row to the f64 path below
+    };
+    // dx = rstd·gy − x·(rstd³·mean(gy·x)) = a·gy − b·x
+    let a = rstd;
+    let b = (c / n as f32) * rstd * (rstd * rstd);
+    if !(rstd >= RSTD_LO && rstd <= RSTD_HI && c.is_finite() && b.is_finite()) {
+        return backward_row_f64::<W, R>(k, row, p);
+    }
+    let (av, bv) = (V::splat(a), V::splat(b));
+    let one = |i: usize| {
+        let d = V::load(dy.add(i));
+        let xv = V::load(x.add(i));
+        let gy = if W { d.mul(V::load(g.add(i))) } else { d };
+        if W {
+            let pv = V::load(p.add(i));
+            pv.add(d.mul(xv.mul(av))).store(p.add(i));
+        }
+        av.mul(gy).sub(bv.mul(xv))
+    };
+    let mut i = 0;
+    while i + 8 <= n {
+        let (v0, v1) = (one(i), one(i + 4));
+        v0.store(dx.add(i));
+        v1.store(dx.add(i + 4));
+        i += 8;
+    }
+    while i + 4 <= n {
+        one(i).store(dx.add(i));
+        i += 4;
+    }
+    while i < n {
+        let (d, xv) = (*dy.add(i), *x.add(i));
+        let gy = if W { d * *g.add(i) } else { d };
+        if W {
+            *p.add(i) += d * (xv * a);
+        }
+        *dx.add(i) = a * gy - b * xv;
+        i += 1;
+    }
+}
+
+/// The backward of a row f32 cannot do faithfully (rms outside about [1e-12, 1e12], overflow
+/// in `Σ gy·x`, or a NaN/Inf): all in f64, each result rounded once to f32.
+#[cold]
+#[inline(never)]
+unsafe fn backward_row_f64<const W: bool, const R: bool>(k: &Backward, row: usize, p: *mut f32) {
+    let n = k.dim;
+    let off = row * n;
+    let (dy, x, dx, g) = (k.dy.add(off), k.x.add(off), k.dx.add(off), k.g);
+    let gy = |i: usize| {
+        let d = *dy.add(i) as f64;
+        if W {
+            d * *g.add(i) as f64
+        } else {
+            d
+        }
+    };
+    let (mut c, mut ss) = (0f64, 0f64);
+    for i in 0..n {
+        let xv = *x.add(i) as f64;
+        c += gy(i) * xv;
+        ss += xv * xv;
+    }
+    let rstd = if R {
+        *k.rstd.add(row) as f64
+    } else {
+        1.0 / (ss / n as f64 + k.eps as f64).sqrt()
+    };
+    let b = rstd * rstd * rstd * (c / n as f64);
+    for i in 0..n {
+        let xv = *x.add(i) as f64;
+        let gyv = gy(i);
+        if W {
+            *p.add(i) += (*dy.add(i) as f64 * xv * rstd) as f32;
+        }
+        *dx.add(i) = (rstd * gyv - b * xv) as f32;
+    }
+}
+
+/// Rows `[start, end)` (within one dweight block) into the zeroed partial `p` (`dim` floats).
+#[inline(always)]
+unsafe fn backward_block<V: F32x4, const W: bool, const R: bool>(
+    k: &Backward,
+    start: usize,
+    end: usize,
+    p: *mut f32,
+) {
+    if W {
+        core::ptr::write_bytes(p, 0, k.dim);
+    }
+    for row in start..end {
+        backward_row::<V, W, R>(k, row, p);
+    }
+}
+
+/// Calls `f(block_start, block_end, block_index)` for each dweight block that meets
+/// `[row0, row1)`, clipped to it.
+#[inline(always)]
+fn for_each_block(row0: usize, row1: usize, mut f: impl FnMut(usize, usize, usize)) {
+    let mut r = row0;
+    while r < row1 {
+        let b = r / DG_BLOCK_ROWS;
+        let end = ((b + 1) * DG_BLOCK_ROWS).min(row1);
+        f(r, end, b);
+        r = end;
+    }
+}
+
+macro_rules! with_flags {
+    ($k:expr, $f:ident::<$V:ty>($($arg:expr),*)) => {
+        match ($k.g.is_null(), $k.rstd.is_null()) {
+            (true, true) => $f::<$V, false, false>($($arg),*),
+            (true, false) => $f::<$V, false, true>($($arg),*),
+            (false, true) => $f::<$V, true, false>($($arg),*),
+            (false, false) => $f::<$V, true, true>($($arg),*),
+        }
+    };
+}
+
+/// RMSNorm backward over all `rows`, single-threaded.
+///
+/// Writes `dx`; with a gain also `dg` (`dim` floats), summed per block of [`DG_BLOCK_ROWS`]
+/// rows into `work` (`dim` floats of scratch) and the blocks added into `dg` in order — the
+/// same bits as [`backward_rows`] followed by [`reduce_partials`].
+///
+/// # Safety
+/// Every non-null pointer must be valid for its shape; `dg` and `work` too when `k.g` is set.
+pub unsafe fn backward<V: F32x4>(k: &Backward, rows: usize, dg: *mut f32, work: *mut f32) {
+    unsafe fn go<V: F32x4, const W: bool, const R: bool>(
+        k: &Backward,
+        rows: usize,
+        dg: *mut f32,
+        work: *mut f32,
+    ) {
+        if W {
+            core::ptr::write_bytes(dg, 0, k.dim);
+        }
+        for_each_block(0, rows, |s, e, _| {
+            backward_block::<V, W, R>(k, s, e, work);
+            if W {
+                add_into::<V>(dg, work, k.dim);
+            }
+        });
+    }
+    with_flags!(k, go::<V>(k, rows, dg, work))
+}
+
+/// RMSNorm backward over rows `[row0, row1)` for one shard of the worker pool.
+///
+/// `row0` must be a multiple of [`DG_BLOCK_ROWS`]. With a gain, the partial of block `b` goes
+/// to `partials[b·dim .. (b+1)·dim]` (`partials` is the base for the whole matrix).
+///
+/// # Safety
+/// As [`backward`]; `partials` valid for every block the range touches.
+pub unsafe fn backward_rows<V: F32x4>(k: &Backward, row0: usize, row1: usize, partials: *mut f32) {
+    unsafe fn go<V: F32x4, const W: bool, const R: bool>(
+        k: &Backward,
+        row0: usize,
+        row1: usize,
+        partials: *mut f32,
+    ) {
+        for_each_block(row0, row1, |s, e, b| {
+            let p = if W { partials.add(b * k.dim) } else { partials };
+            backward_block::<V, W, R>(k, s, e, p);
+        });
+    }
+    with_flags!(k, go::<V>(k, row0, row1, partials))
+}
+
+/// `dg[c] = Σ_b partials[b·dim + c]`, blocks added in order from zero, for columns
+/// `[col0, col1)`: shards of columns give the same bits as one call over all of them.
+///
+/// # Safety
+/// `partials` holds `nblocks × dim` floats, `dg` holds `dim`.
+pub unsafe fn reduce_partials<V: F32x4>(
+    partials: *const f32,
+    nblocks: usize,
+    dim: usize,
+    dg: *mut f32,
+    col0: usize,
+    col1: usize,
+) {
+    let n = col1 - col0;
+    core::ptr::write_bytes(dg.add(col0), 0, n);
+    for b in 0..nblocks {
+        add_into::<V>(dg.add(col0), partials.add(b * dim + col0), n);
+    }
+}
+
+/// Number of dweight blocks for `rows` rows.
+pub fn dg_blocks(rows: usize) -> usize {
+    rows.div_ceil(DG_BLOCK_ROWS)
+}
+
+/// LayerNorm forward, for the RMSNorm-vs-LayerNorm comparison: per row a mean pass, a
+/// variance pass, then `y = (x − mean) · rstd · g + b`. `g` and `b` may be null.
+///
+/// # Safety
+/// Every non-null pointer must be valid for its shape.
+pub unsafe fn layer_norm_forward<V: F32x4>(
+    x: *const f32,
+    g: *const f32,
+    bias: *const f32,
+    y: *mut f32,
+    rows: usize,
+    dim: usize,
+    eps: f32,
+) {
+    let n = dim;
+    for r in 0..rows {
+        let (x, y) = (x.add(r * n), y.add(r * n));
+        // pass 1: mean
+        let (mut a0, mut a1, mut a2, mut a3) = (V::zero(), V::zero(), V::zero(), V::zero());
+        let mut i = 0;
+        while i + 16 <= n {
+            a0 = a0.add(V::load(x.add(i)));
+            a1 = a1.add(V::load(x.add(i + 4)));
+            a2 = a2.add(V::load(x.add(i + 8)));
+            a3 = a3.add(V::load(x.add(i + 12)));
+            i += 16;
+        }
+        while i + 4 <= n {
+            a0 = a0.add(V::load(x.add(i)));
+            i += 4;
+        }
+        let mut s = a0.add(a1).add(a2.add(a3)).hsum();
+        while i < n {
+            s += *x.add(i);
+            i += 1;
+        }
+        let mean = s / n as f32;
+        // pass 2: variance around the mean (two-pass, as LayerNorm implementations do)
+        let m = V::splat(mean);
+        let (mut a0, mut a1, mut a2, mut a3) = (V::zero(), V::zero(), V::zero(), V::zero());
+        let mut i = 0;
+        while i + 16 <= n {
+            let v0 = V::load(x.add(i)).sub(m);
+            let v1 = V::load(x.add(i + 4)).sub(m);
+            let v2 = V::load(x.add(i + 8)).sub(m);
+            let v3 = V::load(x.add(i + 12)).sub(m);
+            a0 = a0.add(v0.mul(v0));
+            a1 = a1.add(v1.mul(v1));
+            a2 = a2.add(v2.mul(v2));
+            a3 = a3.add(v3.mul(v3));
+            i += 16;
+        }
+        while i + 4 <= n {
+            let v = V::load(x.add(i)).sub(m);
+            a0 = a0.add(v.mul(v));
+            i += 4;
+        }
+        let mut s = a0.add(a1).add(a2.add(a3)).hsum();
+        while i < n {
+            let v = *x.add(i) - mean;
+            s += v * v;
+            i += 1;
+        }
+        let rstd = 1.0 / (s / n as f32 + eps).sqrt();
+        // pass 3: normalize, scale, shift
+        let rv = V::splat(rstd);
+        let mut i = 0;
+        while i + 4 <= n {
+            let mut v = V::load(x.add(i)).sub(m).mul(rv);
+            if !g.is_null() {
+                v = v.mul(V::load(g.add(i)));
+            }
+            if !bias.is_null() {
+                v = v.add(V::load(bias.add(i)));
+            }
+            v.store(y.add(i));
+            i += 4;
+        }
+        while i < n {
+            let mut v = (*x.add(i) - mean) * rstd;
+            if !g.is_null() {
+                v *= *g.add(i);
+            }
+            if !bias.is_null() {
+                v += *bias.add(i);
+            }
+            *y.add(i) = v;
+            i += 1;
+        }
+    }
+}
+
+/// Copies `n` floats with vector loads and stores: the memory-bandwidth roof a wasm kernel
+/// that reads `n` and writes `n` floats can reach (wasm has no non-temporal stores).
+///
+/// # Safety
+/// `src` readable and `dst` writable for `n` floats; they must not overlap.
+pub unsafe fn copy<V: F32x4>(src: *const f32, dst: *mut f32, n: usize) {
+    let mut i = 0;
+    while i + 16 <= n {
+        let (v0, v1) = (V::load(src.add(i)), V::load(src.add(i + 4)));
+        let (v2, v3) = (V::load(src.add(i + 8)), V::load(src.add(i + 12)));
+        v0.store(dst.add(i));
+        v1.store(dst.add(i + 4));
+        v2.store(dst.add(i + 8));
+        v3.store(dst.add(i + 12));
+        i += 16;
+    }
+    while i < n {
+        *dst.add(i) = *src.add(i);
+        i += 1;
+    }
+}

@@ -1,0 +1,30 @@
+//! RMSNorm (Zhang & Sennrich, 2019) kernels for WebAssembly SIMD128.
+//!
+//! - [`simd`]: a four-lane f32 vector trait with a SIMD128 and a portable implementation.
+//! - [`kernel`]: forward, backward (with a deterministic weight gradient), and a LayerNorm
+//!   forward for comparison, written once against that trait.
+//! - `bindings` (wasm32 only): the `#[wasm_bindgen]` surface, pointers in, status codes out.
+//!
+//! Three builds come from this crate (see `build.sh`): `simd` (+simd128), `simd-threads`
+//! (+simd128 and shared memory, feature `threads`) and `scalar` (no SIMD, the fallback and
+//! the benchmark's baseline).
+
+#[cfg(all(
+    feature = "threads",
+    not(all(
+        target_feature = "atomics",
+        target_feature = "bulk-memory",
+        target_feature = "simd128"
+    ))
+))]
+compile_error!(
+    "feature `threads` (the simd-threads build) needs RUSTFLAGS with \
+     `-C target-feature=+atomics,+bulk-memory,+mutable-globals,+simd128`, the shared-memory \
+     link args and `-Z build-std=std,panic_abort`: run build.sh"
+);
+
+pub mod kernel;
+pub mod simd;
+
+#[cfg(target_arch = "wasm32")]
+mod bindings;

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Sets up a fresh Debian 12 machine for this project, skipping whatever is already in place:
+# Debian's wasm-capable Rust (rustc-web + rust-web-src, build-std), lld, Chromium for the
+# browser tests, wasm-bindgen-cli at the crate's pinned version, wasm-pack, the npm packages;
+# then builds the three wasm variants and the TypeScript.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$HOME/.cargo/bin:$PATH"
+
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+
+# 1. Debian packages (see ../shared/TOOLCHAIN.md for why each is needed)
+APT_PKGS=(rustc-web cargo-web rust-web-src lld-22 chromium chromium-driver)
+missing=()
+for p in "${APT_PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: apt-get install ${missing[*]}" >&2
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# A cargo for `cargo install` and the host tests: rustup's if present, else Debian's.
+command -v cargo >/dev/null || export PATH="$PATH:/usr/bin"
+
+# 2. wasm-bindgen-cli, the exact version the crate pins (they must match to the patch level)
+WB_VERSION=$(sed -n 's/^wasm-bindgen = "=\(.*\)"/\1/p' crate/Cargo.toml)
+if [ "$(wasm-bindgen --version 2>/dev/null | awk '{print $2}')" != "$WB_VERSION" ]; then
+  echo "setup: cargo install wasm-bindgen-cli $WB_VERSION" >&2
+  # Not --locked: its lock file names a webpki-roots release the registry no longer serves.
+  cargo install wasm-bindgen-cli --version "=$WB_VERSION" --quiet
+fi
+
+# 3. wasm-pack (from crates.io: the npm package downloads its binary from elsewhere)
+if ! command -v wasm-pack >/dev/null; then
+  echo "setup: cargo install wasm-pack" >&2
+  cargo install wasm-pack --locked --quiet || cargo install wasm-pack --quiet
+fi
+
+# 4. npm packages. onnxruntime-node carries its CPU binary; its install script would only
+#    fetch optional GPU files from outside the registry.
+export ONNXRUNTIME_NODE_INSTALL=skip
+if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  npm ci --no-audit --no-fund
+fi
+
+# 5. build: wasm (build.sh) and TypeScript
+npm run build

@@ -1,0 +1,111 @@
+/**
+ * rmsnorm-wasm: RMSNorm forward and backward in WebAssembly SIMD128, with a Worker pool.
+ *
+ * ```ts
+ * import { init, rmsNorm } from 'rmsnorm-wasm';
+ * await init();
+ * const y = rmsNorm(x, weight);            // x: rows × dim, weight: dim
+ * ```
+ * @module
+ */
+import { defaultBuild, loadWasm, type Build } from './load.js';
+import type { F32Buffer } from './memory.js';
+import { RmsNorm } from './rmsnorm.js';
+import type { RmsNormBackwardOptions, RmsNormBackwardResult, RmsNormOptions } from './validate.js';
+
+export type { Build } from './load.js';
+export type { F32Buffer } from './memory.js';
+export type { RmsNormBackwardOptions, RmsNormBackwardResult, RmsNormOptions } from './validate.js';
+export { RmsNorm } from './rmsnorm.js';
+export { simdSupported, threadsAvailable } from './platform.js';
+export { DEFAULT_EPS } from './validate.js';
+
+const loaded = new Map<Build, Promise<RmsNorm>>();
+let current: RmsNorm | null = null;
+
+/**
+ * Loads (once) and returns the instance of one build. Each build is instantiated at most once
+ * per JavaScript realm; the top-level functions use the one {@link init} chose.
+ *
+ * @param build `'simd-threads'` (shared memory; Node, or a cross-origin-isolated page),
+ *   `'simd'` or `'scalar'` (no SIMD128). Default: the best this engine supports.
+ */
+export function loadRmsNorm(build: Build = defaultBuild()): Promise<RmsNorm> {
+  if (build !== 'simd' && build !== 'simd-threads' && build !== 'scalar') {
+    return Promise.reject(new RangeError(`loadRmsNorm: build must be 'simd', 'simd-threads' or 'scalar', got ${String(build)}`));
+  }
+  let p = loaded.get(build);
+  if (!p) {
+    p = loadWasm(build).then((w) => new RmsNorm(w));
+    p.catch(() => loaded.delete(build));
+    loaded.set(build, p);
+  }
+  return p;
+}
+
+/**
+ * Loads and instantiates the wasm module; the other functions throw until it has resolved.
+ * Calling it again is cheap. `options.build` picks a build (default: `simd-threads` where
+ * threads are available — always in Node, in browsers when `crossOriginIsolated` — else
+ * `simd`, else `scalar`).
+ */
+export async function init(options?: { build?: Build }): Promise<void> {
+  current = await loadRmsNorm(options?.build);
+}
+
+/** The instance {@link init} loaded, or null before it resolves. */
+export function instance(): RmsNorm | null {
+  return current;
+}
+
+function ready(fn: string): RmsNorm {
+  if (!current) throw new Error(`${fn}: rmsnorm-wasm is not initialized; call and await init() first`);
+  return current;
+}
+
+/**
+ * RMSNorm forward: for each row `x_r` (length `dim`),
+ * `y_r = x_r · rstd_r · weight`, `rstd_r = 1/sqrt(mean(x_r²) + eps)`.
+ *
+ * @param x `rows × dim` floats, row-major. Views of wasm memory ({@link allocF32}) are used
+ *   in place; other Float32Arrays are copied through reused scratch space.
+ * @param weight The gain, `dim` floats, or null for none.
+ * @param options `dim` (default `weight.length`, required without weight), `eps` (default
+ *   1e-6, inside the root), `out` (destination, may be `x`), `rstd` (receives one per row).
+ * @returns `options.out`, or a new Float32Array.
+ * @throws TypeError / RangeError naming the bad argument, before anything is written.
+ */
+export function rmsNorm(x: Float32Array, weight: Float32Array | null, options?: RmsNormOptions): Float32Array {
+  return ready('rmsNorm').rmsNorm(x, weight, options);
+}
+
+/**
+ * RMSNorm backward: `dx = rstd · (gy − x · rstd² · mean(gy ⊙ x))` with `gy = dy ⊙ weight`,
+ * and `dweight = Σ_rows dy ⊙ x · rstd` (deterministic: f32 sums per 32-row block, blocks
+ * added in order).
+ *
+ * @param dy Upstream gradient, `rows × dim`.
+ * @param x The forward's input, `rows × dim`.
+ * @param weight The gain (`dim`) or null.
+ * @param options `dim`, `eps` (default 1e-6), `rstd` (the forward's; recomputed when absent),
+ *   `dx` (destination, may be `dy` or `x`), `dweight` (destination, `dim`).
+ * @returns `{ dx, dweight }`; `dweight` is null when `weight` is null.
+ * @throws TypeError / RangeError naming the bad argument, before anything is written.
+ */
+export function rmsNormBackward(
+  dy: Float32Array,
+  x: Float32Array,
+  weight: Float32Array | null,
+  options?: RmsNormBackwardOptions,
+): RmsNormBackwardResult {
+  return ready('rmsNormBackward').rmsNormBackward(dy, x, weight, options);
+}
+
+/**
+ * Allocates `length` floats inside the module's memory: `view()` gives a Float32Array that
+ * rmsNorm, rmsNormBackward and the pool use in place, with no copy (the fast path). Re-make
+ * views after anything that may grow memory; call `free()` when done.
+ */
+export function allocF32(length: number): F32Buffer {
+  return ready('allocF32').allocF32(length);
+}

@@ -1,0 +1,142 @@
+/**
+ * Finding, compiling and instantiating one of the three wasm builds, in Node or a browser.
+ * @module
+ */
+import { isNode, simdSupported, threadsAvailable } from './platform.js';
+
+/** The wasm builds: see build.sh. */
+export type Build = 'simd' | 'simd-threads' | 'scalar';
+
+/** The raw exports every build has (byte addresses in, status codes out; see crate/src/bindings.rs). */
+export interface KernelExports {
+  alloc_f32(len: number): number;
+  free_f32(addr: number, len: number): void;
+  dg_block_rows(): number;
+  rms_norm_forward(x: number, w: number, y: number, rstd: number, rows: number, dim: number, eps: number): number;
+  rms_norm_backward(
+    dy: number, x: number, w: number, rstd: number, dx: number, dw: number, work: number,
+    rows: number, dim: number, eps: number,
+  ): number;
+  rms_norm_backward_rows(
+    dy: number, x: number, w: number, rstd: number, dx: number, partials: number,
+    rows: number, dim: number, eps: number, row0: number, row1: number,
+  ): number;
+  reduce_partials(partials: number, blocks: number, dim: number, dw: number, col0: number, col1: number): number;
+  layer_norm_forward(x: number, w: number, b: number, y: number, rows: number, dim: number, eps: number): number;
+  copy_f32(src: number, dst: number, n: number): number;
+}
+
+/** An instantiated build. `module` and (for `simd-threads`) `memory` are what workers need to join it. */
+export interface LoadedWasm {
+  build: Build;
+  exports: KernelExports;
+  memory: WebAssembly.Memory;
+  module: WebAssembly.Module;
+  shared: boolean;
+}
+
+interface Glue {
+  initSync(opts: { module: WebAssembly.Module; memory?: WebAssembly.Memory; thread_stack_size?: number }): unknown;
+}
+
+// Literal import() and new URL(..., import.meta.url) so that bundlers can see and copy them.
+const GLUE: Record<Build, () => Promise<Glue>> = {
+  simd: () => import('../wasm/simd/rmsnorm_wasm.js') as Promise<Glue>,
+  'simd-threads': () => import('../wasm/simd-threads/rmsnorm_wasm.js') as Promise<Glue>,
+  scalar: () => import('../wasm/scalar/rmsnorm_wasm.js') as Promise<Glue>,
+};
+const WASM_URL: Record<Build, () => URL> = {
+  simd: () => new URL('../wasm/simd/rmsnorm_wasm_bg.wasm', import.meta.url),
+  'simd-threads': () => new URL('../wasm/simd-threads/rmsnorm_wasm_bg.wasm', import.meta.url),
+  scalar: () => new URL('../wasm/scalar/rmsnorm_wasm_bg.wasm', import.meta.url),
+};
+
+/** The build `init()` picks here: threads where possible, else SIMD, else scalar. */
+export function defaultBuild(): Build {
+  if (!simdSupported()) return 'scalar';
+  return threadsAvailable() ? 'simd-threads' : 'simd';
+}
+
+async function wasmBytes(build: Build): Promise<ArrayBuffer | Uint8Array> {
+  const url = WASM_URL[build]();
+  if (isNode) {
+    // Node's fetch cannot read file: URLs.
+    const fs = await import('node:fs/promises');
+    return fs.readFile(url);
+  }
+  const res = await fetch(url);
+  if (!res.ok) throw new Error(`rmsnorm-wasm: could not fetch ${url.href}: HTTP ${res.status}`);
+  return res.arrayBuffer();
+}
+
+/** Reads the limits (in 64 KiB pages) of the memory a module imports, from its import section. */
+export function importedMemoryLimits(bytes: Uint8Array): { initial: number; maximum?: number } {
+  let p = 8;
+  const u32 = () => {
+    let r = 0;
+    let shift = 0;
+    for (;;) {
+      const b = bytes[p++]!;
+      r += (b & 0x7f) * 2 ** shift;
+      if (b < 0x80) return r;
+      shift += 7;
+    }
+  };
+  const skipName = () => {
+    const n = u32();
+    p += n;
+  };
+  while (p < bytes.length) {
+    const id = bytes[p++]!;
+    const size = u32();
+    const end = p + size;
+    if (id === 2) {
+      for (let n = u32(); n > 0; n--) {
+        skipName();
+        skipName();
+        const kind = bytes[p++]!;
+        if (kind === 0) u32();
+        else if (kind === 1) { p++; const f = bytes[p++]!; u32(); if (f & 1) u32(); }
+        else if (kind === 3) p += 2;
+        else if (kind === 4) { p++; u32(); }
+        else if (kind === 2) {
+          const flags = bytes[p++]!;
+          const initial = u32();
+          return flags & 1 ? { initial, maximum: u32() } : { initial };
+        } else break;
+      }
+    }
+    p = end;
+  }
+  throw new Error('rmsnorm-wasm: the simd-threads module imports no memory (was it built by build.sh?)');
+}
+
+/**
+ * Compiles and instantiates `build` on this thread. For `simd-threads` a shared memory is
+ * created here (pass `join` to instantiate on an existing module and memory instead, as
+ * workers do).
+ */
+export async function loadWasm(
+  build: Build,
+  join?: { module: WebAssembly.Module; memory: WebAssembly.Memory },
+): Promise<LoadedWasm> {
+  const glue = await GLUE[build]();
+  const shared = build === 'simd-threads';
+  let module: WebAssembly.Module;
+  let memory: WebAssembly.Memory | undefined;
+  if (join) {
+    ({ module, memory } = join);
+  } else {
+    const raw = await wasmBytes(build);
+    const bytes = raw instanceof Uint8Array ? raw : new Uint8Array(raw);
+    module = await WebAssembly.compile(bytes as Uint8Array<ArrayBuffer>);
+    if (shared) {
+      const { initial, maximum } = importedMemoryLimits(bytes);
+      memory = new WebAssembly.Memory({ initial, maximum: maximum ?? initial, shared: true });
+    }
+  }
+  const exports = glue.initSync({ module, memory }) as KernelExports & { memory?: WebAssembly.Memory };
+  memory ??= exports.memory;
+  if (!memory) throw new Error(`rmsnorm-wasm: build ${build} exposes no memory`);
+  return { build, exports, memory, module, shared };
+}

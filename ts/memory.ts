@@ -1,0 +1,139 @@
+/**
+ * The module's linear memory seen from JavaScript: a Float32Array view that is re-made after
+ * growth, the test "does this array live in wasm memory?", allocF32 handles, and the reused
+ * scratch space that plain Float32Arrays are copied through.
+ * @module
+ */
+import type { LoadedWasm } from './load.js';
+
+/** Storage for `length` floats inside the module's memory; see {@link allocF32}. */
+export interface F32Buffer {
+  /** Number of floats. */
+  readonly length: number;
+  /**
+   * A Float32Array over the storage. Make a new one after anything that may grow memory
+   * (another allocation, a call on plain arrays): an old view of non-shared memory is detached
+   * by growth. Views are used in place by rmsNorm / rmsNormBackward / the pool: no copies.
+   */
+  view(): Float32Array;
+  /** Returns the storage; further view() calls throw. Calling it twice is harmless. */
+  free(): void;
+}
+
+/** Floats are placed at multiples of 4 (16 bytes), the v128 size. */
+const ALIGN = 4;
+const roundUp = (n: number) => Math.ceil(n / ALIGN) * ALIGN;
+
+/** The memory of one instantiated build. */
+export class Heap {
+  readonly wasm: LoadedWasm;
+  private f32view: Float32Array;
+  // Buffers this memory had before it grew: views on them still address this memory
+  // (shared memory), or are detached (non-shared); either way we recognize them.
+  private readonly past = new WeakSet<ArrayBufferLike>();
+
+  constructor(wasm: LoadedWasm) {
+    this.wasm = wasm;
+    this.f32view = new Float32Array(wasm.memory.buffer);
+  }
+
+  /** The current view of all memory (re-made if the memory grew). */
+  f32(): Float32Array {
+    const buf = this.wasm.memory.buffer;
+    if (this.f32view.buffer !== buf) {
+      this.past.add(this.f32view.buffer);
+      this.f32view = new Float32Array(buf);
+    }
+    return this.f32view;
+  }
+
+  /** Whether `a` is a view of this memory, so that its byteOffset is its wasm address. */
+  holds(a: Float32Array): boolean {
+    const b = a.buffer;
+    if (b === this.wasm.memory.buffer) return true;
+    if (!this.past.has(b)) return false;
+    if (this.wasm.shared) return true;
+    return false;
+  }
+
+  /** Throws if `a` is a view of this (non-shared) memory from before it grew. */
+  checkNotStale(fn: string, name: string, a: Float32Array): void {
+    this.f32();
+    if (!this.wasm.shared && this.past.has(a.buffer)) {
+      throw new TypeError(
+        `${fn}: ${name} is a stale view of wasm memory (detached when the memory grew); call view() again`,
+      );
+    }
+  }
+
+  /** Allocates `length` floats; throws a RangeError when memory cannot grow that far. */
+  alloc(length: number): number {
+    const addr = this.wasm.exports.alloc_f32(length);
+    if (addr === 0) {
+      throw new RangeError(
+        `rmsnorm-wasm: cannot allocate ${length} floats (${length * 4} bytes) in wasm memory ` +
+          `(now ${this.wasm.memory.buffer.byteLength} bytes)`,
+      );
+    }
+    return addr;
+  }
+
+  free(addr: number, length: number): void {
+    this.wasm.exports.free_f32(addr, length);
+  }
+
+  /** A user-owned buffer (the allocF32 API). */
+  allocBuffer(length: number): F32Buffer {
+    if (typeof length !== 'number' || !Number.isInteger(length) || length < 0 || length > 0x3fffffff) {
+      throw new RangeError(`allocF32: length must be an integer in [0, 2^30), got ${String(length)}`);
+    }
+    let addr = this.alloc(length);
+    const heap = this;
+    return {
+      length,
+      view() {
+        if (addr === 0) throw new Error('allocF32: view() called after free()');
+        return new Float32Array(heap.f32().buffer, addr, length);
+      },
+      free() {
+        if (addr !== 0) heap.free(addr, length);
+        addr = 0;
+      },
+    };
+  }
+}
+
+/**
+ * One reusable region of wasm memory for copies of plain arrays. It only ever grows (to the
+ * largest call seen), so repeated calls of one shape allocate nothing.
+ */
+export class Scratch {
+  private addr = 0;
+  private floats = 0;
+  constructor(private readonly heap: Heap) {}
+
+  /** Makes room for regions of the given float counts; returns each one's byte address. */
+  carve(sizes: readonly number[]): number[] {
+    let total = 0;
+    const offs = sizes.map((n) => {
+      const o = total;
+      total += roundUp(n);
+      return o;
+    });
+    if (total > this.floats) {
+      if (this.addr !== 0) this.heap.free(this.addr, this.floats);
+      this.addr = 0;
+      this.floats = 0;
+      this.addr = this.heap.alloc(total);
+      this.floats = total;
+    }
+    return offs.map((o) => this.addr + o * 4);
+  }
+
+  /** Returns the region to the allocator. */
+  release(): void {
+    if (this.addr !== 0) this.heap.free(this.addr, this.floats);
+    this.addr = 0;
+    this.floats = 0;
+  }
+}

@@ -1,0 +1,57 @@
+/**
+ * What the running engine offers: Node or browser, threads, SIMD128, core count.
+ * @module
+ */
+
+/** True under Node.js (worker_threads, fs), false in browsers and Web Workers. */
+export const isNode: boolean =
+  typeof process !== 'undefined' && typeof process.versions === 'object' && !!process.versions?.node;
+
+/**
+ * Whether shared wasm memory can be used here: always in Node; in browsers only when the page
+ * is cross-origin isolated (COOP/COEP headers), which is what exposes SharedArrayBuffer.
+ */
+export function threadsAvailable(): boolean {
+  if (typeof SharedArrayBuffer !== 'function') return false;
+  if (!isNode && (globalThis as { crossOriginIsolated?: boolean }).crossOriginIsolated !== true) return false;
+  try {
+    new WebAssembly.Memory({ initial: 1, maximum: 1, shared: true });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+// (func (result v128) v128.const 0): validates only where SIMD128 is implemented.
+const SIMD_PROBE = new Uint8Array([
+  0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 22, 1, 20, 0, 253, 12,
+  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 11,
+]);
+
+/** Whether the engine runs WebAssembly SIMD128 (every current browser and Node ≥ 16.4). */
+export function simdSupported(): boolean {
+  try {
+    return WebAssembly.validate(SIMD_PROBE);
+  } catch {
+    return false;
+  }
+}
+
+/** Logical cores: `os.availableParallelism()` in Node, `navigator.hardwareConcurrency` elsewhere. */
+export async function coreCount(): Promise<number> {
+  if (isNode) {
+    const os = await import('node:os');
+    return typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length;
+  }
+  const n = (globalThis as { navigator?: { hardwareConcurrency?: number } }).navigator?.hardwareConcurrency;
+  return typeof n === 'number' && n > 0 ? n : 1;
+}
+
+/**
+ * Whether this thread may block in `Atomics.wait`: Node threads and Web Workers may, a
+ * browser's main thread may not.
+ */
+export function canBlock(): boolean {
+  if (isNode) return true;
+  return typeof (globalThis as { document?: unknown }).document === 'undefined';
+}

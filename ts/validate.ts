@@ -1,0 +1,219 @@
+/**
+ * Argument checking shared by the sync API and the pool. Everything is checked before any
+ * byte is written; errors name the function, the argument, what it got and what it expected.
+ * @module
+ */
+
+/** Options of {@link rmsNorm}. */
+export interface RmsNormOptions {
+  /** Row length (elements). Default: `weight.length`; required when `weight` is null. */
+  dim?: number;
+  /** Added to mean(x²) inside the square root. Default 1e-6; finite and ≥ 0. Used as float32. */
+  eps?: number;
+  /** Destination, `x.length` floats; may be `x` itself. Default: a new Float32Array. */
+  out?: Float32Array;
+  /** Receives `1/sqrt(mean(x²) + eps)` per row: `x.length / dim` floats. */
+  rstd?: Float32Array;
+}
+
+/** Options of {@link rmsNormBackward}. */
+export interface RmsNormBackwardOptions {
+  /** Row length (elements). Default: `weight.length`; required when `weight` is null. */
+  dim?: number;
+  /** As in the forward; used when `rstd` is not given. Default 1e-6. */
+  eps?: number;
+  /** The forward's rstd, `x.length / dim` floats. Recomputed from `x` and `eps` when absent. */
+  rstd?: Float32Array;
+  /** Destination of dL/dx, `x.length` floats; may be `dy` or `x` itself. Default: new. */
+  dx?: Float32Array;
+  /** Destination of dL/dweight, `dim` floats (only with a weight). Default: new. */
+  dweight?: Float32Array;
+}
+
+/** Result of {@link rmsNormBackward}: `dweight` is null when `weight` is null. */
+export interface RmsNormBackwardResult {
+  dx: Float32Array;
+  dweight: Float32Array | null;
+}
+
+/** A checked forward call. */
+export interface ForwardArgs {
+  x: Float32Array;
+  weight: Float32Array | null;
+  out: Float32Array | null;
+  rstd: Float32Array | null;
+  rows: number;
+  dim: number;
+  eps: number;
+}
+
+/** A checked backward call. */
+export interface BackwardArgs {
+  dy: Float32Array;
+  x: Float32Array;
+  weight: Float32Array | null;
+  rstd: Float32Array | null;
+  dx: Float32Array | null;
+  dweight: Float32Array | null;
+  rows: number;
+  dim: number;
+  eps: number;
+}
+
+/** eps when none is given. */
+export const DEFAULT_EPS = 1e-6;
+
+/** A short description of a value for error messages: `Float64Array(12)`, `number -1`, `null`. */
+export function describe(v: unknown): string {
+  if (v === null) return 'null';
+  if (v === undefined) return 'undefined';
+  if (ArrayBuffer.isView(v)) {
+    const tag = (v as { [Symbol.toStringTag]?: string })[Symbol.toStringTag] ?? 'DataView';
+    return `${tag}(${(v as { length?: number }).length ?? v.byteLength})`;
+  }
+  if (Array.isArray(v)) return `Array(${v.length})`;
+  if (typeof v === 'number' || typeof v === 'bigint' || typeof v === 'boolean') return `${typeof v} ${String(v)}`;
+  if (typeof v === 'string') return `string ${JSON.stringify(v.length > 20 ? v.slice(0, 20) + '…' : v)}`;
+  if (typeof v === 'function') return 'a function';
+  return (v as object).constructor?.name ?? 'object';
+}
+
+function isF32(v: unknown): v is Float32Array {
+  return ArrayBuffer.isView(v) && (v as { [Symbol.toStringTag]?: string })[Symbol.toStringTag] === 'Float32Array';
+}
+
+function f32(fn: string, name: string, v: unknown): Float32Array {
+  if (!isF32(v)) throw new TypeError(`${fn}: ${name} must be a Float32Array, got ${describe(v)}`);
+  if (v.length === 0 && isDetached(v.buffer)) {
+    throw new TypeError(
+      `${fn}: ${name} is a view of a detached buffer (wasm memory grew since it was made); call view() again`,
+    );
+  }
+  return v;
+}
+
+function isDetached(b: ArrayBufferLike): boolean {
+  return (b as { detached?: boolean }).detached === true;
+}
+
+function optF32(fn: string, name: string, v: unknown, length: number, what: string): Float32Array | null {
+  if (v === undefined) return null;
+  const a = f32(fn, name, v);
+  if (a.length !== length) throw new RangeError(`${fn}: ${name}.length must be ${length} (${what}), got ${a.length}`);
+  return a;
+}
+
+function options(fn: string, o: unknown, known: readonly string[]): Record<string, unknown> {
+  if (o === undefined || o === null) return {};
+  if (typeof o !== 'object' || Array.isArray(o)) {
+    throw new TypeError(`${fn}: options must be an object, got ${describe(o)}`);
+  }
+  for (const k of Object.keys(o)) {
+    if (!known.includes(k)) {
+      throw new TypeError(`${fn}: unknown option ${JSON.stringify(k)} (known: ${known.join(', ')})`);
+    }
+  }
+  return o as Record<string, unknown>;
+}
+
+function weightAndDim(fn: string, weight: unknown, dimOpt: unknown): { weight: Float32Array | null; dim: number } {
+  const w = weight === null || weight === undefined ? null : f32(fn, 'weight', weight);
+  if (dimOpt === undefined) {
+    if (w === null) throw new TypeError(`${fn}: options.dim is required when weight is null`);
+    if (w.length === 0) throw new RangeError(`${fn}: weight.length must be at least 1, got 0`);
+    return { weight: w, dim: w.length };
+  }
+  if (typeof dimOpt !== 'number') throw new TypeError(`${fn}: options.dim must be a number, got ${describe(dimOpt)}`);
+  if (!Number.isInteger(dimOpt) || dimOpt < 1 || dimOpt > 0xffffffff) {
+    throw new RangeError(`${fn}: options.dim must be a positive integer, got ${dimOpt}`);
+  }
+  if (w !== null && w.length !== dimOpt) {
+    throw new RangeError(`${fn}: weight.length (${w.length}) must equal options.dim (${dimOpt})`);
+  }
+  return { weight: w, dim: dimOpt };
+}
+
+function eps(fn: string, v: unknown): number {
+  if (v === undefined) return DEFAULT_EPS;
+  if (typeof v !== 'number') throw new TypeError(`${fn}: options.eps must be a number, got ${describe(v)}`);
+  if (!Number.isFinite(v) || v < 0) throw new RangeError(`${fn}: options.eps must be finite and >= 0, got ${v}`);
+  return v;
+}
+
+function rowsOf(fn: string, name: string, x: Float32Array, dim: number): number {
+  if (x.length % dim !== 0) {
+    throw new RangeError(`${fn}: ${name}.length (${x.length}) must be a multiple of dim (${dim})`);
+  }
+  return x.length / dim;
+}
+
+function overlaps(a: Float32Array, b: Float32Array): boolean {
+  return (
+    a.buffer === b.buffer &&
+    a.byteOffset < b.byteOffset + b.byteLength &&
+    b.byteOffset < a.byteOffset + a.byteLength
+  );
+}
+
+function distinctOutputs(fn: string, outs: [string, Float32Array | null][]): void {
+  for (let i = 0; i < outs.length; i++) {
+    for (let j = i + 1; j < outs.length; j++) {
+      const [na, a] = outs[i]!;
+      const [nb, b] = outs[j]!;
+      if (a && b && overlaps(a, b)) throw new RangeError(`${fn}: ${na} and ${nb} must not overlap`);
+    }
+  }
+}
+
+const FORWARD_KEYS = ['dim', 'eps', 'out', 'rstd'] as const;
+const BACKWARD_KEYS = ['dim', 'eps', 'rstd', 'dx', 'dweight'] as const;
+
+/** Checks a forward call; `extraKeys` are further option names the caller handles itself. */
+export function checkForward(
+  fn: string,
+  x: unknown,
+  weight: unknown,
+  opts: unknown,
+  extraKeys: readonly string[] = [],
+): ForwardArgs {
+  const o = options(fn, opts, [...FORWARD_KEYS, ...extraKeys]);
+  const xa = f32(fn, 'x', x);
+  const { weight: w, dim } = weightAndDim(fn, weight, o.dim);
+  const e = eps(fn, o.eps);
+  const rows = rowsOf(fn, 'x', xa, dim);
+  const out = optF32(fn, 'options.out', o.out, xa.length, 'x.length');
+  const rstd = optF32(fn, 'options.rstd', o.rstd, rows, 'one per row');
+  distinctOutputs(fn, [['options.out', out], ['options.rstd', rstd]]);
+  return { x: xa, weight: w, out, rstd, rows, dim, eps: e };
+}
+
+/** Checks a backward call; `extraKeys` as in {@link checkForward}. */
+export function checkBackward(
+  fn: string,
+  dy: unknown,
+  x: unknown,
+  weight: unknown,
+  opts: unknown,
+  extraKeys: readonly string[] = [],
+): BackwardArgs {
+  const o = options(fn, opts, [...BACKWARD_KEYS, ...extraKeys]);
+  const dya = f32(fn, 'dy', dy);
+  const xa = f32(fn, 'x', x);
+  const { weight: w, dim } = weightAndDim(fn, weight, o.dim);
+  const e = eps(fn, o.eps);
+  if (dya.length !== xa.length) {
+    throw new RangeError(`${fn}: dy.length (${dya.length}) must equal x.length (${xa.length})`);
+  }
+  const rows = rowsOf(fn, 'x', xa, dim);
+  const rstd = optF32(fn, 'options.rstd', o.rstd, rows, 'one per row');
+  const dx = optF32(fn, 'options.dx', o.dx, xa.length, 'x.length');
+  if (w === null && o.dweight !== undefined) {
+    throw new TypeError(`${fn}: options.dweight was given but weight is null (there is no weight gradient)`);
+  }
+  const dweight = optF32(fn, 'options.dweight', o.dweight, dim, 'dim');
+  distinctOutputs(fn, [['options.dx', dx], ['options.dweight', dweight]]);
+  return { dy: dya, x: xa, weight: w, rstd, dx, dweight, rows, dim, eps: e };
+}
+
+/** Whether `a` and `b` share bytes (same buffer, overlapping ranges). */
+export { overlaps };
