@@ -123,6 +123,8 @@ describe('test helpers', () => {
     expect(mismatch([1e9], [Infinity], tol)).not.toBeNull();
     expect(mismatch([1.1e-5], [0], tol)).toMatch(/1\/1 elements/);
     expect(mismatch([1, 2], [1], tol)).toMatch(/length/);
+    expect(mismatch([1.5], [1], () => NaN)).not.toBeNull();
+    expect(mismatch([1], [1], () => NaN)).toBeNull();
   });
 
   it('rng is deterministic and roughly uniform', () => {

@@ -202,6 +202,7 @@ export function mismatch(actual: Vec, ref: Vec, tol: Tolerance, label = ''): str
   for (let i = 0; i < ref.length; i++) {
     const a = actual[i]!;
     const r = ref[i]!;
+    // ratio > 1 fails; written so that a NaN tolerance fails too instead of passing silently
     let ratio: number;
     if (Number.isNaN(r)) ratio = Number.isNaN(a) ? 0 : Infinity;
     else if (!Number.isFinite(r)) ratio = a === r ? 0 : Infinity;
@@ -209,7 +210,7 @@ export function mismatch(actual: Vec, ref: Vec, tol: Tolerance, label = ''): str
     else {
       const d = Math.abs(a - r);
       const t = tol(i, r);
-      ratio = d === 0 ? 0 : d / t;
+      ratio = d === 0 ? 0 : d <= t ? d / t : t > 0 ? Math.max(d / t, 1 + 1e-9) : Infinity;
     }
     if (ratio > 1) {
       bad++;
