@@ -112,6 +112,12 @@ export interface RefBackward {
    * the terms that cancel in it), used to scale dx's absolute tolerance.
    */
   dxScale: Float64Array;
+  /**
+   * Per element: `rstd·|gy_i| + rstd³·mean(|gy ⊙ x|)·|x_i|`, the sizes of the two terms whose
+   * difference dx_i is (with the dot product taken in absolute value): float32 rounding error
+   * in dx_i is a small multiple of 2^-24 times this, whatever the data.
+   */
+  dxTerms: Float64Array;
 }
 
 /**
@@ -134,21 +140,26 @@ export function refBackward(
   const dweight = weight ? new Float64Array(dim) : null;
   const dweightAbs = weight ? new Float64Array(dim) : null;
   const dxScale = new Float64Array(rows);
+  const dxTerms = new Float64Array(x.length);
   for (let r = 0; r < rows; r++) {
     const o = r * dim;
     const a = rs[r]!;
     let c = 0;
+    let cAbs = 0;
     let gg = 0;
     for (let i = 0; i < dim; i++) {
       const gy = dy[o + i]! * (weight ? weight[i]! : 1);
       c += gy * x[o + i]!;
+      cAbs += Math.abs(gy * x[o + i]!);
       gg += gy * gy;
     }
     const b = a * a * a * (c / dim);
+    const bAbs = a * a * a * (cAbs / dim);
     dxScale[r] = a * Math.sqrt(gg / dim);
     for (let i = 0; i < dim; i++) {
       const gy = dy[o + i]! * (weight ? weight[i]! : 1);
       dx[o + i] = a * gy - b * x[o + i]!;
+      dxTerms[o + i] = Math.abs(a * gy) + bAbs * Math.abs(x[o + i]!);
       if (dweight && dweightAbs) {
         const t = dy[o + i]! * x[o + i]! * a;
         dweight[i]! += t;
@@ -156,7 +167,7 @@ export function refBackward(
       }
     }
   }
-  return { dx, dweight, dweightAbs, rstd: rs, dxScale };
+  return { dx, dweight, dweightAbs, rstd: rs, dxScale, dxTerms };
 }
 
 /**
