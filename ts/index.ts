@@ -109,3 +109,19 @@ export function rmsNormBackward(
 export function allocF32(length: number): F32Buffer {
   return ready('allocF32').allocF32(length);
 }
+
+import { createPool as createPoolWith, type PoolOptions, type RmsNormPool } from './pool/pool.js';
+export type { PoolCallOptions, PoolOptions, RmsNormPool } from './pool/pool.js';
+export { INLINE_BELOW, JOIN_BELOW } from './pool/pool.js';
+
+/**
+ * Starts a worker pool that shards rows across Workers sharing one wasm memory (Node
+ * worker_threads, or module Web Workers in a cross-origin-isolated page); elsewhere a pool in
+ * `mode: 'single'` that runs calls on the calling thread. Results have the same bits as the
+ * sync API whatever the thread count.
+ *
+ * @param options `threads`: threads per job, default the logical core count.
+ */
+export function createPool(options?: PoolOptions): Promise<RmsNormPool> {
+  return createPoolWith(options, loadRmsNorm);
+}

@@ -1,0 +1,123 @@
+/**
+ * The control block the pool and its workers share: Int32 words inside the wasm memory itself,
+ * so that a job is a handful of stores and one `Atomics.notify`, never a message.
+ *
+ * One job at a time. Its rows are cut into chunks that every participant (the workers, and in
+ * Node sometimes the calling thread) claims by compare-and-swap on NEXT, which holds the job's
+ * id beside the chunk index. So a thread that wakes late, even after the job is over, claims
+ * nothing it should not: the job is finished by whoever is awake, and the chunks complete it,
+ * not a head count. Backward chunks are whole dweight blocks whose partials land at fixed
+ * places, so who computes which chunk never changes a bit of the result.
+ * @module
+ */
+import type { KernelExports } from '../load.js';
+
+// Line 0: the job, written by the pool before it opens NEXT, read-only while the job runs.
+// Addresses fit in int32: the threads build's memory is at most 2 GiB.
+export const OP = 0;
+/** Operands. Forward: x, w, y, rstd. Backward: dy, x, w, rstd, dx, partials, dw. FAIL: worker. */
+export const A0 = 1;
+export const A1 = 2;
+export const A2 = 3;
+export const A3 = 4;
+export const A4 = 5;
+export const A5 = 6;
+export const A6 = 7;
+export const ROWS = 8;
+export const DIM = 9;
+/** eps as float32 bits. */
+export const EPS = 10;
+export const CHUNK_ROWS = 11;
+export const N_CHUNKS = 12;
+/** How long (spin iterations) workers poll for the next job before sleeping. */
+export const SPIN = 13;
+/** 1: the completing thread posts a message too (engines without Atomics.waitAsync). */
+export const MESSAGE = 14;
+/** Id of the current job (16 bits). */
+export const JOB = 15;
+// Words that several threads write during a job each get a 64-byte line of their own: moving a
+// contended line between cores costs more than the arithmetic around it.
+/** `job << 16 | next chunk`; claimed by compare-and-swap. */
+export const NEXT = 16;
+/** Chunks finished; the thread that finishes the last one completes the job. */
+export const COMPLETED = 32;
+/** First non-zero kernel status of the job. */
+export const STATUS = 33;
+/** 0 while the job runs, 1 when complete (Atomics.notify'd). */
+export const DONE = 48;
+/** Worker w's line: its wake-up word at SEQ0 + w·STRIDE, its busy flag right after. */
+export const SEQ0 = 64;
+export const STRIDE = 16;
+export const BUSY = 1;
+
+/** Control block size in int32 words for `workers` workers. */
+export function controlWords(workers: number): number {
+  return SEQ0 + STRIDE * Math.max(workers, 1);
+}
+
+/** Opcodes. */
+export const Op = { NOOP: 0, FORWARD: 1, BACKWARD: 2, EXIT: 3, FAIL: 4 } as const;
+
+const f32bits = new Float32Array(1);
+const i32bits = new Int32Array(f32bits.buffer);
+/** float32 bits of `v`, to store in an Int32 word. */
+export function floatBits(v: number): number {
+  f32bits[0] = v;
+  return i32bits[0]!;
+}
+function bitsFloat(b: number): number {
+  i32bits[0] = b;
+  return f32bits[0]!;
+}
+
+/**
+ * Claims and runs chunks of job `job` until none is left (every participant runs this).
+ * With `once`, stops after one chunk (NOOP jobs: one answer per worker). Returns true if this
+ * thread completed the job.
+ */
+export function work(ctl: Int32Array, k: KernelExports, job: number, once: boolean): boolean {
+  for (;;) {
+    const cur = Atomics.load(ctl, NEXT);
+    if (cur >>> 16 !== job) return false;
+    if ((cur & 0xffff) >= ctl[N_CHUNKS]!) return false;
+    if (Atomics.compareExchange(ctl, NEXT, cur, cur + 1) !== cur) continue;
+    // Chunk claimed: until it completes, the job (and so line 0) cannot change.
+    runChunk(ctl, k, cur & 0xffff);
+    if (Atomics.add(ctl, COMPLETED, 1) + 1 === ctl[N_CHUNKS]) {
+      complete(ctl, k);
+      return true;
+    }
+    if (once) return false;
+  }
+}
+
+function runChunk(ctl: Int32Array, k: KernelExports, c: number): void {
+  const op = ctl[OP]!;
+  if (op !== Op.FORWARD && op !== Op.BACKWARD) return;
+  const rows = ctl[ROWS]!;
+  const dim = ctl[DIM]!;
+  const r0 = c * ctl[CHUNK_ROWS]!;
+  const r1 = Math.min(rows, r0 + ctl[CHUNK_ROWS]!);
+  const eps = bitsFloat(ctl[EPS]!);
+  let s: number;
+  if (op === Op.FORWARD) {
+    const off = r0 * dim * 4;
+    const rstd = ctl[A3]!;
+    s = k.rms_norm_forward(ctl[A0]! + off, ctl[A1]!, ctl[A2]! + off, rstd === 0 ? 0 : rstd + r0 * 4, r1 - r0, dim, eps);
+  } else {
+    s = k.rms_norm_backward_rows(ctl[A0]!, ctl[A1]!, ctl[A2]!, ctl[A3]!, ctl[A4]!, ctl[A5]!, rows, dim, eps, r0, r1);
+  }
+  if (s !== 0) Atomics.compareExchange(ctl, STATUS, 0, s);
+}
+
+/** The last chunk is done: add the backward's dweight partials in block order, then signal. */
+function complete(ctl: Int32Array, k: KernelExports): void {
+  if (ctl[OP] === Op.BACKWARD && ctl[A2] !== 0 && Atomics.load(ctl, STATUS) === 0) {
+    const dim = ctl[DIM]!;
+    const blocks = Math.ceil(ctl[ROWS]! / k.dg_block_rows());
+    const s = k.reduce_partials(ctl[A5]!, blocks, dim, ctl[A6]!, 0, dim);
+    if (s !== 0) Atomics.compareExchange(ctl, STATUS, 0, s);
+  }
+  Atomics.store(ctl, DONE, 1);
+  Atomics.notify(ctl, DONE);
+}

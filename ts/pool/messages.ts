@@ -1,0 +1,38 @@
+/**
+ * Messages between the pool and its workers. Namespaced, so they cannot be mistaken for an
+ * application's own messages on the same channel. Jobs themselves never travel as messages:
+ * see control.ts.
+ * @module
+ */
+
+/** Pool → worker, once: join the shared module and memory, then serve jobs. */
+export interface InitMessage {
+  type: 'rmsnorm-wasm:init';
+  module: WebAssembly.Module;
+  memory: WebAssembly.Memory;
+  /** Byte address of the control block in the shared memory. */
+  ctl: number;
+  /** Control block length in int32 words. */
+  words: number;
+  /** This worker's index (selects its wake-up word). */
+  index: number;
+}
+
+/** Worker → pool: instantiated and waiting for jobs (the handshake). */
+export interface ReadyMessage {
+  type: 'rmsnorm-wasm:ready';
+  index: number;
+}
+
+/** Worker → pool: the job completed (only for engines without Atomics.waitAsync). */
+export interface DoneMessage {
+  type: 'rmsnorm-wasm:done';
+}
+
+/** Worker → pool: setting up failed. */
+export interface FailedMessage {
+  type: 'rmsnorm-wasm:failed';
+  message: string;
+}
+
+export type WorkerMessage = ReadyMessage | DoneMessage | FailedMessage;
