@@ -86,14 +86,29 @@ function f32(fn: string, name: string, v: unknown): Float32Array {
   if (!isF32(v)) throw new TypeError(`${fn}: ${name} must be a Float32Array, got ${describe(v)}`);
   if (v.length === 0 && isDetached(v.buffer)) {
     throw new TypeError(
-      `${fn}: ${name} is a view of a detached buffer (wasm memory grew since it was made); call view() again`,
+      `${fn}: ${name} is a view of a detached ArrayBuffer (a view of wasm memory is detached when the ` +
+        `memory grows: call view() again)`,
     );
   }
   return v;
 }
 
+/**
+ * Whether `b` is a detached ArrayBuffer. `ArrayBuffer.prototype.detached` is missing before
+ * V8 11.4 (Node 20, Chrome < 114): there a detached buffer looks like an empty one, and only
+ * constructing a view over it (which throws) tells them apart. Callers ask only about the
+ * buffers of empty views, so the probe costs nothing on real calls.
+ */
 function isDetached(b: ArrayBufferLike): boolean {
-  return (b as { detached?: boolean }).detached === true;
+  const d = (b as { detached?: unknown }).detached;
+  if (typeof d === 'boolean') return d;
+  if (b.byteLength !== 0) return false;
+  try {
+    new Uint8Array(b);
+    return false;
+  } catch {
+    return true;
+  }
 }
 
 function optF32(fn: string, name: string, v: unknown, length: number, what: string): Float32Array | null {
