@@ -10,12 +10,10 @@ import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { launchChromium, openPage, pageResult } from './chromium.js';
 import { expectChecksPass, type CheckSummary } from './expect-checks.js';
-import { serveStatic, type StaticServer } from './server.js';
+import { CSP, serveStatic, type StaticServer } from './server.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const PAGE = 'test/browser/fixtures/pool.html';
-/** The policy docs/web-app.md documents: no inline script, wasm compilation allowed. */
-export const CSP = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; worker-src 'self'";
 
 let browser: Browser | undefined;
 let isolated: StaticServer | undefined;

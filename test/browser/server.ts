@@ -32,6 +32,12 @@ export const ISOLATION_HEADERS: Readonly<Record<string, string>> = {
   'Cross-Origin-Embedder-Policy': 'require-corp',
 };
 
+/**
+ * The Content-Security-Policy docs/web-app.md recommends, which the isolated test pages are
+ * served under: no inline script, and 'wasm-unsafe-eval' so that WebAssembly may compile.
+ */
+export const CSP = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; worker-src 'self'";
+
 /** Options of {@link serveStatic}. */
 export interface ServeOptions {
   /** Folder served at `/`. Requests outside it get 404. */

@@ -1,0 +1,132 @@
+/**
+ * Issue 5: the packed tarball, installed into a fresh folder outside the repository
+ * (`npm install <tarball> --offline`: the package has no dependencies), must work
+ *   1. from Node with no flags (`import { init, rmsNorm, createPool } from 'rmsnorm-wasm'`);
+ *   2. in a Vite app built with `vite build` (the repository's Vite, run on the app folder):
+ *      served with COOP/COEP the pool runs in `threads` mode, without them in `single` mode,
+ *      with bit-identical results;
+ *   3. from a plain `<script type="module">` page importing the installed files by path.
+ * Every case runs fixtures/check.js: results vs a float64 reference computed in the page.
+ */
+import { copyFile, readdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { launchChromium, openPage, pageResult } from './chromium.js';
+import { expectChecksPass, type CheckSummary } from './expect-checks.js';
+import { npm, packRepo, REPO, run, type Packed } from './pack.js';
+import { CSP, serveStatic, type StaticServer } from './server.js';
+
+const FIXTURES = join(REPO, 'test', 'browser', 'fixtures');
+
+let packed: Packed;
+let app: string;
+let browser: Browser;
+const servers: StaticServer[] = [];
+
+/** Serves `root` (isolated: COOP/COEP + the documented CSP), loads `page`, returns its summary. */
+async function check(root: string, page: string, isolated: boolean): Promise<CheckSummary> {
+  const server = await serveStatic({
+    root,
+    isolated,
+    headers: isolated ? { 'Content-Security-Policy': CSP } : {},
+  });
+  servers.push(server);
+  const { page: p, errors } = await openPage(browser);
+  try {
+    await p.goto(server.url + page);
+    return await pageResult<CheckSummary>(p, errors, 90_000);
+  } finally {
+    await p.close();
+    await server.close();
+  }
+}
+
+function expectThreads(r: CheckSummary): void {
+  expect(r.crossOriginIsolated).toBe(true);
+  expect(r.build).toBe('simd-threads');
+  expect(r.mode).toBe('threads');
+  expectChecksPass(r);
+}
+
+function expectSingle(r: CheckSummary): void {
+  expect(r.crossOriginIsolated).toBe(false);
+  expect(r.build).toBe('simd');
+  expect(r.mode).toBe('single');
+  expectChecksPass(r);
+}
+
+beforeAll(async () => {
+  const launching = launchChromium();
+  packed = await packRepo('rmsnorm-wasm-install-');
+  app = join(packed.dir, 'app');
+  await run('mkdir', [app]);
+  await writeFile(join(app, 'package.json'), JSON.stringify({ name: 'app', private: true, type: 'module' }));
+  for (const f of await readdir(join(FIXTURES, 'app'))) await copyFile(join(FIXTURES, 'app', f), join(app, f));
+  await copyFile(join(FIXTURES, 'check.js'), join(app, 'check.js'));
+  await npm(['install', packed.tarball, '--offline', '--no-audit', '--no-fund', '--ignore-scripts'], app);
+  browser = await launching;
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await Promise.all(servers.map((s) => s.close()));
+  await packed?.cleanup();
+});
+
+describe('installed tarball', () => {
+  test('installs outside the repository as a plain folder with no dependencies', async () => {
+    expect(app.startsWith(REPO)).toBe(false);
+    expect(await readdir(join(app, 'node_modules'))).toEqual(['.package-lock.json', 'rmsnorm-wasm']);
+  });
+
+  test('works from Node with no flags', async () => {
+    const { stdout } = await run(process.execPath, ['node-main.js'], { cwd: app, timeout: 60_000 });
+    const r = JSON.parse(stdout) as CheckSummary;
+    expect(r.build).toBe('simd-threads');
+    expect(r.mode).toBe('threads');
+    expectChecksPass(r);
+  }, 90_000);
+
+  describe('in a Vite app (vite build)', () => {
+    let dist: string;
+    beforeAll(async () => {
+      const vite = join(REPO, 'node_modules', 'vite', 'bin', 'vite.js');
+      await run(process.execPath, [vite, 'build'], { cwd: app, timeout: 120_000 });
+      dist = join(app, 'dist');
+    }, 150_000);
+
+    test('emits the wasm builds and the worker as separate assets', async () => {
+      const assets = await readdir(join(dist, 'assets'));
+      expect(assets.filter((f) => f.endsWith('.wasm')).length).toBeGreaterThanOrEqual(2);
+      expect(assets.some((f) => /worker/i.test(f) && f.endsWith('.js'))).toBe(true);
+    });
+
+    const results: Promise<CheckSummary>[] = [];
+    const serveBuilt = (isolated: boolean) => (results[+isolated] ??= check(dist, '', isolated));
+
+    test('with COOP/COEP: threads mode, matches the f64 reference', async () => {
+      expectThreads(await serveBuilt(true));
+    }, 120_000);
+
+    test('without them: single mode, matches the f64 reference', async () => {
+      expectSingle(await serveBuilt(false));
+    }, 120_000);
+
+    test('both modes give bit-identical results', async () => {
+      const [a, b] = await Promise.all([serveBuilt(true), serveBuilt(false)]);
+      expect(a.hash).toBe(b.hash);
+      expect(a.syncHash).toBe(b.syncHash);
+    }, 120_000);
+  });
+
+  describe('from a plain <script type="module"> page, no bundler', () => {
+    test('with COOP/COEP: threads mode, matches the f64 reference', async () => {
+      expectThreads(await check(app, 'plain.html', true));
+    }, 120_000);
+
+    test('without them: single mode, matches the f64 reference', async () => {
+      expectSingle(await check(app, 'plain.html', false));
+    }, 120_000);
+  });
+});
