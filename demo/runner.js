@@ -1,0 +1,408 @@
+// @ts-check
+/**
+ * The demo's benchmark core, with no DOM: inputs, float64 reference and check, contenders,
+ * timing. The page (app.js) drives it with buttons; `npm run bench:browser` drives the same
+ * functions headless through `window.rmsnormDemo.run()`.
+ *
+ * Rows have the shape of bench/types.ts `Row` (the Node benchmark's JSON), and inputs,
+ * reference, tolerances and contender names are the same as bench/ (data.ts, reference.ts,
+ * contenders/*.ts), so the two result files can be compared line by line. They are repeated
+ * here in plain JavaScript because the page loads without a build step.
+ *
+ * Timing differs from the Node run on purpose: browsers coarsen `performance.now()` (5 µs in a
+ * cross-origin-isolated page, 100 µs otherwise), so calls are timed in batches long enough
+ * for the clock (≥ 200 resolution steps), and a sample is one batch's time ÷ its size.
+ * @module
+ */
+
+/** Epsilon of every contender (the library's default). */
+export const EPS = 1e-6;
+/** Tolerances of the check, as bench/reference.ts. */
+export const ATOL = 1e-4;
+export const RTOL = 1e-4;
+/** Bytes per element of the GB/s column, as bench/runner.ts (compulsory traffic). */
+export const BYTES_PER_ELEM = { forward: 8, backward: 12, copy: 8, layernorm: 8 };
+
+/** mulberry32, as bench/data.ts. */
+function rng(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Standard normal floats (Box–Muller) × scale + shift, as bench/data.ts. */
+function normal(a, next, scale = 1, shift = 0) {
+  for (let i = 0; i < a.length; i += 2) {
+    const u = 1 - next();
+    const v = next();
+    const r = Math.sqrt(-2 * Math.log(u)) * scale;
+    a[i] = r * Math.cos(2 * Math.PI * v) + shift;
+    if (i + 1 < a.length) a[i + 1] = r * Math.sin(2 * Math.PI * v) + shift;
+  }
+  return a;
+}
+
+/**
+ * The inputs of one shape, identical to bench/data.ts `makeCase`: x ~ N(0.1, 1), w ~ N(1, 0.1),
+ * b ~ N(0, 0.1) (LayerNorm's bias), dy ~ N(0, 1), seeded by the shape.
+ * @param {{ rows: number, dim: number }} s
+ */
+export function makeCase(s) {
+  const next = rng(s.rows * 65599 + s.dim);
+  const n = s.rows * s.dim;
+  const x = normal(new Float32Array(n), next, 1, 0.1);
+  const w = normal(new Float32Array(s.dim), next, 0.1, 1);
+  const b = normal(new Float32Array(s.dim), next, 0.1, 0);
+  const dy = normal(new Float32Array(n), next);
+  return { rows: s.rows, dim: s.dim, eps: EPS, x, w, b, dy };
+}
+
+/** `ROWSxDIM` → shape; throws a RangeError like bench/data.ts `parseShapes`. */
+export function parseShape(item) {
+  const m = /^\s*(\d+)\s*[xX×]\s*(\d+)\s*$/.exec(item);
+  const rows = m ? Number(m[1]) : NaN;
+  const dim = m ? Number(m[2]) : NaN;
+  if (!(rows >= 1 && dim >= 1 && rows * dim <= 2 ** 26)) {
+    throw new RangeError(`"${item}" is not ROWSxDIM with 1 ≤ rows·dim ≤ 2^26`);
+  }
+  return { rows, dim };
+}
+
+/** The float64 forward, backward and LayerNorm of a case (lazy), as bench/reference.ts. */
+export function reference(c) {
+  const { rows, dim, x, w, b, dy, eps } = c;
+  let fwd;
+  let bwd;
+  let ln;
+  const forward = () => {
+    if (fwd) return fwd;
+    const y = new Float64Array(rows * dim);
+    const rstd = new Float64Array(rows);
+    for (let r = 0, o = 0; r < rows; r++, o += dim) {
+      let ss = 0;
+      for (let i = 0; i < dim; i++) ss += x[o + i] * x[o + i];
+      const s = 1 / Math.sqrt(ss / dim + eps);
+      rstd[r] = s;
+      for (let i = 0; i < dim; i++) y[o + i] = x[o + i] * s * w[i];
+    }
+    return (fwd = { y, rstd });
+  };
+  const backward = () => {
+    if (bwd) return bwd;
+    const { rstd } = forward();
+    const dx = new Float64Array(rows * dim);
+    const dw = new Float64Array(dim);
+    for (let r = 0, o = 0; r < rows; r++, o += dim) {
+      const s = rstd[r];
+      let dot = 0;
+      for (let i = 0; i < dim; i++) dot += dy[o + i] * w[i] * x[o + i];
+      const k = (s * s * dot) / dim;
+      for (let i = 0; i < dim; i++) {
+        dx[o + i] = s * (dy[o + i] * w[i] - x[o + i] * k);
+        dw[i] += dy[o + i] * x[o + i] * s;
+      }
+    }
+    return (bwd = { dx, dw });
+  };
+  const layerNorm = () => {
+    if (ln) return ln;
+    const y = new Float64Array(rows * dim);
+    for (let r = 0, o = 0; r < rows; r++, o += dim) {
+      let sum = 0;
+      for (let i = 0; i < dim; i++) sum += x[o + i];
+      const mean = sum / dim;
+      let v = 0;
+      for (let i = 0; i < dim; i++) v += (x[o + i] - mean) ** 2;
+      const s = 1 / Math.sqrt(v / dim + eps);
+      for (let i = 0; i < dim; i++) y[o + i] = (x[o + i] - mean) * s * w[i] + b[i];
+    }
+    return (ln = { y });
+  };
+  return { forward, backward, layerNorm };
+}
+
+/**
+ * Compares outputs with the reference: |got − ref| ≤ ATOL + RTOL·|ref| everywhere (NaN fails);
+ * the copy must be bit-exact. Same fields as bench/types.ts `Check`.
+ */
+export function check(op, out, c, ref) {
+  if (op === 'copy') {
+    const y = out.y;
+    const same = !!y && y.length === c.x.length && y.every((v, i) => Object.is(v, c.x[i]));
+    return { passed: same, maxAbsErr: same ? 0 : Infinity, worstToTolerance: same ? 0 : Infinity, atol: 0, rtol: 0, ...(same ? {} : { detail: 'copy differs from its source' }) };
+  }
+  let maxAbsErr = 0;
+  let worst = 0;
+  let detail;
+  const compare = (name, got, want) => {
+    if (!got || got.length !== want.length) {
+      worst = Infinity;
+      detail ??= `${name}: expected ${want.length} floats, got ${got ? got.length : 'none'}`;
+      return;
+    }
+    for (let i = 0; i < want.length; i++) {
+      const err = Math.abs(got[i] - want[i]);
+      const ratio = err / (ATOL + RTOL * Math.abs(want[i]));
+      if (!(ratio <= worst)) {
+        worst = Number.isNaN(ratio) ? Infinity : ratio;
+        if (!(ratio <= 1)) detail = `${name}[${i}] = ${got[i]}, reference ${want[i]}`;
+      }
+      if (err > maxAbsErr) maxAbsErr = err;
+    }
+  };
+  if (op === 'forward') compare('y', out.y, ref.forward().y);
+  else if (op === 'layernorm') compare('y', out.y, ref.layerNorm().y);
+  else {
+    const r = ref.backward();
+    compare('dx', out.dx, r.dx);
+    compare('dweight', out.dw, r.dw);
+  }
+  const passed = worst <= 1;
+  return { passed, maxAbsErr, worstToTolerance: worst, atol: ATOL, rtol: RTOL, ...(passed ? {} : { detail: detail ?? 'unknown' }) };
+}
+
+/** js-naive forward, as bench/contenders/js-naive.ts (the seed's PyTorch code, loop by loop). */
+export function naiveForward(x, w, y, rows, dim, eps) {
+  for (let r = 0; r < rows; r++) {
+    const o = r * dim;
+    let sum = 0;
+    for (let i = 0; i < dim; i++) sum += x[o + i] ** 2;
+    const rms = Math.sqrt(sum / dim + eps);
+    for (let i = 0; i < dim; i++) y[o + i] = (x[o + i] / rms) * w[i];
+  }
+}
+
+/** js-naive backward, as bench/contenders/js-naive.ts. */
+export function naiveBackward(dy, x, w, dx, dw, rows, dim, eps) {
+  dw.fill(0);
+  for (let r = 0; r < rows; r++) {
+    const o = r * dim;
+    let sum = 0;
+    for (let i = 0; i < dim; i++) sum += x[o + i] ** 2;
+    const rstd = 1 / Math.sqrt(sum / dim + eps);
+    let gyx = 0;
+    for (let i = 0; i < dim; i++) gyx += dy[o + i] * w[i] * x[o + i];
+    const meanGyx = gyx / dim;
+    for (let i = 0; i < dim; i++) {
+      const gy = dy[o + i] * w[i];
+      dx[o + i] = rstd * (gy - x[o + i] * rstd * rstd * meanGyx);
+      dw[i] += dy[o + i] * x[o + i] * rstd;
+    }
+  }
+}
+
+/** Buffers in one instance's memory, filled from `init` (array) or zeroed (length); views re-made on demand. */
+function wasmBuffers(m, init) {
+  const keys = Object.keys(init);
+  const bufs = keys.map((k) => m.allocF32(typeof init[k] === 'number' ? init[k] : init[k].length));
+  const views = () => Object.fromEntries(keys.map((k, i) => [k, bufs[i].view()]));
+  const v = views();
+  for (const k of keys) {
+    if (typeof init[k] === 'number') v[k].fill(0);
+    else v[k].set(init[k]);
+  }
+  return { views, free: () => bufs.forEach((b) => b.free()) };
+}
+
+/** Forward on plain Float32Arrays through `m` (sync) or a pool (async). */
+function plainForward(m, c, async) {
+  const y = new Float32Array(c.x.length);
+  const o = { out: y, eps: c.eps };
+  return { async, fn: () => m.rmsNorm(c.x, c.w, o), outputs: () => ({ y }) };
+}
+
+/** Backward on plain Float32Arrays through `m` (sync) or a pool (async). */
+function plainBackward(m, c, async) {
+  const dx = new Float32Array(c.x.length);
+  const dw = new Float32Array(c.dim);
+  const o = { dx, dweight: dw, eps: c.eps };
+  return { async, fn: () => m.rmsNormBackward(c.dy, c.x, c.w, o), outputs: () => ({ dx, dw }) };
+}
+
+/** Forward on views of `owner`'s memory, called through `m` (`owner` itself, or a pool on it). */
+function zeroCopyForward(owner, m, c, async) {
+  const b = wasmBuffers(owner, { x: c.x, w: c.w, y: c.x.length });
+  const { x, w, y } = b.views();
+  const o = { out: y, eps: c.eps };
+  return { async, fn: () => m.rmsNorm(x, w, o), outputs: () => ({ y: b.views().y.slice() }), dispose: b.free };
+}
+
+/** Backward on views of `owner`'s memory, called through `m`. */
+function zeroCopyBackward(owner, m, c, async) {
+  const b = wasmBuffers(owner, { dy: c.dy, x: c.x, w: c.w, dx: c.x.length, dw: c.dim });
+  const { dy, x, w, dx, dw } = b.views();
+  const o = { dx, dweight: dw, eps: c.eps };
+  return {
+    async,
+    fn: () => m.rmsNormBackward(dy, x, w, o),
+    outputs: () => ({ dx: b.views().dx.slice(), dw: b.views().dw.slice() }),
+    dispose: b.free,
+  };
+}
+
+/**
+ * The contenders, named as in bench/contenders: js-naive; wasm-scalar (zero-copy, the build
+ * without SIMD128); wasm-simd (plain Float32Arrays) and wasm-simd-zero-copy (allocF32 views);
+ * pool-N and pool-N-zero-copy (views of the instance the pool computes on; N = the pool's
+ * workers, or 1 in single mode); `copy` (the memory roof, for pctOfCopy) and
+ * layernorm-wasm-simd-zero-copy (RMSNorm's saving over LayerNorm).
+ * @param {{ simd: any, scalar: any, pool: any, poolInstance: any }} ctx instances of the simd
+ *   and scalar builds, a pool, and the instance whose memory the pool works on
+ */
+export function contenders(ctx) {
+  const { simd, scalar, pool, poolInstance } = ctx;
+  const n = pool.mode === 'threads' ? pool.threads : 1;
+  const single = `pool mode 'single' (no workers)`;
+  const base = (name, family, op, zeroCopy, note, threads = 1) => ({ name, family, op, threads, zeroCopy, note });
+  return [
+    {
+      ...base('copy', 'copy', 'copy', true, 'copyInWasm: v128 loads/stores in wasm memory'),
+      make(c) {
+        const b = wasmBuffers(simd, { src: c.x, dst: c.x.length });
+        const { src, dst } = b.views();
+        return { async: false, fn: () => simd.copyInWasm(src, dst), outputs: () => ({ y: b.views().dst.slice() }), dispose: b.free };
+      },
+    },
+    {
+      ...base('js-naive', 'js-naive', 'forward', false, null),
+      make(c) {
+        const y = new Float32Array(c.x.length);
+        return { async: false, fn: () => naiveForward(c.x, c.w, y, c.rows, c.dim, c.eps), outputs: () => ({ y }) };
+      },
+    },
+    { ...base('wasm-scalar', 'wasm', 'forward', true, 'no SIMD128 build, allocF32 views'), make: (c) => zeroCopyForward(scalar, scalar, c, false) },
+    { ...base('wasm-simd', 'wasm', 'forward', false, 'plain Float32Arrays'), make: (c) => plainForward(simd, c, false) },
+    { ...base('wasm-simd-zero-copy', 'wasm', 'forward', true, 'allocF32 views'), make: (c) => zeroCopyForward(simd, simd, c, false) },
+    { ...base(`pool-${n}`, 'pool', 'forward', false, pool.mode === 'threads' ? 'plain Float32Arrays' : single, n), make: (c) => plainForward(pool, c, true) },
+    {
+      ...base(`pool-${n}-zero-copy`, 'pool', 'forward', true, pool.mode === 'threads' ? `${poolInstance.build} allocF32 views` : single, n),
+      make: (c) => zeroCopyForward(poolInstance, pool, c, true),
+    },
+    {
+      ...base('js-naive', 'js-naive', 'backward', false, null),
+      make(c) {
+        const dx = new Float32Array(c.x.length);
+        const dw = new Float32Array(c.dim);
+        return { async: false, fn: () => naiveBackward(c.dy, c.x, c.w, dx, dw, c.rows, c.dim, c.eps), outputs: () => ({ dx, dw }) };
+      },
+    },
+    { ...base('wasm-scalar', 'wasm', 'backward', true, 'no SIMD128 build, allocF32 views'), make: (c) => zeroCopyBackward(scalar, scalar, c, false) },
+    { ...base('wasm-simd', 'wasm', 'backward', false, 'plain Float32Arrays'), make: (c) => plainBackward(simd, c, false) },
+    { ...base('wasm-simd-zero-copy', 'wasm', 'backward', true, 'allocF32 views'), make: (c) => zeroCopyBackward(simd, simd, c, false) },
+    { ...base(`pool-${n}`, 'pool', 'backward', false, pool.mode === 'threads' ? 'plain Float32Arrays' : single, n), make: (c) => plainBackward(pool, c, true) },
+    {
+      ...base(`pool-${n}-zero-copy`, 'pool', 'backward', true, pool.mode === 'threads' ? `${poolInstance.build} allocF32 views` : single, n),
+      make: (c) => zeroCopyBackward(poolInstance, pool, c, true),
+    },
+    {
+      ...base('layernorm-wasm-simd-zero-copy', 'layernorm', 'layernorm', true, 'LayerNorm (mean and variance) via m.layerNorm, allocF32 views'),
+      make(c) {
+        const b = wasmBuffers(simd, { x: c.x, w: c.w, b: c.b, y: c.x.length });
+        const v = b.views();
+        return { async: false, fn: () => simd.layerNorm(v.x, v.w, v.b, v.y, c.eps), outputs: () => ({ y: b.views().y.slice() }), dispose: b.free };
+      },
+    },
+  ];
+}
+
+/** The smallest positive step of performance.now() seen in a short spin, ms. */
+export function clockResolution() {
+  let best = Infinity;
+  for (let k = 0; k < 20; k++) {
+    const t0 = performance.now();
+    let t1 = t0;
+    while (t1 === t0) t1 = performance.now();
+    best = Math.min(best, t1 - t0);
+  }
+  return best;
+}
+
+/** Median of a sorted copy. */
+function median(a) {
+  const s = [...a].sort((p, q) => p - q);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+/** One batch of `k` calls, ms. */
+async function batch(inst, k) {
+  const t0 = performance.now();
+  if (inst.async) for (let i = 0; i < k; i++) await inst.fn();
+  else for (let i = 0; i < k; i++) inst.fn();
+  return performance.now() - t0;
+}
+
+/**
+ * Times `inst`: warms up (≥ 3 calls and ≥ budget/10 ms, so the JIT has settled), picks a batch
+ * size whose batch lasts ≥ `minBatchMs`, then samples batches until `budgetMs` is spent (at
+ * least 5, at most 200 samples).
+ * @returns {Promise<{ medianMs: number, meanMs: number, rmePct: number, samples: number }>}
+ *   per-call figures; rmePct is the 95% margin of error of the mean, in percent.
+ */
+export async function time(inst, budgetMs, minBatchMs) {
+  const warm = performance.now();
+  for (let i = 0; i < 3 || performance.now() - warm < budgetMs / 10; i++) await batch(inst, 1);
+  let k = 1;
+  for (;;) {
+    const t = await batch(inst, k);
+    if (t >= minBatchMs || k >= 1 << 24) break;
+    k *= t > 0 ? Math.min(16, Math.max(2, Math.ceil((1.2 * minBatchMs) / t))) : 16;
+  }
+  const per = [];
+  const start = performance.now();
+  while (per.length < 5 || (per.length < 200 && performance.now() - start < budgetMs)) {
+    per.push((await batch(inst, k)) / k);
+  }
+  const mean = per.reduce((a, b) => a + b, 0) / per.length;
+  const sd = Math.sqrt(per.reduce((a, b) => a + (b - mean) ** 2, 0) / (per.length - 1));
+  return { medianMs: median(per), meanMs: mean, rmePct: ((1.96 * sd) / Math.sqrt(per.length) / mean) * 100, samples: per.length };
+}
+
+/** Checks one contender on one case, then (if it passed) times it; returns a bench Row. */
+export async function measure(k, c, ref, budgetMs, minBatchMs) {
+  const row = {
+    shape: `${c.rows}x${c.dim}`, rows: c.rows, dim: c.dim, op: k.op, contender: k.name, family: k.family,
+    threads: k.threads, zeroCopy: k.zeroCopy, note: k.note, bytesPerElem: BYTES_PER_ELEM[k.op],
+    check: { passed: false, maxAbsErr: Infinity, worstToTolerance: Infinity, atol: ATOL, rtol: RTOL, detail: 'not run' },
+    medianMs: null, meanMs: null, rmePct: null, samples: null, gelemPerS: null, gbPerS: null,
+    vsNaive: null, pctOfCopy: null, error: null,
+  };
+  let inst;
+  try {
+    inst = await k.make(c);
+    await inst.fn();
+    row.check = check(k.op, inst.outputs(), c, ref);
+    if (!row.check.passed) return row;
+    Object.assign(row, await time(inst, budgetMs, minBatchMs));
+    const n = c.rows * c.dim;
+    row.gelemPerS = n / (row.medianMs * 1e6);
+    row.gbPerS = (n * row.bytesPerElem) / (row.medianMs * 1e6);
+  } catch (e) {
+    row.error = e instanceof Error ? e.message : String(e);
+    if (row.check.detail === 'not run') row.check = { ...row.check, detail: `threw: ${row.error}` };
+  } finally {
+    try {
+      await inst?.dispose?.();
+    } catch (e) {
+      row.error ??= `dispose: ${e instanceof Error ? e.message : String(e)}`;
+    }
+  }
+  return row;
+}
+
+/** Fills vsNaive (js-naive median ÷ row median, same op and shape) and pctOfCopy (GB/s vs `copy`). */
+export function derive(rows) {
+  for (const r of rows) {
+    if (r.medianMs == null) continue;
+    const naive = rows.find((q) => q.shape === r.shape && q.op === r.op && q.contender === 'js-naive' && q.medianMs != null);
+    if (naive && r.op !== 'copy') r.vsNaive = naive.medianMs / r.medianMs;
+    const copy = rows.find((q) => q.shape === r.shape && q.contender === 'copy' && q.gbPerS != null);
+    if (copy && r.gbPerS != null) r.pctOfCopy = (r.gbPerS / copy.gbPerS) * 100;
+  }
+  return rows;
+}
