@@ -1,0 +1,167 @@
+/**
+ * `npm run bench`: RMSNorm forward and backward (float32) for every contender on every shape,
+ * each checked against a float64 reference and then timed with tinybench.
+ *
+ * Usage: tsx bench/run.ts [--shapes 64x4096,1x896] [--quick] [--out DIR] [--no-ort]
+ *   --shapes  ROWSxDIM list (default: bench/defaults.ts)
+ *   --quick   tiny shapes, a few iterations each (for tests); writes to bench/results/quick
+ *             unless --out says otherwise, never over the committed results
+ *   --out     directory for latest.json and latest.svg (default bench/results)
+ *   --no-ort  skip the onnxruntime child processes
+ *
+ * Tables go to stdout, progress to stderr.
+ * @module
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { copies } from './contenders/copy.js';
+import { jsNaive } from './contenders/js-naive.js';
+import { jsOptimized } from './contenders/js-optimized.js';
+import { layerNorm } from './contenders/layernorm.js';
+import { poolContenders, poolFactory, Pools } from './contenders/pool.js';
+import { wasmSync } from './contenders/wasm.js';
+import { DEFAULT_SHAPES, QUICK_SHAPES } from './defaults.js';
+import { makeCase, parseShapes, shapeName } from './data.js';
+import { runOrtChild } from './ort-launch.js';
+import { ATOL, RTOL, reference } from './reference.js';
+import { derive, goals, layerNormSavings, progressLine, shapeTable, summary } from './report.js';
+import { BYTES_PER_ELEM, benchFor, measure, timingFor } from './runner.js';
+import { renderSvg } from './svg.js';
+import type { Contender, Row, Shape } from './types.js';
+
+const HERE = fileURLToPath(new URL('.', import.meta.url));
+
+const { values: args } = parseArgs({
+  options: {
+    shapes: { type: 'string' },
+    quick: { type: 'boolean', default: false },
+    out: { type: 'string' },
+    'no-ort': { type: 'boolean', default: false },
+    help: { type: 'boolean', short: 'h', default: false },
+  },
+});
+if (args.help) {
+  process.stdout.write('tsx bench/run.ts [--shapes 64x4096,1x896] [--quick] [--out DIR] [--no-ort]\n');
+  process.exit(0);
+}
+const quick = args.quick!;
+const shapes: Shape[] = args.shapes ? parseShapes(args.shapes) : [...(quick ? QUICK_SHAPES : DEFAULT_SHAPES)];
+const outDir = resolve(args.out ?? join(HERE, 'results', quick ? 'quick' : ''));
+const cores = os.availableParallelism();
+const started = Date.now();
+const loadAtStart = os.loadavg();
+if (loadAtStart[0]! > 0.5) {
+  process.stderr.write(`warning: load average ${loadAtStart[0]!.toFixed(2)} at start: other processes will perturb the timings\n`);
+}
+const log = (s: string) => process.stderr.write(s + '\n');
+
+// Order within a shape: the copy first (the roof every row is compared with), then forward,
+// backward, LayerNorm; onnxruntime afterwards, in child processes.
+const create = poolFactory();
+const pools = create ? new Pools(create) : null;
+const byOp = (ks: Contender[], op: string) => ks.filter((k) => k.op === op);
+const sync = [...jsNaive(), ...jsOptimized(), ...(await wasmSync())];
+const pooled = poolContenders(pools, cores);
+const contenders: Contender[] = [
+  ...(await copies()),
+  ...byOp(sync, 'forward'),
+  ...byOp(pooled, 'forward'),
+  ...byOp(sync, 'backward'),
+  ...byOp(pooled, 'backward'),
+  ...(await layerNorm()),
+];
+
+const rows: Row[] = [];
+for (const s of shapes) {
+  log(`${shapeName(s)}: ${contenders.length} contenders`);
+  const c = makeCase(s);
+  const ref = reference(c);
+  const bench = benchFor(s, timingFor(s, quick));
+  for (const k of contenders) {
+    const row = await measure(bench, k, c, ref);
+    log(progressLine(row));
+    rows.push(row);
+  }
+}
+await pools?.destroy();
+
+const notes: string[] = [];
+if (!create) notes.push('Pool rows missing: dist/index.js does not export createPool.');
+if (!args['no-ort']) {
+  const specs = [
+    { engine: 'web' as const, threads: 1 },
+    ...(cores > 1 ? [{ engine: 'web' as const, threads: cores }] : []),
+    { engine: 'node' as const, threads: cores },
+  ];
+  for (const spec of specs) {
+    log(`onnxruntime-${spec.engine}, ${spec.threads} thread(s), in a child process`);
+    try {
+      rows.push(...(await runOrtChild({ ...spec, shapes, quick })));
+    } catch (e) {
+      notes.push(`onnxruntime-${spec.engine} (${spec.threads} threads) failed: ${e instanceof Error ? e.message : String(e)}.`);
+      log(`  ${notes.at(-1)}`);
+    }
+  }
+} else {
+  notes.push('onnxruntime skipped (--no-ort).');
+}
+notes.push('onnxruntime rows are forward only (it has no RMSNorm backward to call).');
+
+derive(rows);
+const shapeNames = shapes.map(shapeName);
+const gs = goals(rows, shapes);
+const ln = layerNormSavings(rows, shapes);
+
+const cpu = os.cpus()[0]?.model?.trim() ?? 'unknown';
+const machine = {
+  cpu,
+  cores,
+  memoryGB: Math.round((os.totalmem() / 2 ** 30) * 10) / 10,
+  platform: `${os.platform()} ${os.release()} ${os.arch()}`,
+  /** 1/5/15-minute load averages when the run started and ended (other work perturbs timings). */
+  loadAvgStart: loadAtStart.map((v) => Math.round(v * 100) / 100),
+  loadAvgEnd: os.loadavg().map((v) => Math.round(v * 100) / 100),
+};
+const date = new Date().toISOString();
+
+for (const s of shapeNames) {
+  process.stdout.write(`\n== ${s}  (median of tinybench samples; ±rme = 95% margin of error of the mean)\n`);
+  process.stdout.write(shapeTable(rows, s) + '\n');
+}
+process.stdout.write(
+  `\nBytes model for GB/s: forward ${BYTES_PER_ELEM.forward} B/elem (read x, write y), backward ` +
+    `${BYTES_PER_ELEM.backward} B/elem (read dy, x; write dx), copy and layernorm 8 B/elem; gain/bias ignored. ` +
+    `%copy = GB/s ÷ the wasm copy's GB/s at that shape. Check: |y − ref64| ≤ ${ATOL} + ${RTOL}·|ref64| for every element.\n`,
+);
+const text = summary(rows, gs, ln, notes);
+process.stdout.write(`\nSummary: ${text}\n`);
+
+mkdirSync(outDir, { recursive: true });
+const json = {
+  machine,
+  node: process.versions.node,
+  v8: process.versions.v8,
+  date,
+  quick,
+  shapes: shapeNames,
+  durationS: Math.round((Date.now() - started) / 1000),
+  tolerance: { atol: ATOL, rtol: RTOL, reference: 'float64, same inputs' },
+  bytesPerElem: BYTES_PER_ELEM,
+  timing: Object.fromEntries(shapes.map((s) => [shapeName(s), timingFor(s, quick)])),
+  notes,
+  goals: gs,
+  layerNormSavings: ln,
+  summary: text,
+  rows,
+};
+// Infinity (a failed check's error) has no JSON form: write it as a string.
+const replacer = (_k: string, v: unknown) => (typeof v === 'number' && !Number.isFinite(v) ? String(v) : v);
+writeFileSync(join(outDir, 'latest.json'), JSON.stringify(json, replacer, 1) + '\n');
+writeFileSync(
+  join(outDir, 'latest.svg'),
+  renderSvg(rows, shapeNames, 'rmsnorm-wasm: RMSNorm float32 throughput', `${cpu}, ${cores} cores, Node ${process.versions.node} (V8 ${process.versions.v8}), ${date.slice(0, 10)}`),
+);
+log(`wrote ${join(outDir, 'latest.json')} and latest.svg (${json.durationS} s)`);
