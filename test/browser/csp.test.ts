@@ -1,0 +1,61 @@
+/**
+ * What docs/web-app.md says about Content-Security-Policy, checked in Chromium on a
+ * cross-origin-isolated page: the recommended policy works; without 'wasm-unsafe-eval' init()
+ * rejects with a CompileError naming the CSP; with workers forbidden createPool() rejects.
+ */
+import { fileURLToPath } from 'node:url';
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { launchChromium, openPage, pageResult } from './chromium.js';
+import { CSP, serveStatic } from './server.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+let browser: Browser;
+
+interface CspResult {
+  crossOriginIsolated: boolean;
+  init: string;
+  pool: string;
+}
+
+/** Loads the CSP page under `policy` (plus COOP/COEP) and returns what it saw. */
+async function underPolicy(policy: string): Promise<CspResult> {
+  const server = await serveStatic({ root: ROOT, isolated: true, headers: { 'Content-Security-Policy': policy } });
+  const { page, errors } = await openPage(browser);
+  try {
+    await page.goto(`${server.url}test/browser/fixtures/csp.html`);
+    return await pageResult<CspResult>(page, errors, 30_000);
+  } finally {
+    await page.close();
+    await server.close();
+  }
+}
+
+beforeAll(async () => {
+  browser = await launchChromium();
+}, 60_000);
+
+afterAll(async () => {
+  await browser?.close();
+});
+
+describe('Content-Security-Policy', () => {
+  test(`the documented policy (${CSP}) runs init() and the pool's threads`, async () => {
+    const r = await underPolicy(CSP);
+    expect(r.crossOriginIsolated).toBe(true);
+    expect(r.init).toBe('ok simd-threads');
+    // [3, 4]: rms = sqrt(12.5), y = [0.8485, 1.1314].
+    expect(r.pool).toBe('ok threads 0.8485,1.1314');
+  }, 60_000);
+
+  test("without 'wasm-unsafe-eval', init() rejects with a CompileError naming the policy", async () => {
+    const r = await underPolicy("default-src 'self'; script-src 'self'");
+    expect(r.init).toMatch(/^CompileError: .*Content Security [Pp]olicy/);
+  }, 60_000);
+
+  test("with worker-src 'none', createPool() rejects (workers cannot start)", async () => {
+    const r = await underPolicy(`${CSP.replace("worker-src 'self'", "worker-src 'none'")}`);
+    expect(r.init).toBe('ok simd-threads');
+    expect(r.pool).toMatch(/^Error: rmsnorm-wasm pool: worker \d+ died while starting/);
+  }, 60_000);
+});
