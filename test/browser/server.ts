@@ -46,6 +46,8 @@ export interface ServeOptions {
   isolated?: boolean;
   /** Extra headers on every response, e.g. a Content-Security-Policy. */
   headers?: Record<string, string>;
+  /** Extra headers for one served file (by its path on disk), after the common ones. */
+  headersFor?: (file: string) => Record<string, string> | undefined;
   /** Port to listen on (default 0: a random free port). */
   port?: number;
   /** Extra routes, checked before the file system: return true when handled. */
@@ -111,6 +113,7 @@ export async function serveStatic(options: ServeOptions): Promise<StaticServer> 
       res.writeHead(200, {
         'Content-Type': MIME[extname(file).toLowerCase()] ?? 'application/octet-stream',
         'Content-Length': data.length,
+        ...options.headersFor?.(file),
       });
       res.end(req.method === 'HEAD' ? undefined : data);
     } catch (err) {

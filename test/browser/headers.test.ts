@@ -1,13 +1,15 @@
 /**
- * What docs/web-app.md says about Content-Security-Policy, checked in Chromium on a
+ * What docs/web-app.md says about headers, checked in Chromium. Content-Security-Policy, on a
  * cross-origin-isolated page: the recommended policy works; without 'wasm-unsafe-eval' init()
  * rejects with a CompileError naming the CSP; with workers forbidden createPool() rejects.
+ * COOP/COEP: on the HTML alone they isolate the page, but the worker script is then blocked,
+ * so createPool() rejects: the headers must be on the worker script too.
  */
 import { fileURLToPath } from 'node:url';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { launchChromium, openPage, pageResult } from './chromium.js';
-import { CSP, serveStatic } from './server.js';
+import { CSP, ISOLATION_HEADERS, serveStatic, type ServeOptions } from './server.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 let browser: Browser;
@@ -19,8 +21,13 @@ interface CspResult {
 }
 
 /** Loads the CSP page under `policy` (plus COOP/COEP) and returns what it saw. */
-async function underPolicy(policy: string): Promise<CspResult> {
-  const server = await serveStatic({ root: ROOT, isolated: true, headers: { 'Content-Security-Policy': policy } });
+function underPolicy(policy: string): Promise<CspResult> {
+  return load({ root: ROOT, isolated: true, headers: { 'Content-Security-Policy': policy } });
+}
+
+/** Loads the CSP page from a server made with `options` and returns what it saw. */
+async function load(options: ServeOptions): Promise<CspResult> {
+  const server = await serveStatic(options);
   const { page, errors } = await openPage(browser);
   try {
     await page.goto(`${server.url}test/browser/fixtures/csp.html`);
@@ -55,6 +62,15 @@ describe('Content-Security-Policy', () => {
 
   test("with worker-src 'none', createPool() rejects (workers cannot start)", async () => {
     const r = await underPolicy(`${CSP.replace("worker-src 'self'", "worker-src 'none'")}`);
+    expect(r.init).toBe('ok simd-threads');
+    expect(r.pool).toMatch(/^Error: rmsnorm-wasm pool: worker \d+ died while starting/);
+  }, 60_000);
+});
+
+describe('COOP/COEP', () => {
+  test('only on the HTML: the page is isolated, but the worker script is blocked and createPool() rejects', async () => {
+    const r = await load({ root: ROOT, headersFor: (file) => (file.endsWith('.html') ? ISOLATION_HEADERS : undefined) });
+    expect(r.crossOriginIsolated).toBe(true);
     expect(r.init).toBe('ok simd-threads');
     expect(r.pool).toMatch(/^Error: rmsnorm-wasm pool: worker \d+ died while starting/);
   }, 60_000);
