@@ -393,6 +393,22 @@ fn overflowing_rows_take_the_f64_path_and_match_the_reference() {
         assert_close(&format!("dg, dim {dim}"), &dg.unwrap(), &rb.dg, |i, _| {
             52.0 * U * rb.dg_abs[i]
         });
+        // and with the forward's (float32) rstd, which the kernel must not cube in float32
+        let (_, rstd) = forward(&xb, Some(&w), dim, 1e-6);
+        let (dx, dg) = backward(&dy, &xb, Some(&w), Some(&rstd), dim, 1e-6);
+        let rb = ref_backward(&dy, &xb, Some(&w), dim, 1e-6, Some(&rstd));
+        assert_close(
+            &format!("dx (saved rstd), dim {dim}"),
+            &dx,
+            &rb.dx,
+            |i, r| 1e-5 * (rb.dx_scale[i / dim] + r.abs()),
+        );
+        assert_close(
+            &format!("dg (saved rstd), dim {dim}"),
+            &dg.unwrap(),
+            &rb.dg,
+            |i, _| 35.0 * U * rb.dg_abs[i],
+        );
     }
 }
 
