@@ -476,8 +476,9 @@ class Pool implements RmsNormPool {
 
   /**
    * Test hooks, reached through `pool[Symbol.for('rmsnorm-wasm.test')]`: `failWorker(i)` queues
-   * a job that makes worker i throw (resolves to the job's rejection reason); `killWorker(i)`
-   * terminates worker i from outside, as a crash would. @internal
+   * a job that makes worker i throw (resolves to the job's rejection reason); `busy(i)` says
+   * whether worker i is inside a job; `killWorker(i)` terminates worker i from outside, as a
+   * crash would. @internal
    */
   [TEST_HOOKS] = {
     failWorker: (i: number): Promise<unknown> =>
@@ -485,6 +486,7 @@ class Pool implements RmsNormPool {
         () => new Error('worker did not fail'),
         (e: unknown) => e,
       ),
+    busy: (i: number): boolean => !!this.ctl && Atomics.load(this.ctl, C.SEQ0 + C.STRIDE * i + C.BUSY) === 1,
     killWorker: (i: number): void => {
       const h = this.slots[i]?.handle;
       if (!h) throw new RangeError(`no worker ${i}`);

@@ -28,7 +28,10 @@ export interface WorkerEvents {
 export async function spawnWorker(events: WorkerEvents): Promise<WorkerHandle> {
   if (isNode) {
     const { Worker } = await import('node:worker_threads');
-    const w = new Worker(new URL('./worker.js', import.meta.url));
+    // Workers inherit the process's exec flags; `--input-type` (node -e with ESM) would stop
+    // a file-based worker from starting, so it is left out.
+    const execArgv = process.execArgv.filter((a) => !a.startsWith('--input-type'));
+    const w = new Worker(new URL('./worker.js', import.meta.url), { execArgv });
     let stopping = false;
     w.on('message', (m: WorkerMessage) => events.message(m));
     w.on('error', (e: Error) => {
