@@ -365,6 +365,7 @@ export async function time(inst, budgetMs, minBatchMs) {
 
 /** Checks one contender on one case, then (if it passed) times it; returns a bench Row. */
 export async function measure(k, c, ref, budgetMs, minBatchMs) {
+  /** @type {Record<string, any>} a bench/types.ts Row */
   const row = {
     shape: `${c.rows}x${c.dim}`, rows: c.rows, dim: c.dim, op: k.op, contender: k.name, family: k.family,
     threads: k.threads, zeroCopy: k.zeroCopy, note: k.note, bytesPerElem: BYTES_PER_ELEM[k.op],
