@@ -62,11 +62,12 @@ export interface RmsNormPool {
 }
 
 /**
- * Below this many elements a call runs inline on the calling thread: a dispatch costs more
+ * Below these sizes (elements) a call runs inline on the calling thread: a dispatch costs more
  * than the threads save. Measured with `npm run bench:threshold` (bench/pool-threshold.ts) on
- * the 2-core machine: see README "Worker pool".
+ * the 2-core machine: the pool was ≥ 5% faster than the sync call from 64Ki elements forward
+ * and 128Ki backward (dim 1024; see README "Worker pool").
  */
-export const INLINE_BELOW = 32 * 1024;
+export const INLINE_BELOW = { forward: 64 * 1024, backward: 128 * 1024 } as const;
 /**
  * Calls below this much work (elements, backward counted twice) are shared with the calling
  * thread where it may block (Node, workers): it computes chunks too and then waits, at most
@@ -135,6 +136,8 @@ class Pool implements RmsNormPool {
   /** Resolves the running job's wait (message fallback). */
   private doneByMessage: (() => void) | null = null;
   private readonly joinAllowed = canBlock();
+  /** INLINE_BELOW, changeable through the test hooks (to measure the threshold). */
+  private inlineBelow: { forward: number; backward: number } = INLINE_BELOW;
   private readonly hasWaitAsync = typeof Atomics.waitAsync === 'function';
   /** Workers that took part in the running job. */
   private participants = new Set<number>();
@@ -301,7 +304,7 @@ class Pool implements RmsNormPool {
       const a = job.a;
       const y = a.out ?? new Float32Array(a.x.length);
       const elems = a.rows * a.dim;
-      if (this.threads === 0 || elems < INLINE_BELOW || a.rows < 2) {
+      if (this.threads === 0 || elems < this.inlineBelow.forward || a.rows < 2) {
         this.rn.rmsNorm(a.x, a.weight, { dim: a.dim, eps: a.eps, out: y, ...(a.rstd ? { rstd: a.rstd } : {}) });
         job.settle.resolve(y);
         return;
@@ -321,7 +324,8 @@ class Pool implements RmsNormPool {
     const dx = a.dx ?? new Float32Array(a.x.length);
     const dweight = a.weight ? (a.dweight ?? new Float32Array(a.dim)) : null;
     const elems = a.rows * a.dim;
-    if (this.threads === 0 || elems < INLINE_BELOW || a.rows <= 32) {
+    // Backward chunks are whole 32-row dweight blocks: one block cannot be shared.
+    if (this.threads === 0 || elems < this.inlineBelow.backward || a.rows <= this.rn.wasm.exports.dg_block_rows()) {
       const opts: RmsNormBackwardOptions = { dim: a.dim, eps: a.eps, dx };
       if (a.rstd) opts.rstd = a.rstd;
       if (dweight) opts.dweight = dweight;
@@ -477,7 +481,8 @@ class Pool implements RmsNormPool {
   /**
    * Test hooks, reached through `pool[Symbol.for('rmsnorm-wasm.test')]`: `failWorker(i)` queues
    * a job that makes worker i throw (resolves to the job's rejection reason); `busy(i)` says
-   * whether worker i is inside a job; `killWorker(i)` terminates worker i from outside, as a
+   * whether worker i is inside a job; `setInlineBelow(n)` changes the inline threshold (the
+   * threshold benchmark); `killWorker(i)` terminates worker i from outside, as a
    * crash would. @internal
    */
   [TEST_HOOKS] = {
@@ -486,6 +491,9 @@ class Pool implements RmsNormPool {
         () => new Error('worker did not fail'),
         (e: unknown) => e,
       ),
+    setInlineBelow: (elems: number): void => {
+      this.inlineBelow = { forward: elems, backward: elems };
+    },
     busy: (i: number): boolean => !!this.ctl && Atomics.load(this.ctl, C.SEQ0 + C.STRIDE * i + C.BUSY) === 1,
     killWorker: (i: number): void => {
       const h = this.slots[i]?.handle;
