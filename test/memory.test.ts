@@ -2,7 +2,7 @@
 // scratch region has grown to the largest call), allocF32/free must recycle, and a view made
 // before the memory grew must either keep working (shared memory) or be refused with a clear
 // TypeError (non-shared memory, where growth detaches it) — never silently misused.
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { loadRmsNorm, type RmsNorm } from '../dist/index.js';
 import { firstBitDiff, randn, testWeight } from './reference.js';
 
@@ -86,6 +86,26 @@ describe.each(BUILDS)('%s build: heap', (build) => {
     const kept = Array.from({ length: CALLS }, () => m.allocF32(10_000));
     expect(bytes()).toBeGreaterThan(before + CALLS * 40_000 * 0.9);
     for (const b of kept) b.free();
+  });
+});
+
+/** A new instance of `build` in a fresh copy of the package: no scratch region yet. */
+async function freshInstance(build: (typeof BUILDS)[number]): Promise<RmsNorm> {
+  vi.resetModules();
+  const pkg: typeof import('../dist/index.js') = await import('../dist/index.js');
+  return pkg.loadRmsNorm(build);
+}
+
+describe.each(BUILDS)('%s build: scratch growth', (build) => {
+  it('500 calls of ever larger plain arrays: each outgrown scratch region is given back', async () => {
+    // Every call is 1024 floats larger than the last, so every call outgrows the scratch
+    // region and replaces it. Freed regions merge and are reused: the memory ends up around
+    // the size of the last region (600 Ki floats). Keeping them would need ~175 Mi floats.
+    const m = await freshInstance(build);
+    const data = randn(600 * 1024, 6);
+    const before = m.wasm.memory.buffer.byteLength;
+    for (let r = 100; r < 600; r++) m.rmsNorm(data.subarray(0, r * 1024), null, { dim: 1024 });
+    expect(m.wasm.memory.buffer.byteLength - before).toBeLessThan(3 * 600 * 1024 * 4);
   });
 });
 
@@ -179,6 +199,24 @@ describe('simd-threads build (shared memory): a view from before growth', () => 
     dyOld.set(dy);
     m.rmsNormBackward(dyOld, old, null, { dim, dx: old });
     expect(firstBitDiff(a.view(), expectedDx)).toBe(-1);
+    big.free();
+    a.free();
+  });
+
+  it('is still used in place, not copied (the memory does not grow for it)', async () => {
+    const m2 = await freshInstance('simd-threads');
+    const dim = 1024;
+    const rows = 1024; // 4 MiB
+    const a = m2.allocF32(rows * dim);
+    const old = a.view();
+    const x = randn(rows * dim, 9);
+    old.set(x);
+    const big = m2.allocF32(m2.wasm.memory.buffer.byteLength / 4); // grows; kept, so no free room
+    expect(old.buffer === m2.wasm.memory.buffer).toBe(false);
+    const before = m2.wasm.memory.buffer.byteLength;
+    m2.rmsNorm(old, null, { dim, out: old });
+    expect(m2.wasm.memory.buffer.byteLength).toBe(before); // a copy would need 4 MiB of scratch
+    expect(firstBitDiff(a.view(), m.rmsNorm(x, null, { dim }))).toBe(-1);
     big.free();
     a.free();
   });
