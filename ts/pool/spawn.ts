@@ -24,14 +24,14 @@ export interface WorkerEvents {
   death(reason: string): void;
 }
 
-/** Starts a worker running dist/pool/worker.js. */
+/** Starts a worker running dist/pool/worker-node.js (Node) or dist/pool/worker.js (browsers). */
 export async function spawnWorker(events: WorkerEvents): Promise<WorkerHandle> {
   if (isNode) {
     const { Worker } = await import('node:worker_threads');
     // Workers inherit the process's exec flags; `--input-type` (node -e with ESM) would stop
     // a file-based worker from starting, so it is left out.
     const execArgv = process.execArgv.filter((a) => !a.startsWith('--input-type'));
-    const w = new Worker(new URL('./worker.js', import.meta.url), { execArgv });
+    const w = new Worker(new URL('./worker-node.js', import.meta.url), { execArgv });
     let stopping = false;
     w.on('message', (m: WorkerMessage) => events.message(m));
     w.on('error', (e: Error) => {

@@ -1,0 +1,65 @@
+/**
+ * What a pool worker does, in Node or a browser: join the simd-threads module on the pool's
+ * shared memory, say ready, then serve jobs from the control block forever (spin a little,
+ * then sleep in Atomics.wait on its own word). The two entry files (worker.ts for browsers,
+ * worker-node.ts for Node) only supply the message port.
+ * @module
+ */
+// Static import of the threads build only: a worker bundles without code-splitting.
+import { initSync } from '../../wasm/simd-threads/rmsnorm_wasm.js';
+import type { KernelExports } from '../load.js';
+import { A0, BUSY, JOB, MESSAGE, Op, OP, SEQ0, SPIN, STRIDE, work } from './control.js';
+import type { InitMessage, WorkerMessage } from './messages.js';
+
+/** The worker's end of its channel to the pool. */
+export interface Port {
+  post(m: WorkerMessage): void;
+  onMessage(cb: (m: unknown) => void): void;
+  close(): void;
+}
+
+function serve(port: Port, ctl: Int32Array, k: KernelExports, index: number): void {
+  const seqAt = SEQ0 + STRIDE * index;
+  let seen = Atomics.load(ctl, seqAt);
+  port.post({ type: 'rmsnorm-wasm:ready', index });
+  for (;;) {
+    let s = Atomics.load(ctl, seqAt);
+    // Polling for a while after a small job makes the next one start at once instead of after
+    // a futex wake-up (tens of microseconds on a VM); the pool sets SPIN to 0 after large jobs
+    // and whenever polling would take a core the calling thread needs.
+    for (let spins = ctl[SPIN]!; s === seen && spins > 0; spins--) s = Atomics.load(ctl, seqAt);
+    while (s === seen) {
+      Atomics.wait(ctl, seqAt, seen);
+      s = Atomics.load(ctl, seqAt);
+    }
+    seen = s;
+    const job = Atomics.load(ctl, JOB);
+    const op = ctl[OP];
+    if (op === Op.EXIT) return;
+    if (op === Op.FAIL) {
+      if (ctl[A0] === index) throw new Error(`rmsnorm-wasm worker ${index}: failure requested by the pool (test hook)`);
+      continue;
+    }
+    Atomics.store(ctl, seqAt + BUSY, 1);
+    const completed = work(ctl, k, job, op === Op.NOOP);
+    Atomics.store(ctl, seqAt + BUSY, 0);
+    if (completed && ctl[MESSAGE] === 1) port.post({ type: 'rmsnorm-wasm:done' });
+  }
+}
+
+/** Waits for the pool's init message on `port`, then serves jobs until told to exit. */
+export function startWorker(port: Port): void {
+  port.onMessage((m) => {
+    const msg = m as InitMessage;
+    if (msg?.type !== 'rmsnorm-wasm:init') return;
+    let k: KernelExports;
+    try {
+      k = initSync({ module: msg.module, memory: msg.memory }) as unknown as KernelExports;
+    } catch (e) {
+      port.post({ type: 'rmsnorm-wasm:failed', message: String((e as Error)?.message ?? e) });
+      return;
+    }
+    serve(port, new Int32Array(msg.memory.buffer, msg.ctl, msg.words), k, msg.index);
+    port.close();
+  });
+}
