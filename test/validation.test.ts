@@ -3,7 +3,7 @@
 // nothing written to any array passed (outputs pre-filled with a sentinel keep it), and a
 // correct call right after still working.
 import { beforeAll, describe, expect, it } from 'vitest';
-import { loadRmsNorm, type RmsNorm } from '../dist/index.js';
+import { loadRmsNorm, type F32Buffer, type RmsNorm } from '../dist/index.js';
 import { allclose, firstBitDiff, mismatch, randn, refBackward, refForward, testWeight } from './reference.js';
 
 const ROWS = 4;
@@ -173,12 +173,15 @@ function thrown(call: () => unknown): Error {
 
 describe.each(['simd', 'simd-threads'] as const)('%s build: bad arguments', (build) => {
   let m: RmsNorm;
-  let pool: Float32Array;
+  let poolBuf: F32Buffer;
+  // a fresh view each time: a call on plain arrays may grow memory (scratch), which detaches
+  // older views of the simd build's non-shared memory
+  const pool = () => poolBuf.view();
   beforeAll(async () => {
     m = await loadRmsNorm(build);
     // one allocation up front for the wasm-view variants: carving views from it never grows
     // memory, so no view is invalidated halfway through a case
-    pool = m.allocF32(4096).view();
+    poolBuf = m.allocF32(4096);
   });
 
   // After each bad call: a correct one with fresh arrays of the same kind works.
@@ -208,20 +211,20 @@ describe.each(['simd', 'simd-threads'] as const)('%s build: bad arguments', (bui
   ] as const) {
     for (const arrays of ['plain arrays', 'wasm views'] as const) {
       it.each(table)(`${fn}, ${arrays}: $what`, ({ cls, names, call }) => {
-        const c = new Ctx(arrays === 'wasm views' ? pool : null, arrays);
+        const c = new Ctx(arrays === 'wasm views' ? pool() : null, arrays);
         const err = thrown(() => call(m, c));
         expect(err.constructor, err.message).toBe(cls);
         expect(err.message.startsWith(`${fn}: `), err.message).toBe(true);
         for (const n of names) expect(err.message).toContain(n);
         expect(c.changed()).toEqual([]);
-        pool.fill(0);
-        correct(new Ctx(arrays === 'wasm views' ? pool : null, arrays));
+        pool().fill(0);
+        correct(new Ctx(arrays === 'wasm views' ? pool() : null, arrays));
       });
     }
   }
 
   it('the write detector itself sees a single changed float (plain and view)', () => {
-    for (const c of [new Ctx(null, 'plain'), new Ctx(pool, 'view')]) {
+    for (const c of [new Ctx(null, 'plain'), new Ctx(pool(), 'view')]) {
       const out = c.arr(N, 'out');
       c.x();
       expect(c.changed()).toEqual([]);
