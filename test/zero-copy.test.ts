@@ -12,11 +12,6 @@ const BUILDS = ['simd', 'simd-threads', 'scalar'] as const;
 const GUARD = Math.fround(-777.25);
 
 describe.each(BUILDS)('%s build: zero-copy and aliasing', (build) => {
-  let m: RmsNorm;
-  beforeAll(async () => {
-    m = await loadRmsNorm(build);
-  });
-
   const dim = 17; // vector part + scalar tail
   const rows = 40; // more than one 32-row dweight block
   const n = rows * dim;
@@ -24,16 +19,28 @@ describe.each(BUILDS)('%s build: zero-copy and aliasing', (build) => {
   const dy0 = randn(n, 2);
   const w0 = testWeight(dim, 3);
 
-  /** The expected results: the same calls on separate plain arrays. */
-  const fwd = () => {
+  let m: RmsNorm;
+  let expected: {
+    fwd: { y: Float32Array; rstd: Float32Array };
+    bwd: { dx: Float32Array; dweight: Float32Array | null };
+    bwdRstd: { dx: Float32Array; dweight: Float32Array | null };
+  };
+  beforeAll(async () => {
+    m = await loadRmsNorm(build);
+    // The expected results: the same calls on separate plain arrays, computed up front.
     const rstd = new Float32Array(rows);
     const y = m.rmsNorm(x0.slice(), w0.slice(), { rstd });
-    return { y, rstd };
-  };
-  const bwd = (withRstd = false) => {
-    const rstd = withRstd ? fwd().rstd : undefined;
-    return m.rmsNormBackward(dy0.slice(), x0.slice(), w0.slice(), rstd ? { rstd } : {});
-  };
+    expected = {
+      fwd: { y, rstd },
+      bwd: m.rmsNormBackward(dy0.slice(), x0.slice(), w0.slice()),
+      bwdRstd: m.rmsNormBackward(dy0.slice(), x0.slice(), w0.slice(), { rstd }),
+    };
+    // Grow the scratch region beyond anything a test below stages, so that no call on plain
+    // arrays grows the memory mid-test (which would detach the simd build's views).
+    m.rmsNormBackward(randn(8 * n, 1), randn(8 * n, 2), testWeight(dim, 3), { rstd: new Float32Array(8 * rows) });
+  });
+  const fwd = () => expected.fwd;
+  const bwd = (withRstd = false) => (withRstd ? expected.bwdRstd : expected.bwd);
 
   /**
    * `floats` of wasm memory with GUARD around it; returns the region (view) and a check that
