@@ -4,10 +4,12 @@
  *   1. from Node with no flags (`import { init, rmsNorm, createPool } from 'rmsnorm-wasm'`);
  *   2. in a Vite app built with `vite build` (the repository's Vite, run on the app folder):
  *      served with COOP/COEP the pool runs in `threads` mode, without them in `single` mode,
- *      with bit-identical results;
+ *      with bit-identical results; and from `vite` (dev server) and `vite preview` with the
+ *      headers set in vite.config.js as docs/web-app.md shows;
  *   3. from a plain `<script type="module">` page importing the installed files by path.
  * Every case runs fixtures/check.js: results vs a float64 reference computed in the page.
  */
+import { spawn, type ChildProcess } from 'node:child_process';
 import { copyFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
@@ -23,6 +25,7 @@ let packed: Packed;
 let app: string;
 let browser: Browser;
 const servers: StaticServer[] = [];
+const children: ChildProcess[] = [];
 
 /** Serves `root` (isolated: COOP/COEP + the documented CSP), loads `page`, returns its summary. */
 async function check(root: string, page: string, isolated: boolean): Promise<CheckSummary> {
@@ -39,6 +42,46 @@ async function check(root: string, page: string, isolated: boolean): Promise<Che
   } finally {
     await p.close();
     await server.close();
+  }
+}
+
+/**
+ * Starts the repository's Vite CLI (`args`, e.g. ['preview']) in the app folder and resolves
+ * with the URL it prints; the process is stopped in afterAll.
+ */
+async function startVite(args: string[]): Promise<string> {
+  const vite = join(REPO, 'node_modules', 'vite', 'bin', 'vite.js');
+  const child = spawn(process.execPath, [vite, ...args, '--host', '127.0.0.1', '--port', '0', '--logLevel', 'info'], {
+    cwd: app,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  let out = '';
+  return new Promise((ok, fail) => {
+    const timer = setTimeout(() => fail(new Error(`vite ${args.join(' ')} printed no URL:\n${out}`)), 30_000);
+    const onData = (d: Buffer) => {
+      out += d.toString();
+      // Strip colours: the URL is printed as http://127.0.0.1:\x1b[1m5173\x1b[22m/.
+      const m = /(http:\/\/127\.0\.0\.1:\d+\/)/.exec(out.replace(/\x1b\[[0-9;]*m/g, ''));
+      if (m) {
+        clearTimeout(timer);
+        ok(m[1]!);
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.on('exit', (code) => fail(new Error(`vite ${args.join(' ')} exited with ${code}:\n${out}`)));
+  });
+}
+
+/** Loads `url` and returns the check summary. */
+async function checkUrl(url: string): Promise<CheckSummary> {
+  const { page: p, errors } = await openPage(browser);
+  try {
+    await p.goto(url);
+    return await pageResult<CheckSummary>(p, errors, 90_000);
+  } finally {
+    await p.close();
   }
 }
 
@@ -69,6 +112,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
+  for (const c of children) c.kill();
   await browser?.close();
   await Promise.all(servers.map((s) => s.close()));
   await packed?.cleanup();
@@ -118,7 +162,15 @@ describe('installed tarball', () => {
       expect(a.hash).toBe(b.hash);
       expect(a.syncHash).toBe(b.syncHash);
     }, 120_000);
+
+    test('`vite preview` with preview.headers: threads mode', async () => {
+      expectThreads(await checkUrl(await startVite(['preview'])));
+    }, 120_000);
   });
+
+  test('`vite` dev server with server.headers: threads mode', async () => {
+    expectThreads(await checkUrl(await startVite([])));
+  }, 120_000);
 
   describe('from a plain <script type="module"> page, no bundler', () => {
     test('with COOP/COEP: threads mode, matches the f64 reference', async () => {
