@@ -61,7 +61,7 @@ async function wasmBytes(build: Build): Promise<ArrayBuffer | Uint8Array> {
   const url = WASM_URL[build]();
   if (isNode) {
     // Node's fetch cannot read file: URLs.
-    const fs = await import('node:fs/promises');
+    const fs = await import(/* @vite-ignore */ 'node:fs/promises');
     return fs.readFile(url);
   }
   const res = await fetch(url);

@@ -40,7 +40,7 @@ export function simdSupported(): boolean {
 /** Logical cores: `os.availableParallelism()` in Node, `navigator.hardwareConcurrency` elsewhere. */
 export async function coreCount(): Promise<number> {
   if (isNode) {
-    const os = await import('node:os');
+    const os = await import(/* @vite-ignore */ 'node:os');
     return typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length;
   }
   const n = (globalThis as { navigator?: { hardwareConcurrency?: number } }).navigator?.hardwareConcurrency;

@@ -64,10 +64,15 @@ export interface RmsNormPool {
 /**
  * Below these sizes (elements) a call runs inline on the calling thread: a dispatch costs more
  * than the threads save. Measured with `npm run bench:threshold` (bench/pool-threshold.ts) on
- * the 2-core machine: the pool was ≥ 5% faster than the sync call from 64Ki elements forward
- * and 128Ki backward (dim 1024; see README "Worker pool").
+ * the 2-core machine: where the caller takes part (Node), the pool was ≥ 5% faster than the
+ * sync call from 64Ki elements forward and 128Ki backward. A browser's main thread cannot
+ * take part or wait synchronously, and `npm run bench:browser` put the crossover near 1Mi
+ * elements forward and 2Mi backward (see README "Worker pool").
  */
-export const INLINE_BELOW = { forward: 64 * 1024, backward: 128 * 1024 } as const;
+export const INLINE_BELOW = {
+  join: { forward: 64 * 1024, backward: 128 * 1024 },
+  async: { forward: 1024 * 1024, backward: 2 * 1024 * 1024 },
+} as const;
 /**
  * Calls below this much work (elements, backward counted twice) are shared with the calling
  * thread where it may block (Node, workers): it computes chunks too and then waits, at most
@@ -137,7 +142,7 @@ class Pool implements RmsNormPool {
   private doneByMessage: (() => void) | null = null;
   private readonly joinAllowed = canBlock();
   /** INLINE_BELOW, changeable through the test hooks (to measure the threshold). */
-  private inlineBelow: { forward: number; backward: number } = INLINE_BELOW;
+  private inlineBelow: { forward: number; backward: number } = INLINE_BELOW[canBlock() ? 'join' : 'async'];
   private readonly hasWaitAsync = typeof Atomics.waitAsync === 'function';
   /** Workers that took part in the running job. */
   private participants = new Set<number>();

@@ -27,11 +27,13 @@ export interface WorkerEvents {
 /** Starts a worker running dist/pool/worker-node.js (Node) or dist/pool/worker.js (browsers). */
 export async function spawnWorker(events: WorkerEvents): Promise<WorkerHandle> {
   if (isNode) {
-    const { Worker } = await import('node:worker_threads');
+    const { Worker } = await import(/* @vite-ignore */ 'node:worker_threads');
     // Workers inherit the process's exec flags; `--input-type` (node -e with ESM) would stop
     // a file-based worker from starting, so it is left out.
     const execArgv = process.execArgv.filter((a) => !a.startsWith('--input-type'));
-    const w = new Worker(new URL('./worker-node.js', import.meta.url), { execArgv });
+    // Hidden from bundlers (they would copy the Node entry into a browser build).
+    const url = new URL(/* @vite-ignore */ './worker-node.js', import.meta.url);
+    const w = new Worker(url, { execArgv });
     let stopping = false;
     w.on('message', (m: WorkerMessage) => events.message(m));
     w.on('error', (e: Error) => {
