@@ -108,7 +108,12 @@ if (!args['no-ort']) {
 } else {
   notes.push('onnxruntime skipped (--no-ort).');
 }
-notes.push('onnxruntime rows are forward only (it has no RMSNorm backward to call).');
+notes.push(
+  'onnxruntime rows are forward only (it has no RMSNorm backward to call): onnxruntime-web 1.30 (wasm EP) runs one ' +
+    'RMSNormalization node (ONNX opset 23, IR v11), onnxruntime-node 1.30 (CPU EP) one SimplifiedLayerNormalization node ' +
+    'in the default domain (onnxruntime rejects it in com.microsoft); both execute as one CPU kernel; only session.run() ' +
+    'on pre-made tensors is timed, which includes onnxruntime copying X in and Y out.',
+);
 
 derive(rows);
 const shapeNames = shapes.map(shapeName);

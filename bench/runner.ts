@@ -26,9 +26,9 @@ export interface Timing {
 export function timingFor(s: Shape, quick: boolean): Timing {
   const n = s.rows * s.dim;
   if (quick) return { time: 15, iterations: 5, warmupTime: 5, warmupIterations: 2 };
-  if (n <= 1 << 16) return { time: 600, iterations: 64, warmupTime: 150, warmupIterations: 16 };
-  if (n <= 1 << 22) return { time: 700, iterations: 16, warmupTime: 150, warmupIterations: 4 };
-  return { time: 1000, iterations: 8, warmupTime: 0, warmupIterations: 2 };
+  if (n <= 1 << 16) return { time: 800, iterations: 64, warmupTime: 200, warmupIterations: 16 };
+  if (n <= 1 << 22) return { time: 1000, iterations: 16, warmupTime: 200, warmupIterations: 4 };
+  return { time: 1500, iterations: 8, warmupTime: 0, warmupIterations: 2 };
 }
 
 /** Bytes per element the GB/s column assumes (compulsory traffic; see report.ts). */

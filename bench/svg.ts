@@ -51,7 +51,14 @@ function bestOf(rows: Row[], shape: string, op: Op, pick: (r: Row) => boolean): 
 /** Renders the chart; `title` and `subtitle` go on top (machine, date). */
 export function renderSvg(rows: Row[], shapes: string[], title: string, subtitle: string): string {
   const values = rows.filter((r) => r.gelemPerS !== null && r.gelemPerS > 0 && Number.isFinite(r.gelemPerS)).map((r) => r.gelemPerS!);
-  const lo = Math.floor(Math.log10(Math.min(...values, 1)));
+  // Axis from the largest 1/2/5×10^k below the smallest bar (with room to see it) to the
+  // decade above the tallest.
+  const floorNice = (v: number) => {
+    const e = Math.floor(Math.log10(v));
+    const m = [5, 2, 1].find((k) => k * 10 ** e <= v) ?? 1;
+    return Math.log10(m * 10 ** e);
+  };
+  const lo = floorNice(Math.min(...values, 1) / 1.6);
   const hi = Math.ceil(Math.log10(Math.max(...values, 1) * 1.05));
   const out: string[] = [];
   const H = TOP + 2 * PANEL_H + GAP + 70;
@@ -70,7 +77,7 @@ export function renderSvg(rows: Row[], shapes: string[], title: string, subtitle
     draw: (x, y) => `<rect x="${x}" y="${y - 10}" width="14" height="12" fill="${s.color}"/>`,
   }));
   items.push({
-    label: 'memory roof (wasm copy GB/s ÷ bytes/elem)',
+    label: 'memory roof: 1-thread wasm copy GB/s ÷ bytes/elem',
     draw: (x, y) => `<line x1="${x}" y1="${y - 4}" x2="${x + 14}" y2="${y - 4}" stroke="#000" stroke-width="2" stroke-dasharray="4 2"/>`,
   });
   items.forEach((it, i) => {
@@ -87,13 +94,13 @@ export function renderSvg(rows: Row[], shapes: string[], title: string, subtitle
       `<text x="${LEFT}" y="${y0 - 8}" font-size="14" font-weight="bold">${op === 'forward' ? 'Forward (8 B/elem: read x, write y)' : 'Backward (12 B/elem: read dy, x; write dx); onnxruntime has no backward'}</text>`,
     );
     // Grid: decades solid, 2× and 5× faint.
-    for (let e = lo; e <= hi; e++) {
+    for (let e = Math.floor(lo); e <= hi; e++) {
       for (const m of [1, 2, 5]) {
         const v = m * 10 ** e;
-        if (Math.log10(v) > hi + 1e-9) continue;
+        if (Math.log10(v) > hi + 1e-9 || Math.log10(v) < lo - 1e-9) continue;
         const y = num(yOf(v));
         out.push(`<line x1="${LEFT}" y1="${y}" x2="${W - RIGHT}" y2="${y}" stroke="${m === 1 ? '#c8c8c8' : '#ececec'}"/>`);
-        if (m === 1 || hi - lo <= 3) {
+        if (m === 1 || hi - lo <= 4) {
           const label = v >= 1 ? String(v) : v.toPrecision(1);
           out.push(`<text x="${LEFT - 6}" y="${num(yOf(v) + 4)}" text-anchor="end" fill="${m === 1 ? '#000' : '#777'}">${label}</text>`);
         }
