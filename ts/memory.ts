@@ -130,6 +130,22 @@ export class Scratch {
     return offs.map((o) => this.addr + o * 4);
   }
 
+  /**
+   * `carve([floats])[0]` without the arrays: the byte address of room for `floats` floats at
+   * the start of the region (the zero-copy backward's workspace).
+   */
+  carveOne(floats: number): number {
+    const total = roundUp(floats);
+    if (total > this.floats) {
+      if (this.addr !== 0) this.heap.free(this.addr, this.floats);
+      this.addr = 0;
+      this.floats = 0;
+      this.addr = this.heap.alloc(total);
+      this.floats = total;
+    }
+    return this.addr;
+  }
+
   /** Returns the region to the allocator. */
   release(): void {
     if (this.addr !== 0) this.heap.free(this.addr, this.floats);

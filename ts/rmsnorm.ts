@@ -5,7 +5,7 @@
  */
 import type { Build, LoadedWasm } from './load.js';
 import { Heap, Scratch, type F32Buffer } from './memory.js';
-import { stage, type Input, type Output, type Staged } from './staging.js';
+import { residentBackward, residentForward, stage, type Input, type Output, type Staged } from './staging.js';
 import {
   checkBackward,
   checkForward,
@@ -92,10 +92,17 @@ export class RmsNorm {
     const a = checkForward('rmsNorm', x, weight, options);
     const y = a.out ?? new Float32Array(a.x.length);
     if (a.rows === 0) return y;
+    const exports = this.wasm.exports;
+    // Every array a view of wasm memory: no staging objects, no copies.
+    const r = residentForward(this.heap, a.x, a.weight, y, a.rstd);
+    if (r !== null) {
+      checkStatus('rmsNorm', exports.rms_norm_forward(r.x, r.w, r.y, r.rstd, a.rows, a.dim, a.eps));
+      return y;
+    }
     const s = stageForward('rmsNorm', this.heap, this.scratch, a, y);
     const [xa, wa] = [s.inputs[0]!, a.weight ? s.inputs[1]! : 0];
     const [ya, ra] = [s.outputs[0]!, a.rstd ? s.outputs[1]! : 0];
-    checkStatus('rmsNorm', this.wasm.exports.rms_norm_forward(xa, wa, ya, ra, a.rows, a.dim, a.eps));
+    checkStatus('rmsNorm', exports.rms_norm_forward(xa, wa, ya, ra, a.rows, a.dim, a.eps));
     s.finish();
     return y;
   }
@@ -125,6 +132,19 @@ export class RmsNorm {
     const dweight = a.weight ? (a.dweight ?? new Float32Array(a.dim)) : null;
     if (a.rows === 0) {
       dweight?.fill(0);
+      return { dx, dweight };
+    }
+    const r = residentBackward(this.heap, a.dy, a.x, a.weight, a.rstd, dx, dweight);
+    if (r !== null) {
+      let work = 0;
+      if (a.weight) {
+        work = this.scratch.carveOne(a.dim);
+        this.heap.f32(); // as stage does after carving: notes the old buffer if memory grew
+      }
+      checkStatus(
+        fn,
+        this.wasm.exports.rms_norm_backward(r.dy, r.x, r.w, r.rstd, r.dx, r.dw, work, a.rows, a.dim, a.eps),
+      );
       return { dx, dweight };
     }
     const s = stageBackward(fn, this.heap, this.scratch, a, dx, dweight, a.weight ? [a.dim] : []);

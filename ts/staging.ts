@@ -100,3 +100,118 @@ export function stage(
     },
   };
 }
+
+/**
+ * Whether the kernel may read the byte range `[io, io + ilen)` where it is while writing
+ * `[oo, oo + olen)` (same buffer): the ranges are disjoint, or they are the same range and
+ * `sameOk` (a documented in-place alias). {@link stage} copies an input that fails this.
+ */
+export function readableInPlace(io: number, ilen: number, oo: number, olen: number, sameOk: boolean): boolean {
+  if (io >= oo + olen || oo >= io + ilen) return true;
+  return sameOk && io === oo && ilen === olen;
+}
+
+/** Byte addresses of a forward call whose arrays all stay where they are (0 for none). */
+export interface ResidentForward {
+  x: number;
+  w: number;
+  y: number;
+  rstd: number;
+}
+
+/** Byte addresses of a backward call whose arrays all stay where they are (0 for none). */
+export interface ResidentBackward {
+  dy: number;
+  x: number;
+  w: number;
+  rstd: number;
+  dx: number;
+  dw: number;
+}
+
+/**
+ * The zero-copy fast path of {@link stage} for a forward (inputs x, weight?; outputs y
+ * aliasing x, rstd?): the addresses when every array is a view of the memory's current buffer
+ * and {@link stage} would copy none of them, else null (then call stage). Takes the same
+ * decisions as stage at a fraction of the cost: each typed-array getter is read once
+ * (10-15 ns each in Node 20), and nothing is allocated but the result.
+ */
+export function residentForward(
+  heap: Heap,
+  x: Float32Array,
+  w: Float32Array | null,
+  y: Float32Array,
+  rstd: Float32Array | null,
+): ResidentForward | null {
+  // f32() as stage's stale check calls it: it notes a grown memory's old buffer.
+  const buf = heap.f32().buffer;
+  if (x.buffer !== buf || y.buffer !== buf || (w !== null && w.buffer !== buf) || (rstd !== null && rstd.buffer !== buf)) {
+    return null;
+  }
+  const xo = x.byteOffset;
+  const yo = y.byteOffset;
+  const wo = w === null ? 0 : w.byteOffset;
+  const ro = rstd === null ? 0 : rstd.byteOffset;
+  // An absent array is an empty range, which overlaps nothing.
+  const xn = 4 * x.length;
+  const yn = 4 * y.length;
+  const wn = w === null ? 0 : 4 * w.length;
+  const rn = rstd === null ? 0 : 4 * rstd.length;
+  // y may be exactly x (the in-place forward); stage's alias test is by identity with x.
+  const ok =
+    readableInPlace(xo, xn, yo, yn, true) &&
+    readableInPlace(xo, xn, ro, rn, false) &&
+    readableInPlace(wo, wn, yo, yn, w === x) &&
+    readableInPlace(wo, wn, ro, rn, false);
+  return ok ? { x: xo, w: wo, y: yo, rstd: ro } : null;
+}
+
+/**
+ * {@link residentForward} for a backward: inputs dy, x, weight?, rstd?; outputs dx (may be
+ * exactly dy or x), dweight?. The workspace is not included: carve it after this (a carve
+ * that grows non-shared memory detaches the views, whose byteOffset then reads 0).
+ */
+export function residentBackward(
+  heap: Heap,
+  dy: Float32Array,
+  x: Float32Array,
+  w: Float32Array | null,
+  rstd: Float32Array | null,
+  dx: Float32Array,
+  dw: Float32Array | null,
+): ResidentBackward | null {
+  const buf = heap.f32().buffer;
+  if (
+    dy.buffer !== buf ||
+    x.buffer !== buf ||
+    dx.buffer !== buf ||
+    (w !== null && w.buffer !== buf) ||
+    (rstd !== null && rstd.buffer !== buf) ||
+    (dw !== null && dw.buffer !== buf)
+  ) {
+    return null;
+  }
+  const dyo = dy.byteOffset;
+  const xo = x.byteOffset;
+  const dxo = dx.byteOffset;
+  const wo = w === null ? 0 : w.byteOffset;
+  const ro = rstd === null ? 0 : rstd.byteOffset;
+  const dwo = dw === null ? 0 : dw.byteOffset;
+  const dyn = 4 * dy.length;
+  const xn = 4 * x.length;
+  const dxn = 4 * dx.length;
+  const wn = w === null ? 0 : 4 * w.length;
+  const rn = rstd === null ? 0 : 4 * rstd.length;
+  const dwn = dw === null ? 0 : 4 * dw.length;
+  // dx's aliases are dy and x (by identity, as in stage); dweight has none.
+  const ok =
+    readableInPlace(dyo, dyn, dxo, dxn, true) &&
+    readableInPlace(xo, xn, dxo, dxn, true) &&
+    readableInPlace(wo, wn, dxo, dxn, w === dy || w === x) &&
+    readableInPlace(ro, rn, dxo, dxn, rstd === dy || rstd === x) &&
+    readableInPlace(dyo, dyn, dwo, dwn, false) &&
+    readableInPlace(xo, xn, dwo, dwn, false) &&
+    readableInPlace(wo, wn, dwo, dwn, false) &&
+    readableInPlace(ro, rn, dwo, dwn, false);
+  return ok ? { dy: dyo, x: xo, w: wo, rstd: ro, dx: dxo, dw: dwo } : null;
+}
