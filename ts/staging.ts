@@ -32,6 +32,8 @@ export interface Staged {
   finish(): void;
 }
 
+const NO_EXTRA: readonly number[] = [];
+
 /**
  * Places inputs and outputs in wasm memory for one kernel call (see the module doc). Throws,
  * before anything is written, on a stale view. `extra` are float counts of further scratch
@@ -43,62 +45,103 @@ export function stage(
   scratch: Scratch,
   inputs: readonly Input[],
   outputs: readonly Output[],
-  extra: readonly number[] = [],
+  extra: readonly number[] = NO_EXTRA,
 ): Staged {
-  for (const a of [...inputs, ...outputs]) heap.checkNotStale(fn, a.name, a.arr);
-  const inRes = inputs.map((i) => heap.holds(i.arr));
-  const outRes = outputs.map((o) => heap.holds(o.arr));
+  const ni = inputs.length;
+  const no = outputs.length;
+  // Where each array lives in wasm memory (its byteOffset), or -1, and its length; stale views
+  // throw here, before anything is written. Read before the scratch is carved: growing
+  // non-shared memory detaches the views of it, and a detached view reads byteOffset 0 and
+  // length 0.
+  const inOff: number[] = [];
+  const inLen: number[] = [];
+  for (let i = 0; i < ni; i++) {
+    const a = inputs[i]!.arr;
+    inOff.push(heap.addressOf(fn, inputs[i]!.name, a));
+    inLen.push(a.length);
+  }
+  const outOff: number[] = [];
+  for (let o = 0; o < no; o++) outOff.push(heap.addressOf(fn, outputs[o]!.name, outputs[o]!.arr));
   // A resident input that a resident output overlaps (other than an allowed exact alias) is
   // copied first, so the kernel never reads what it has already overwritten.
-  for (let i = 0; i < inputs.length; i++) {
-    if (!inRes[i]) continue;
+  const inPlace: boolean[] = [];
+  for (let i = 0; i < ni; i++) {
+    let ok = inOff[i]! >= 0;
     const a = inputs[i]!.arr;
-    for (let o = 0; o < outputs.length; o++) {
+    for (let o = 0; ok && o < no; o++) {
       const out = outputs[o]!;
-      if (!outRes[o] || !overlaps(a, out.arr)) continue;
-      const exact = a.byteOffset === out.arr.byteOffset && a.length === out.arr.length;
-      if (!(exact && out.alias?.includes(a))) inRes[i] = false;
+      if (outOff[o]! < 0 || !overlaps(a, out.arr)) continue;
+      const exact = inOff[i] === outOff[o] && inLen[i] === out.arr.length;
+      if (!(exact && out.alias !== undefined && out.alias.includes(a))) ok = false;
     }
+    inPlace.push(ok);
   }
   const sizes: number[] = [];
-  const inSlot = inputs.map((inp, i) => (inRes[i] ? -1 : sizes.push(inp.arr.length) - 1));
-  const taken = new Set<number>();
-  const outSlot = outputs.map((out, o) => {
-    if (outRes[o]) return -1;
-    // An output staged in scratch can share the region of an input it may alias.
-    for (let i = 0; i < inputs.length; i++) {
-      const s = inSlot[i]!;
-      if (s >= 0 && !taken.has(s) && out.alias?.includes(inputs[i]!.arr) && inputs[i]!.arr.length === out.arr.length) {
-        taken.add(s);
-        return s;
+  const inSlot: number[] = [];
+  for (let i = 0; i < ni; i++) inSlot.push(inPlace[i] ? -1 : sizes.push(inLen[i]!) - 1);
+  const outSlot: number[] = [];
+  let taken = 0; // bit s: slot s already shared by an output
+  for (let o = 0; o < no; o++) {
+    const out = outputs[o]!;
+    let slot = -1;
+    if (outOff[o]! < 0) {
+      // An output staged in scratch can share the region of an input it may alias.
+      for (let i = 0; i < ni && slot < 0; i++) {
+        const s = inSlot[i]!;
+        if (s >= 0 && s < 31 && !(taken & (1 << s)) && out.alias !== undefined && out.alias.includes(inputs[i]!.arr) && inLen[i] === out.arr.length) {
+          taken |= 1 << s;
+          slot = s;
+        }
       }
+      if (slot < 0) slot = sizes.push(out.arr.length) - 1;
     }
-    return sizes.push(out.arr.length) - 1;
-  });
-  const extraSlot = extra.map((n) => sizes.push(n) - 1);
-  const addr = sizes.length > 0 ? scratch.carve(sizes) : [];
-  const mem = sizes.length > 0 ? heap.f32() : null;
-  const inAddr = inputs.map((inp, i) => {
-    const s = inSlot[i]!;
-    if (s < 0) return inp.arr.byteOffset;
-    mem!.set(inp.arr, addr[s]! >>> 2);
-    return addr[s]!;
-  });
-  const outAddr = outputs.map((out, o) => (outSlot[o]! < 0 ? out.arr.byteOffset : addr[outSlot[o]!]!));
-  return {
-    inputs: inAddr,
-    outputs: outAddr,
-    extra: extraSlot.map((s) => addr[s]!),
-    finish() {
-      let m: Float32Array | null = null;
-      for (let o = 0; o < outputs.length; o++) {
-        if (outSlot[o]! < 0) continue;
-        m ??= heap.f32();
-        const start = outAddr[o]! >>> 2;
-        outputs[o]!.arr.set(m.subarray(start, start + outputs[o]!.arr.length));
-      }
-    },
-  };
+    outSlot.push(slot);
+  }
+  const extraSlot: number[] = [];
+  for (let e = 0; e < extra.length; e++) extraSlot.push(sizes.push(extra[e]!) - 1);
+  const inAddr = inOff;
+  const outAddr = outOff;
+  const extraAddr: number[] = [];
+  if (sizes.length > 0) {
+    const addr = scratch.carve(sizes);
+    const mem = heap.f32();
+    for (let i = 0; i < ni; i++) {
+      const s = inSlot[i]!;
+      if (s < 0) continue;
+      const off = inOff[i]!;
+      // A resident input copied aside is read through the current view of memory: its own
+      // view may have been detached by the carve.
+      const src = off < 0 ? inputs[i]!.arr : mem.subarray(off >>> 2, (off >>> 2) + inLen[i]!);
+      mem.set(src, addr[s]! >>> 2);
+      inAddr[i] = addr[s]!;
+    }
+    for (let o = 0; o < no; o++) if (outSlot[o]! >= 0) outAddr[o] = addr[outSlot[o]!]!;
+    for (let e = 0; e < extraSlot.length; e++) extraAddr.push(addr[extraSlot[e]!]!);
+  }
+  return new StagedCall(inAddr, outAddr, extraAddr, heap, outputs, outSlot);
+}
+
+/** The result of {@link stage}; a class rather than a closure per call. */
+class StagedCall implements Staged {
+  constructor(
+    readonly inputs: number[],
+    readonly outputs: number[],
+    readonly extra: number[],
+    private readonly heap: Heap,
+    private readonly outs: readonly Output[],
+    private readonly outSlot: readonly number[],
+  ) {}
+
+  finish(): void {
+    let m: Float32Array | null = null;
+    for (let o = 0; o < this.outs.length; o++) {
+      if (this.outSlot[o]! < 0) continue;
+      m ??= this.heap.f32();
+      const start = this.outputs[o]! >>> 2;
+      const arr = this.outs[o]!.arr;
+      arr.set(m.subarray(start, start + arr.length));
+    }
+  }
 }
 
 /**

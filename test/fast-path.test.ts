@@ -1,0 +1,98 @@
+// Calls whose own scratch allocation grows the wasm memory. Growing a non-shared memory
+// detaches every view of it, and a detached view reads byteOffset 0 and length 0: the
+// addresses of the views used in place must be taken before the scratch is carved (the
+// zero-copy fast path and stage() both do), or the kernel gets address 0. Each case runs on a
+// fresh module instance (no scratch region yet), checks that the memory did grow during the
+// call, and compares the bits with the same call on plain arrays in another instance (same
+// kernel, so the same bits).
+import { beforeAll, describe, expect, it, vi } from 'vitest';
+import { loadRmsNorm, type F32Buffer, type RmsNorm } from '../dist/index.js';
+import { allclose, firstBitDiff, mismatch, randn, refBackward, refForward, testRows, testWeight } from './reference.js';
+
+const BUILDS = ['simd', 'simd-threads', 'scalar'] as const;
+
+/** A new instance of `build` in a fresh copy of the package: no scratch region yet. */
+async function freshInstance(build: (typeof BUILDS)[number]): Promise<RmsNorm> {
+  vi.resetModules();
+  const pkg: typeof import('../dist/index.js') = await import('../dist/index.js');
+  return pkg.loadRmsNorm(build);
+}
+
+/** Buffers in `m`'s memory filled from `init` (arrays) or zeroed (lengths). */
+function buffers(m: RmsNorm, init: (Float32Array | number)[]): F32Buffer[] {
+  const bufs = init.map((v) => m.allocF32(typeof v === 'number' ? v : v.length));
+  bufs.forEach((b, i) => {
+    const v = init[i]!;
+    if (typeof v === 'number') b.view().fill(0);
+    else b.view().set(v);
+  });
+  return bufs;
+}
+
+describe.each(BUILDS)('%s build: a call whose scratch grows the memory', (build) => {
+  // One row of 2^18 floats (1 MiB per array): the scratch a call needs (the backward's
+  // workspace, or a copy) is larger than what a fresh instance has left after the views.
+  const dim = 1 << 18;
+  const x0 = testRows(1, dim, 1);
+  const dy0 = randn(dim, 2);
+  const w0 = testWeight(dim, 3);
+  let other: RmsNorm;
+  beforeAll(async () => {
+    other = await loadRmsNorm(build);
+  });
+
+  it('the expected results are right (against the float64 reference)', () => {
+    const y = other.rmsNorm(x0, w0);
+    expect(mismatch(y, refForward(x0, w0, dim, 1e-6).y, allclose(1e-5, 1.3e-6))).toBeNull();
+    const b = other.rmsNormBackward(dy0, x0, w0);
+    const ref = refBackward(dy0, x0, w0, dim, 1e-6);
+    // dx: the numerics suite's bound for unit-scale rows (1e-5 absolute plus 1e-5 relative);
+    // dweight of one row is one product dy·x·rstd: three float32 roundings, no sums.
+    expect(mismatch(b.dx, ref.dx, allclose(1e-5, 1e-5))).toBeNull();
+    expect(mismatch(b.dweight!, ref.dweight!, allclose(0, 1e-6))).toBeNull();
+  });
+
+  it('zero-copy backward: the workspace grows the memory, the results are right', async () => {
+    const expected = other.rmsNormBackward(dy0, x0, w0);
+    const m = await freshInstance(build);
+    const bufs = buffers(m, [dy0, x0, w0, dim, dim]);
+    const [dy, x, w, dx, dweight] = bufs.map((b) => b.view()) as [Float32Array, Float32Array, Float32Array, Float32Array, Float32Array];
+    const before = m.wasm.memory.buffer.byteLength;
+    const r = m.rmsNormBackward(dy, x, w, { dx, dweight });
+    expect(m.wasm.memory.buffer.byteLength).toBeGreaterThan(before);
+    expect(r.dx).toBe(dx);
+    expect(r.dweight).toBe(dweight);
+    expect(firstBitDiff(bufs[3]!.view(), expected.dx)).toBe(-1);
+    expect(firstBitDiff(bufs[4]!.view(), expected.dweight!)).toBe(-1);
+    bufs.forEach((b) => b.free());
+  });
+
+  it('views in, a new plain output: its scratch copy grows the memory, the result is right', async () => {
+    const expected = other.rmsNorm(x0, w0);
+    const m = await freshInstance(build);
+    const bufs = buffers(m, [x0, w0]);
+    const [x, w] = bufs.map((b) => b.view()) as [Float32Array, Float32Array];
+    const before = m.wasm.memory.buffer.byteLength;
+    const y = m.rmsNorm(x, w);
+    expect(m.wasm.memory.buffer.byteLength).toBeGreaterThan(before);
+    expect(firstBitDiff(y, expected)).toBe(-1);
+    expect(firstBitDiff(bufs[0]!.view(), x0)).toBe(-1);
+    bufs.forEach((b) => b.free());
+  });
+
+  it('a view input copied aside (the output overlaps it partly) while the memory grows', async () => {
+    const expected = other.rmsNorm(x0, w0);
+    const m = await freshInstance(build);
+    // out starts 4 floats into x: x must be copied to scratch before the kernel writes out.
+    const bufs = buffers(m, [dim + 4, w0]);
+    const [all, w] = bufs.map((b) => b.view()) as [Float32Array, Float32Array];
+    all.set(x0);
+    const x = all.subarray(0, dim);
+    const out = all.subarray(4, dim + 4);
+    const before = m.wasm.memory.buffer.byteLength;
+    m.rmsNorm(x, w, { out });
+    expect(m.wasm.memory.buffer.byteLength).toBeGreaterThan(before);
+    expect(firstBitDiff(bufs[0]!.view().subarray(4), expected)).toBe(-1);
+    bufs.forEach((b) => b.free());
+  });
+});
