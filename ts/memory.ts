@@ -75,19 +75,18 @@ export class Heap {
 
   /**
    * {@link checkNotStale} and {@link holds} in one: `a`'s byte address (its byteOffset) when it
-   * is a view of this memory, else -1. Throws on a stale view.
+   * is a view of this memory, else -1. Throws on a stale view. `cur` is `f32().buffer`, for
+   * callers that place several arrays at once.
    */
-  addressOf(fn: string, name: string, a: Float32Array): number {
-    const cur = this.f32().buffer;
+  addressOf(fn: string, name: string, a: Float32Array, cur: ArrayBufferLike = this.f32().buffer): number {
     const b = a.buffer;
     if (b === cur) return a.byteOffset;
-    if (!this.past.has(b)) return -1;
-    if (!this.shared) {
-      throw new TypeError(
-        `${fn}: ${name} is a stale view of wasm memory (detached when the memory grew); call view() again`,
-      );
-    }
-    return a.byteOffset;
+    if (this.shared) return this.past.has(b) ? a.byteOffset : -1;
+    // Growth detached every old buffer of non-shared memory: a view with elements is not of one.
+    if (a.length !== 0 || !this.past.has(b)) return -1;
+    throw new TypeError(
+      `${fn}: ${name} is a stale view of wasm memory (detached when the memory grew); call view() again`,
+    );
   }
 
   /** Allocates `length` floats; throws a RangeError when memory cannot grow that far. */
@@ -139,19 +138,15 @@ export class Scratch {
   /** Makes room for regions of the given float counts; returns each one's byte address. */
   carve(sizes: readonly number[]): number[] {
     let total = 0;
-    const offs = sizes.map((n) => {
-      const o = total;
-      total += roundUp(n);
-      return o;
-    });
-    if (total > this.floats) {
-      if (this.addr !== 0) this.heap.free(this.addr, this.floats);
-      this.addr = 0;
-      this.floats = 0;
-      this.addr = this.heap.alloc(total);
-      this.floats = total;
+    for (let i = 0; i < sizes.length; i++) total += roundUp(sizes[i]!);
+    const base = this.carveOne(total);
+    const addrs: number[] = [];
+    let off = base;
+    for (let i = 0; i < sizes.length; i++) {
+      addrs.push(off);
+      off += roundUp(sizes[i]!) * 4;
     }
-    return offs.map((o) => this.addr + o * 4);
+    return addrs;
   }
 
   /**

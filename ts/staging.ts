@@ -49,76 +49,81 @@ export function stage(
 ): Staged {
   const ni = inputs.length;
   const no = outputs.length;
-  // Where each array lives in wasm memory (its byteOffset), or -1, and its length; stale views
-  // throw here, before anything is written. Read before the scratch is carved: growing
-  // non-shared memory detaches the views of it, and a detached view reads byteOffset 0 and
-  // length 0.
-  const inOff: number[] = [];
+  // Where each array lives in wasm memory (its byteOffset), or -1; stale views throw here,
+  // before anything is written. Read before the scratch is carved: growing non-shared memory
+  // detaches the views of it, and a detached view reads byteOffset 0 and length 0.
+  const cur = heap.f32().buffer;
+  const inAddr: number[] = [];
   const inLen: number[] = [];
   for (let i = 0; i < ni; i++) {
     const a = inputs[i]!.arr;
-    inOff.push(heap.addressOf(fn, inputs[i]!.name, a));
+    inAddr.push(heap.addressOf(fn, inputs[i]!.name, a, cur));
     inLen.push(a.length);
   }
-  const outOff: number[] = [];
-  for (let o = 0; o < no; o++) outOff.push(heap.addressOf(fn, outputs[o]!.name, outputs[o]!.arr));
-  // A resident input that a resident output overlaps (other than an allowed exact alias) is
-  // copied first, so the kernel never reads what it has already overwritten.
-  const inPlace: boolean[] = [];
-  for (let i = 0; i < ni; i++) {
-    let ok = inOff[i]! >= 0;
-    const a = inputs[i]!.arr;
-    for (let o = 0; ok && o < no; o++) {
-      const out = outputs[o]!;
-      if (outOff[o]! < 0 || !overlaps(a, out.arr)) continue;
-      const exact = inOff[i] === outOff[o] && inLen[i] === out.arr.length;
-      if (!(exact && out.alias !== undefined && out.alias.includes(a))) ok = false;
-    }
-    inPlace.push(ok);
+  const outAddr: number[] = [];
+  let outsInPlace = true;
+  for (let o = 0; o < no; o++) {
+    const off = heap.addressOf(fn, outputs[o]!.name, outputs[o]!.arr, cur);
+    outAddr.push(off);
+    if (off < 0) outsInPlace = false;
   }
+  // Scratch regions: float counts; per input its region (-1: read in place) and, for a
+  // resident input copied aside, its own address (else -1).
   const sizes: number[] = [];
   const inSlot: number[] = [];
-  for (let i = 0; i < ni; i++) inSlot.push(inPlace[i] ? -1 : sizes.push(inLen[i]!) - 1);
+  const inFrom: number[] = [];
+  for (let i = 0; i < ni; i++) {
+    const off = inAddr[i]!;
+    const a = inputs[i]!.arr;
+    let inPlace = off >= 0;
+    // A resident input that a resident output overlaps (other than an allowed exact alias) is
+    // copied first, so the kernel never reads what it has already overwritten.
+    for (let o = 0; inPlace && o < no; o++) {
+      const out = outputs[o]!;
+      if (outAddr[o]! < 0 || !overlaps(a, out.arr)) continue;
+      const exact = off === outAddr[o] && inLen[i] === out.arr.length;
+      if (!(exact && out.alias !== undefined && out.alias.includes(a))) inPlace = false;
+    }
+    inSlot.push(inPlace ? -1 : sizes.push(inLen[i]!) - 1);
+    inFrom.push(inPlace ? -1 : off);
+  }
+  if (sizes.length === 0 && outsInPlace && extra.length === 0) {
+    return new StagedCall(inAddr, outAddr, [], heap, outputs, null);
+  }
   const outSlot: number[] = [];
-  let taken = 0; // bit s: slot s already shared by an output
+  let taken = 0; // bit r: region r already shared by an output (calls have a few inputs)
   for (let o = 0; o < no; o++) {
     const out = outputs[o]!;
     let slot = -1;
-    if (outOff[o]! < 0) {
+    if (outAddr[o]! < 0) {
       // An output staged in scratch can share the region of an input it may alias.
       for (let i = 0; i < ni && slot < 0; i++) {
-        const s = inSlot[i]!;
-        if (s >= 0 && s < 31 && !(taken & (1 << s)) && out.alias !== undefined && out.alias.includes(inputs[i]!.arr) && inLen[i] === out.arr.length) {
-          taken |= 1 << s;
-          slot = s;
+        const r = inSlot[i]!;
+        if (r >= 0 && r < 31 && !(taken & (1 << r)) && out.alias !== undefined && out.alias.includes(inputs[i]!.arr) && inLen[i] === out.arr.length) {
+          taken |= 1 << r;
+          slot = r;
         }
       }
       if (slot < 0) slot = sizes.push(out.arr.length) - 1;
     }
     outSlot.push(slot);
   }
-  const extraSlot: number[] = [];
-  for (let e = 0; e < extra.length; e++) extraSlot.push(sizes.push(extra[e]!) - 1);
-  const inAddr = inOff;
-  const outAddr = outOff;
-  const extraAddr: number[] = [];
-  if (sizes.length > 0) {
-    const addr = scratch.carve(sizes);
-    const mem = heap.f32();
-    for (let i = 0; i < ni; i++) {
-      const s = inSlot[i]!;
-      if (s < 0) continue;
-      const off = inOff[i]!;
-      // A resident input copied aside is read through the current view of memory: its own
-      // view may have been detached by the carve.
-      const src = off < 0 ? inputs[i]!.arr : mem.subarray(off >>> 2, (off >>> 2) + inLen[i]!);
-      mem.set(src, addr[s]! >>> 2);
-      inAddr[i] = addr[s]!;
-    }
-    for (let o = 0; o < no; o++) if (outSlot[o]! >= 0) outAddr[o] = addr[outSlot[o]!]!;
-    for (let e = 0; e < extraSlot.length; e++) extraAddr.push(addr[extraSlot[e]!]!);
+  const firstExtra = sizes.length;
+  for (let e = 0; e < extra.length; e++) sizes.push(extra[e]!);
+  const addr = scratch.carve(sizes);
+  const mem = heap.f32();
+  for (let i = 0; i < ni; i++) {
+    const r = inSlot[i]!;
+    if (r < 0) continue;
+    // A resident input copied aside is read through the current view of memory: its own view
+    // may have been detached by the carve.
+    const from = inFrom[i]!;
+    const src = from < 0 ? inputs[i]!.arr : mem.subarray(from >>> 2, (from >>> 2) + inLen[i]!);
+    mem.set(src, addr[r]! >>> 2);
+    inAddr[i] = addr[r]!;
   }
-  return new StagedCall(inAddr, outAddr, extraAddr, heap, outputs, outSlot);
+  for (let o = 0; o < no; o++) if (outSlot[o]! >= 0) outAddr[o] = addr[outSlot[o]!]!;
+  return new StagedCall(inAddr, outAddr, addr.slice(firstExtra), heap, outputs, outSlot);
 }
 
 /** The result of {@link stage}; a class rather than a closure per call. */
@@ -129,10 +134,12 @@ class StagedCall implements Staged {
     readonly extra: number[],
     private readonly heap: Heap,
     private readonly outs: readonly Output[],
-    private readonly outSlot: readonly number[],
+    /** Per output its scratch region, -1 if written in place; null: all in place. */
+    private readonly outSlot: readonly number[] | null,
   ) {}
 
   finish(): void {
+    if (this.outSlot === null) return;
     let m: Float32Array | null = null;
     for (let o = 0; o < this.outs.length; o++) {
       if (this.outSlot[o]! < 0) continue;
