@@ -96,3 +96,85 @@ describe.each(BUILDS)('%s build: a call whose scratch grows the memory', (build)
     bufs.forEach((b) => b.free());
   });
 });
+
+describe.each(BUILDS)('%s build: views the fast path remembers', (build) => {
+  // The zero-copy fast path remembers the last view at each argument position with its
+  // address, so repeated calls read no typed-array getters. Roles change, overlaps appear and
+  // memory grows between calls here; every result must still be that of plain arrays.
+  const dim = 24;
+  const rows = 3;
+  const n = rows * dim;
+  const x0 = testRows(rows, dim, 4);
+  const dy0 = randn(n, 5);
+  const w0 = testWeight(dim, 6);
+  let m: RmsNorm;
+  let plain: RmsNorm;
+  beforeAll(async () => {
+    plain = await loadRmsNorm(build);
+    m = await freshInstance(build);
+  });
+
+  it('the same views in changing roles, and a partial overlap after them', () => {
+    const fwd = (x: Float32Array, rstd?: Float32Array) => plain.rmsNorm(x.slice(), w0, rstd ? { rstd } : {});
+    const bufs = buffers(m, [2 * n + 8, dim, n, rows, dim]);
+    const [all, w, dy, rstd, dweight] = bufs.map((b) => b.view()) as [Float32Array, Float32Array, Float32Array, Float32Array, Float32Array];
+    const a = all.subarray(0, n);
+    const b = all.subarray(n + 8, 2 * n + 8);
+    w.set(w0);
+    a.set(x0);
+    for (let k = 0; k < 3; k++) {
+      m.rmsNorm(a, w, { out: b });
+      expect(firstBitDiff(b, fwd(x0))).toBe(-1);
+    }
+    const y1 = b.slice();
+    m.rmsNorm(b, w, { out: a }); // roles swapped
+    expect(firstBitDiff(a, fwd(y1))).toBe(-1);
+    const y2 = a.slice();
+    m.rmsNorm(a, w, { out: a, rstd }); // in place, with rstd
+    const rstdExpected = new Float32Array(rows);
+    expect(firstBitDiff(a, fwd(y2, rstdExpected))).toBe(-1);
+    expect(firstBitDiff(rstd, rstdExpected)).toBe(-1);
+    // out starts one float into x (x and w as remembered): x must be read before it is written
+    const y3 = a.slice();
+    const shifted = all.subarray(1, n + 1);
+    m.rmsNorm(a, w, { out: shifted });
+    expect(firstBitDiff(shifted, fwd(y3))).toBe(-1);
+    // backward: dx over dy, then over x, then separate
+    a.set(x0);
+    dy.set(dy0);
+    const expected = plain.rmsNormBackward(dy0.slice(), x0.slice(), w0.slice());
+    m.rmsNormBackward(dy, a, w, { dx: b, dweight });
+    expect(firstBitDiff(b, expected.dx)).toBe(-1);
+    expect(firstBitDiff(dweight, expected.dweight!)).toBe(-1);
+    m.rmsNormBackward(dy, a, w, { dx: dy, dweight });
+    expect(firstBitDiff(dy, expected.dx)).toBe(-1);
+    dy.set(dy0);
+    m.rmsNormBackward(dy, a, w, { dx: a, dweight });
+    expect(firstBitDiff(a, expected.dx)).toBe(-1);
+    expect(firstBitDiff(dweight, expected.dweight!)).toBe(-1);
+    bufs.forEach((buf) => buf.free());
+  });
+
+  it('after the memory grows: remembered views are refused (non-shared) or still right (shared)', () => {
+    const bufs = buffers(m, [x0, w0, n]);
+    const [x, w, out] = bufs.map((b) => b.view()) as [Float32Array, Float32Array, Float32Array];
+    m.rmsNorm(x, w, { out });
+    const expected = plain.rmsNorm(x0, w0);
+    expect(firstBitDiff(out, expected)).toBe(-1);
+    const big = m.allocF32(m.wasm.memory.buffer.byteLength / 4 + (1 << 18));
+    if (m.wasm.shared) {
+      out.fill(0);
+      m.rmsNorm(x, w, { out });
+      expect(firstBitDiff(bufs[2]!.view(), expected)).toBe(-1);
+    } else {
+      expect(x.length).toBe(0);
+      expect(() => m.rmsNorm(x, w, { out })).toThrow(TypeError);
+      const [x2, w2, out2] = bufs.map((b) => b.view()) as [Float32Array, Float32Array, Float32Array];
+      out2.fill(0);
+      m.rmsNorm(x2, w2, { out: out2 });
+      expect(firstBitDiff(out2, expected)).toBe(-1);
+    }
+    big.free();
+    bufs.forEach((b) => b.free());
+  });
+});

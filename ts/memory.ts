@@ -24,6 +24,9 @@ export interface F32Buffer {
 const ALIGN = 4;
 const roundUp = (n: number) => Math.ceil(n / ALIGN) * ALIGN;
 
+/** Argument positions {@link Heap.remembered} knows a view for. */
+export const SLOTS = 10;
+
 /** The memory of one instantiated build. */
 export class Heap {
   readonly wasm: LoadedWasm;
@@ -31,6 +34,9 @@ export class Heap {
   // Buffers this memory had before it grew: views on them still address this memory
   // (shared memory), or are detached (non-shared); either way we recognize them.
   private readonly past = new WeakSet<ArrayBufferLike>();
+  // Per argument position of the zero-copy fast path, the last view of this memory and its address.
+  private readonly seen: (Float32Array | null)[] = new Array<Float32Array | null>(SLOTS).fill(null);
+  private readonly seenAt: number[] = new Array<number>(SLOTS).fill(0);
 
   private readonly shared: boolean;
 
@@ -57,7 +63,7 @@ export class Heap {
   /** Whether `a` is a view of this memory, so that its byteOffset is its wasm address. */
   holds(a: Float32Array): boolean {
     const b = a.buffer;
-    if (b === this.wasm.memory.buffer) return true;
+    if (b === this.f32().buffer) return true;
     if (!this.past.has(b)) return false;
     if (this.wasm.shared) return true;
     return false;
@@ -87,6 +93,24 @@ export class Heap {
     throw new TypeError(
       `${fn}: ${name} is a stale view of wasm memory (detached when the memory grew); call view() again`,
     );
+  }
+
+  /**
+   * The byte address remembered for `a` at argument position `slot` (0 to {@link SLOTS} − 1)
+   * by {@link remember}, or -1. The zero-copy fast path asks this first: a call repeated on the
+   * same views then reads no typed-array getter (buffer and byteOffset cost 10-15 ns each in
+   * Node 20; a view's byteOffset never changes). A remembered view of non-shared memory counts
+   * only while it has elements: growth detaches it. One of shared memory stays valid (the old
+   * buffers of shared memory address the same memory).
+   */
+  remembered(slot: number, a: Float32Array): number {
+    return a === this.seen[slot] && (this.shared || a.length !== 0) ? this.seenAt[slot]! : -1;
+  }
+
+  /** Notes that `a`, a view of this memory's current buffer, is at byte address `addr`. */
+  remember(slot: number, a: Float32Array, addr: number): void {
+    this.seen[slot] = a;
+    this.seenAt[slot] = addr;
   }
 
   /** Allocates `length` floats; throws a RangeError when memory cannot grow that far. */
