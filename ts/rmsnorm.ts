@@ -5,7 +5,17 @@
  */
 import type { Build, LoadedWasm } from './load.js';
 import { Heap, Scratch, type F32Buffer } from './memory.js';
-import { residentBackward, residentForward, stage, type Input, type Output, type Staged } from './staging.js';
+import {
+  copyOut,
+  plainBackward,
+  plainForward,
+  residentBackward,
+  residentForward,
+  stage,
+  type Input,
+  type Output,
+  type Staged,
+} from './staging.js';
 import {
   checkBackward,
   checkForward,
@@ -99,6 +109,14 @@ export class RmsNorm {
       checkStatus('rmsNorm', exports.rms_norm_forward(r.x, r.w, r.y, r.rstd, a.rows, a.dim, a.eps));
       return y;
     }
+    // No array in wasm memory: copies through scratch, computed in place there.
+    const c = plainForward('rmsNorm', this.heap, this.scratch, a.x, a.weight, y, a.rstd);
+    if (c !== null) {
+      checkStatus('rmsNorm', exports.rms_norm_forward(c.x, c.w, c.x, c.rstd, a.rows, a.dim, a.eps));
+      copyOut(this.heap, c.x, y);
+      if (a.rstd) copyOut(this.heap, c.rstd, a.rstd);
+      return y;
+    }
     const s = stageForward('rmsNorm', this.heap, this.scratch, a, y);
     const [xa, wa] = [s.inputs[0]!, a.weight ? s.inputs[1]! : 0];
     const [ya, ra] = [s.outputs[0]!, a.rstd ? s.outputs[1]! : 0];
@@ -145,6 +163,16 @@ export class RmsNorm {
         fn,
         this.wasm.exports.rms_norm_backward(r.dy, r.x, r.w, r.rstd, r.dx, r.dw, work, a.rows, a.dim, a.eps),
       );
+      return { dx, dweight };
+    }
+    const c = plainBackward(fn, this.heap, this.scratch, a.dy, a.x, a.weight, a.rstd, dx, dweight);
+    if (c !== null) {
+      checkStatus(
+        fn,
+        this.wasm.exports.rms_norm_backward(c.dy, c.x, c.w, c.rstd, c.dy, c.dw, c.work, a.rows, a.dim, a.eps),
+      );
+      copyOut(this.heap, c.dy, dx);
+      if (dweight) copyOut(this.heap, c.dw, dweight);
       return { dx, dweight };
     }
     const s = stageBackward(fn, this.heap, this.scratch, a, dx, dweight, a.weight ? [a.dim] : []);

@@ -280,3 +280,107 @@ export function residentBackward(
     readableInPlace(ro, rn, dwo, dwn, false);
   return ok ? { dy: dyo, x: xo, w: wo, rstd: ro, dx: dxo, dw: dwo } : null;
 }
+
+/** Scratch addresses of a forward whose arrays are all plain (y is computed at x's copy). */
+export interface PlainForward {
+  x: number;
+  w: number;
+  rstd: number;
+}
+
+/** Scratch addresses of a backward whose arrays are all plain (dx is computed at dy's copy). */
+export interface PlainBackward {
+  dy: number;
+  x: number;
+  w: number;
+  rstd: number;
+  dw: number;
+  work: number;
+}
+
+/**
+ * The copy path of {@link stage} for a forward when no array lives in wasm memory: the same
+ * scratch layout (x, weight?, rstd?; y shares x's region, as stage lets an output share an
+ * input it may alias), the inputs copied in, without stage's general bookkeeping. Null when
+ * some array is a view of wasm memory (then call stage). Throws on a stale view as stage does.
+ * After the kernel, {@link copyOut} y from `x` and rstd from `rstd`.
+ */
+export function plainForward(
+  fn: string,
+  heap: Heap,
+  scratch: Scratch,
+  x: Float32Array,
+  w: Float32Array | null,
+  y: Float32Array,
+  rstd: Float32Array | null,
+): PlainForward | null {
+  const cur = heap.f32().buffer;
+  if (
+    heap.addressOf(fn, 'x', x, cur) >= 0 ||
+    (w !== null && heap.addressOf(fn, 'weight', w, cur) >= 0) ||
+    heap.addressOf(fn, 'options.out', y, cur) >= 0 ||
+    (rstd !== null && heap.addressOf(fn, 'options.rstd', rstd, cur) >= 0)
+  ) {
+    return null;
+  }
+  const sizes = [x.length];
+  if (w !== null) sizes.push(w.length);
+  if (rstd !== null) sizes.push(rstd.length);
+  const addr = scratch.carve(sizes);
+  const mem = heap.f32();
+  mem.set(x, addr[0]! >>> 2);
+  if (w !== null) mem.set(w, addr[1]! >>> 2);
+  return { x: addr[0]!, w: w === null ? 0 : addr[1]!, rstd: rstd === null ? 0 : addr[sizes.length - 1]! };
+}
+
+/**
+ * {@link plainForward} for a backward: regions dy, x, weight?, rstd?, dweight?, then the
+ * workspace (with a weight); dx shares dy's region. After the kernel, {@link copyOut} dx from
+ * `dy` and dweight from `dw`.
+ */
+export function plainBackward(
+  fn: string,
+  heap: Heap,
+  scratch: Scratch,
+  dy: Float32Array,
+  x: Float32Array,
+  w: Float32Array | null,
+  rstd: Float32Array | null,
+  dx: Float32Array,
+  dw: Float32Array | null,
+): PlainBackward | null {
+  const cur = heap.f32().buffer;
+  if (
+    heap.addressOf(fn, 'dy', dy, cur) >= 0 ||
+    heap.addressOf(fn, 'x', x, cur) >= 0 ||
+    (w !== null && heap.addressOf(fn, 'weight', w, cur) >= 0) ||
+    (rstd !== null && heap.addressOf(fn, 'options.rstd', rstd, cur) >= 0) ||
+    heap.addressOf(fn, 'options.dx', dx, cur) >= 0 ||
+    (dw !== null && heap.addressOf(fn, 'options.dweight', dw, cur) >= 0)
+  ) {
+    return null;
+  }
+  const sizes = [dy.length, x.length];
+  if (w !== null) sizes.push(w.length);
+  if (rstd !== null) sizes.push(rstd.length);
+  if (dw !== null) sizes.push(dw.length);
+  if (w !== null) sizes.push(w.length);
+  const addr = scratch.carve(sizes);
+  const mem = heap.f32();
+  mem.set(dy, addr[0]! >>> 2);
+  mem.set(x, addr[1]! >>> 2);
+  let k = 2;
+  const wa = w === null ? 0 : addr[k++]!;
+  if (w !== null) mem.set(w, wa >>> 2);
+  const ra = rstd === null ? 0 : addr[k++]!;
+  if (rstd !== null) mem.set(rstd, ra >>> 2);
+  const dwa = dw === null ? 0 : addr[k++]!;
+  const work = w === null ? 0 : addr[k]!;
+  return { dy: addr[0]!, x: addr[1]!, w: wa, rstd: ra, dw: dwa, work };
+}
+
+/** Copies `arr.length` floats at byte address `addr` of wasm memory into `arr`. */
+export function copyOut(heap: Heap, addr: number, arr: Float32Array): void {
+  const start = addr >>> 2;
+  arr.set(heap.f32().subarray(start, start + arr.length));
+}

@@ -190,11 +190,11 @@ function rowsOf(fn: string, name: string, x: Float32Array, dim: number): number 
 
 function overlaps(a: Float32Array, b: Float32Array): boolean {
   // Each typed-array getter (buffer, byteOffset) is a call of 10-15 ns in V8 11 (Node 20):
-  // read each once. A Float32Array's byteLength is always 4 × its length, which is cheap.
-  if (a.buffer !== b.buffer) return false;
+  // read each once, byteOffsets first (buffer is the dearer one, and disjoint views of wasm
+  // memory need no buffer at all). A Float32Array's byteLength is always 4 × its length.
   const ao = a.byteOffset;
   const bo = b.byteOffset;
-  return ao < bo + 4 * b.length && bo < ao + 4 * a.length;
+  return ao < bo + 4 * b.length && bo < ao + 4 * a.length && a.buffer === b.buffer;
 }
 
 function distinctOutputs(fn: string, na: string, a: Float32Array | null, nb: string, b: Float32Array | null): void {
