@@ -69,20 +69,11 @@ export class Heap {
     return false;
   }
 
-  /** Throws if `a` is a view of this (non-shared) memory from before it grew. */
-  checkNotStale(fn: string, name: string, a: Float32Array): void {
-    this.f32();
-    if (!this.wasm.shared && this.past.has(a.buffer)) {
-      throw new TypeError(
-        `${fn}: ${name} is a stale view of wasm memory (detached when the memory grew); call view() again`,
-      );
-    }
-  }
-
   /**
-   * {@link checkNotStale} and {@link holds} in one: `a`'s byte address (its byteOffset) when it
-   * is a view of this memory, else -1. Throws on a stale view. `cur` is `f32().buffer`, for
-   * callers that place several arrays at once.
+   * `a`'s byte address (its byteOffset) when it is a view of this memory (see {@link holds}),
+   * else -1. Throws a TypeError naming `fn` and `name` on a stale view: one of non-shared
+   * memory from before it grew (detached). `cur` is `f32().buffer`, for callers that place
+   * several arrays at once.
    */
   addressOf(fn: string, name: string, a: Float32Array, cur: ArrayBufferLike = this.f32().buffer): number {
     const b = a.buffer;

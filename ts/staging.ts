@@ -2,6 +2,11 @@
  * Getting arrays into wasm memory for one call and results back out. Arrays that already live
  * in the module's memory are used where they are; plain arrays are copied into the scratch
  * region before the kernel runs and outputs copied back after it.
+ *
+ * {@link stage} handles any mix. The sync API first tries two specialised paths that take the
+ * same decisions for the common cases at a fraction of the fixed cost per call:
+ * {@link residentForward} / {@link residentBackward} (every array a view of wasm memory) and
+ * {@link plainForward} / {@link plainBackward} (no array in wasm memory).
  * @module
  */
 import type { Heap, Scratch } from './memory.js';
