@@ -91,6 +91,27 @@ describe('worker faults', () => {
   });
 });
 
+describe('worker faults while streaming plain arrays', () => {
+  it('a streamed job whose worker dies is rejected after a bounded wait; later jobs succeed', async () => {
+    const p = await pool(2);
+    // 2 threads stream with one worker (this thread copies): kill it, then start a job before
+    // the pool can have heard of the death.
+    const rows = 512;
+    const dim = 1024;
+    const x = randn(rows * dim, 21);
+    const w = randn(dim, 22);
+    await p.rmsNorm(x, w); // warm: the job below is dispatched at once
+    hooks(p).killWorker(0);
+    const t0 = Date.now();
+    expect(await outcome(p.rmsNorm(x, w))).toMatch(/worker 0 died during the job/);
+    expect(Date.now() - t0).toBeLessThan(5000);
+    expect(same(await p.rmsNorm(x, w), sync.rmsNorm(x, w))).toBe(true);
+    const dy = randn(rows * dim, 23);
+    const g = await p.rmsNormBackward(dy, x, w);
+    expect(same(g.dweight!, sync.rmsNormBackward(dy, x, w).dweight!)).toBe(true);
+  });
+});
+
 describe('destroy', () => {
   it('rejects queued and running jobs, and every later call at once', async () => {
     const p = await pool(2);

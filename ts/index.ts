@@ -112,7 +112,7 @@ export function allocF32(length: number): F32Buffer {
 
 import { createPool as createPoolWith, type PoolOptions, type RmsNormPool } from './pool/pool.js';
 export type { PoolCallOptions, PoolOptions, RmsNormPool } from './pool/pool.js';
-export { INLINE_BELOW, JOIN_BELOW } from './pool/pool.js';
+export { INLINE_BELOW, JOIN_BELOW, STREAM_BELOW } from './pool/pool.js';
 
 /**
  * Starts a worker pool that shards rows across Workers sharing one wasm memory (Node

@@ -99,7 +99,11 @@ export class RmsNorm {
    * @throws TypeError / RangeError on bad arguments, before anything is written.
    */
   rmsNorm(x: Float32Array, weight: Float32Array | null, options?: RmsNormOptions): Float32Array {
-    const a = checkForward('rmsNorm', x, weight, options);
+    return this.forwardChecked(checkForward('rmsNorm', x, weight, options));
+  }
+
+  /** The forward of arguments already checked by checkForward (the pool's inline path). @internal */
+  forwardChecked(a: ForwardArgs): Float32Array {
     const y = a.out ?? new Float32Array(a.x.length);
     if (a.rows === 0) return y;
     const exports = this.wasm.exports;
@@ -144,8 +148,12 @@ export class RmsNorm {
     weight: Float32Array | null,
     options?: RmsNormBackwardOptions,
   ): RmsNormBackwardResult {
+    return this.backwardChecked(checkBackward('rmsNormBackward', dy, x, weight, options));
+  }
+
+  /** The backward of arguments already checked by checkBackward (the pool's inline path). @internal */
+  backwardChecked(a: BackwardArgs): RmsNormBackwardResult {
     const fn = 'rmsNormBackward';
-    const a = checkBackward(fn, dy, x, weight, options);
     const dx = a.dx ?? new Float32Array(a.x.length);
     const dweight = a.weight ? (a.dweight ?? new Float32Array(a.dim)) : null;
     if (a.rows === 0) {

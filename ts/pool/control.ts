@@ -45,13 +45,27 @@ export const COMPLETED = 32;
 export const STATUS = 33;
 /** 0 while the job runs, 1 when complete (Atomics.notify'd). */
 export const DONE = 48;
+/** Streaming jobs: chunks whose input the caller has copied in so far (Atomics.notify'd). */
+export const READY = 64;
+/** 1: a streaming job (chunks wait for READY and raise their flag when done). */
+export const STREAM = 80;
+/** Where the per-chunk done flags start (int32 index); a flag holds `job | 0x10000`. */
+export const FLAG0 = 81;
 /** Worker w's line: its wake-up word at SEQ0 + w·STRIDE, its busy flag right after. */
-export const SEQ0 = 64;
+export const SEQ0 = 96;
 export const STRIDE = 16;
 export const BUSY = 1;
 
+/** Most chunks a job is cut into (one done flag each). */
+export const MAX_CHUNKS = 1024;
+
 /** Control block size in int32 words for `workers` workers. */
 export function controlWords(workers: number): number {
+  return flagsAt(workers) + MAX_CHUNKS;
+}
+
+/** Int32 index of the first chunk flag for `workers` workers. */
+export function flagsAt(workers: number): number {
   return SEQ0 + STRIDE * Math.max(workers, 1);
 }
 
@@ -82,12 +96,29 @@ export function work(ctl: Int32Array, k: KernelExports, job: number, once: boole
     if ((cur & 0xffff) >= ctl[N_CHUNKS]!) return false;
     if (Atomics.compareExchange(ctl, NEXT, cur, cur + 1) !== cur) continue;
     // Chunk claimed: until it completes, the job (and so line 0) cannot change.
-    runChunk(ctl, k, cur & 0xffff);
+    const c = cur & 0xffff;
+    const stream = ctl[STREAM] === 1;
+    if (stream) waitReady(ctl, c);
+    runChunk(ctl, k, c);
+    if (stream) {
+      const at = ctl[FLAG0]! + c;
+      Atomics.store(ctl, at, job | 0x10000);
+      Atomics.notify(ctl, at);
+    }
     if (Atomics.add(ctl, COMPLETED, 1) + 1 === ctl[N_CHUNKS]) {
       complete(ctl, k);
       return true;
     }
     if (once) return false;
+  }
+}
+
+/** Streaming job: waits until the caller has copied chunk `c`'s input in. */
+function waitReady(ctl: Int32Array, c: number): void {
+  for (let spins = 100_000; ; spins--) {
+    const ready = Atomics.load(ctl, READY);
+    if (ready > c) return;
+    if (spins <= 0) Atomics.wait(ctl, READY, ready, 1);
   }
 }
 

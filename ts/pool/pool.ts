@@ -63,7 +63,7 @@ export interface RmsNormPool {
 
 /**
  * Below these sizes (elements) a call runs inline on the calling thread: a dispatch costs more
- * than the threads save. Measured with `npm run bench:threshold` (bench/pool-threshold.ts) on
+ * than the threads save. Measured with `npm run bench:pool` (bench/pool.ts) on
  * the 2-core machine: where the caller takes part (Node), the pool was ≥ 5% faster than the
  * sync call from 64Ki elements forward and 128Ki backward. A browser's main thread cannot
  * take part or wait synchronously, and `npm run bench:browser` put the crossover near 1Mi
@@ -81,6 +81,14 @@ export const INLINE_BELOW = {
  */
 export const JOIN_BELOW = 4 * 1024 * 1024;
 /**
+ * Plain-array calls below this much work (elements, backward counted twice) stream where the
+ * calling thread may block: it copies chunks in while workers compute, then copies results
+ * out as chunks finish (Pool.streamJob). That holds the calling thread about as long as the
+ * copies take, which a plain-array call costs anyway; larger calls copy in, then leave the
+ * thread free while workers compute, then copy out.
+ */
+export const STREAM_BELOW = 16 * 1024 * 1024;
+/**
  * Polls (one Atomics.load each, about 5 ns in optimized V8 code) that a worker spends waiting
  * for the next small job before it sleeps, and that the caller spends waiting for a small job
  * to complete: about 100 µs, more than the 40 µs a futex wake-up costs on a small VM.
@@ -90,6 +98,12 @@ const SPIN_AFTER_SMALL = 20_000;
 const CHUNKS_PER_THREAD = 4;
 /** Don't cut chunks below this many elements. */
 const MIN_CHUNK_ELEMS = 8 * 1024;
+
+/** A streaming job's copies, by rows: see Pool.streamJob. */
+interface Stream {
+  copyIn(r0: number, r1: number): void;
+  copyOut(r0: number, r1: number): void;
+}
 
 type Job =
   | { kind: 'forward'; a: ForwardArgs; settle: Settle<Float32Array>; signal?: AbortSignal; onAbort?: () => void }
@@ -234,7 +248,12 @@ class Pool implements RmsNormPool {
     const fn = 'pool.rmsNorm';
     try {
       const a = checkForward(fn, x, weight, options, ['signal']);
-      return this.enqueue<Float32Array>((settle, signal) => ({ kind: 'forward', a, settle, signal }), checkSignal(fn, options));
+      const signal = checkSignal(fn, options);
+      // A call too small to shard, with nothing ahead of it, runs now: no queue round trip.
+      if (this.idle() && !signal?.aborted && this.inline(a.rows, a.rows * a.dim, 'forward')) {
+        return Promise.resolve(this.rn.forwardChecked(a));
+      }
+      return this.enqueue<Float32Array>((settle, s) => ({ kind: 'forward', a, settle, signal: s }), signal);
     } catch (e) {
       return Promise.reject(e);
     }
@@ -249,10 +268,26 @@ class Pool implements RmsNormPool {
     const fn = 'pool.rmsNormBackward';
     try {
       const a = checkBackward(fn, dy, x, weight, options, ['signal']);
-      return this.enqueue<RmsNormBackwardResult>((settle, signal) => ({ kind: 'backward', a, settle, signal }), checkSignal(fn, options));
+      const signal = checkSignal(fn, options);
+      if (this.idle() && !signal?.aborted && this.inline(a.rows, a.rows * a.dim, 'backward')) {
+        return Promise.resolve(this.rn.backwardChecked(a));
+      }
+      return this.enqueue<RmsNormBackwardResult>((settle, s) => ({ kind: 'backward', a, settle, signal: s }), signal);
     } catch (e) {
       return Promise.reject(e);
     }
+  }
+
+  /** Nothing queued or running, and not destroyed. */
+  private idle(): boolean {
+    return !this.busy && this.queue.length === 0 && !this.destroyed;
+  }
+
+  /** Whether a call runs on the calling thread rather than being sharded. */
+  private inline(rows: number, elems: number, kind: 'forward' | 'backward'): boolean {
+    if (this.threads === 0 || elems < this.inlineBelow[kind]) return true;
+    // Backward chunks are whole 32-row dweight blocks: one block cannot be shared.
+    return kind === 'forward' ? rows < 2 : rows <= this.rn.wasm.exports.dg_block_rows();
   }
 
   ping(): Promise<void> {
@@ -307,10 +342,14 @@ class Pool implements RmsNormPool {
     }
     if (job.kind === 'forward') {
       const a = job.a;
-      const y = a.out ?? new Float32Array(a.x.length);
       const elems = a.rows * a.dim;
-      if (this.threads === 0 || elems < this.inlineBelow.forward || a.rows < 2) {
-        this.rn.rmsNorm(a.x, a.weight, { dim: a.dim, eps: a.eps, out: y, ...(a.rstd ? { rstd: a.rstd } : {}) });
+      if (this.inline(a.rows, elems, 'forward')) {
+        job.settle.resolve(this.rn.forwardChecked(a));
+        return;
+      }
+      const y = a.out ?? new Float32Array(a.x.length);
+      if (this.streamable(elems, [a.x, a.weight, y, a.rstd])) {
+        await this.streamForward(a, y);
         job.settle.resolve(y);
         return;
       }
@@ -326,18 +365,19 @@ class Pool implements RmsNormPool {
       return;
     }
     const a = job.a;
-    const dx = a.dx ?? new Float32Array(a.x.length);
-    const dweight = a.weight ? (a.dweight ?? new Float32Array(a.dim)) : null;
     const elems = a.rows * a.dim;
-    // Backward chunks are whole 32-row dweight blocks: one block cannot be shared.
-    if (this.threads === 0 || elems < this.inlineBelow.backward || a.rows <= this.rn.wasm.exports.dg_block_rows()) {
-      const opts: RmsNormBackwardOptions = { dim: a.dim, eps: a.eps, dx };
-      if (a.rstd) opts.rstd = a.rstd;
-      if (dweight) opts.dweight = dweight;
-      job.settle.resolve(this.rn.rmsNormBackward(a.dy, a.x, a.weight, opts));
+    if (this.inline(a.rows, elems, 'backward')) {
+      job.settle.resolve(this.rn.backwardChecked(a));
       return;
     }
+    const dx = a.dx ?? new Float32Array(a.x.length);
+    const dweight = a.weight ? (a.dweight ?? new Float32Array(a.dim)) : null;
     const blocks = Math.ceil(a.rows / this.rn.wasm.exports.dg_block_rows());
+    if (this.streamable(2 * elems, [a.dy, a.x, a.weight, a.rstd, dx, dweight])) {
+      await this.streamBackward(a, dx, dweight, blocks);
+      job.settle.resolve({ dx, dweight });
+      return;
+    }
     const s = stageBackward('pool.rmsNormBackward', this.rn.heap, this.scratch, a, dx, dweight, a.weight ? [blocks * a.dim] : []);
     const p = backwardAddrs(a, s);
     const ctl = this.ctl!;
@@ -354,6 +394,66 @@ class Pool implements RmsNormPool {
   }
 
   /**
+   * Whether a call streams (see streamJob): where this thread may block, and no array is in
+   * wasm memory (the all-plain case; mixed calls copy everything first).
+   */
+  private streamable(work: number, arrays: readonly (Float32Array | null)[]): boolean {
+    if (!this.joinAllowed || work >= STREAM_BELOW) return false;
+    for (const a of arrays) if (a && this.rn.heap.holds(a)) return false;
+    return true;
+  }
+
+  /** Forward on plain arrays: x streamed into scratch, y computed in place there, streamed out. */
+  private async streamForward(a: ForwardArgs, y: Float32Array): Promise<void> {
+    const { rows, dim } = a;
+    const [xa, wa, ra] = this.scratch.carve([rows * dim, a.weight ? dim : 0, a.rstd ? rows : 0]) as [number, number, number];
+    const heap = this.rn.heap;
+    if (a.weight) heap.f32().set(a.weight, wa >>> 2);
+    const ctl = this.ctl!;
+    ctl[C.A0] = xa;
+    ctl[C.A1] = a.weight ? wa : 0;
+    ctl[C.A2] = xa;
+    ctl[C.A3] = a.rstd ? ra : 0;
+    await this.run(C.Op.FORWARD, rows, dim, a.eps, rows * dim, false, -1, {
+      copyIn: (r0, r1) => heap.f32().set(a.x.subarray(r0 * dim, r1 * dim), (xa >>> 2) + r0 * dim),
+      copyOut: (r0, r1) => {
+        const m = heap.f32();
+        y.set(m.subarray((xa >>> 2) + r0 * dim, (xa >>> 2) + r1 * dim), r0 * dim);
+        if (a.rstd) a.rstd.set(m.subarray((ra >>> 2) + r0, (ra >>> 2) + r1), r0);
+      },
+    });
+  }
+
+  /** Backward on plain arrays: dy and x streamed in, dx computed over dy there, streamed out. */
+  private async streamBackward(a: BackwardArgs, dx: Float32Array, dweight: Float32Array | null, blocks: number): Promise<void> {
+    const { rows, dim } = a;
+    const w = a.weight ? dim : 0;
+    const [dya, xa, wa, ra, pa, dwa] = this.scratch.carve([rows * dim, rows * dim, w, a.rstd ? rows : 0, blocks * w, w]) as number[] as [
+      number, number, number, number, number, number,
+    ];
+    const heap = this.rn.heap;
+    if (a.weight) heap.f32().set(a.weight, wa >>> 2);
+    if (a.rstd) heap.f32().set(a.rstd, ra >>> 2);
+    const ctl = this.ctl!;
+    ctl[C.A0] = dya;
+    ctl[C.A1] = xa;
+    ctl[C.A2] = a.weight ? wa : 0;
+    ctl[C.A3] = a.rstd ? ra : 0;
+    ctl[C.A4] = dya;
+    ctl[C.A5] = a.weight ? pa : 0;
+    ctl[C.A6] = a.weight ? dwa : 0;
+    await this.run(C.Op.BACKWARD, rows, dim, a.eps, 2 * rows * dim, true, -1, {
+      copyIn: (r0, r1) => {
+        const m = heap.f32();
+        m.set(a.dy.subarray(r0 * dim, r1 * dim), (dya >>> 2) + r0 * dim);
+        m.set(a.x.subarray(r0 * dim, r1 * dim), (xa >>> 2) + r0 * dim);
+      },
+      copyOut: (r0, r1) => dx.set(heap.f32().subarray((dya >>> 2) + r0 * dim, (dya >>> 2) + r1 * dim), r0 * dim),
+    });
+    if (dweight) dweight.set(heap.f32().subarray(dwa >>> 2, (dwa >>> 2) + dim));
+  }
+
+  /**
    * Runs the job whose operand words are set: chunking, waking workers, taking part when
    * allowed, waiting for completion. Throws if a worker died or a kernel rejected a chunk.
    * `only`: wake just this worker (the FAIL test job).
@@ -366,15 +466,18 @@ class Pool implements RmsNormPool {
     work: number,
     blockAligned: boolean,
     only = -1,
+    stream: Stream | null = null,
   ): Promise<void> {
     await Promise.all(this.slots.map((s) => s.ready));
     if (this.destroyed) throw destroyedError();
     const ctl = this.ctl!;
     // Small jobs, where this thread may block: wait synchronously (a futex wake, not an event
-    // loop turn) and, when there is real work, take chunks too.
-    const syncWait = this.joinAllowed && work < JOIN_BELOW;
-    const join = syncWait && rows > 0 && this.threads > 1;
-    const ids = only >= 0 ? [only] : Array.from({ length: join ? this.threads - 1 : this.threads }, (_, i) => i);
+    // loop turn) and, when there is real work, take chunks too. A streaming job keeps this
+    // thread busy copying instead, so it is one of the job's threads either way.
+    const syncWait = this.joinAllowed && (work < JOIN_BELOW || stream !== null);
+    const join = syncWait && rows > 0 && this.threads > 1 && stream === null;
+    const ownThread = join || (stream !== null && this.threads > 1);
+    const ids = only >= 0 ? [only] : Array.from({ length: ownThread ? this.threads - 1 : this.threads }, (_, i) => i);
     const parts = ids.length + (join ? 1 : 0);
     let chunk = 0;
     let chunks = ids.length; // NOOP: one answer from each worker
@@ -384,6 +487,7 @@ class Pool implements RmsNormPool {
         const b = this.rn.wasm.exports.dg_block_rows();
         chunk = Math.ceil(chunk / b) * b;
       }
+      chunk = Math.max(chunk, Math.ceil(rows / C.MAX_CHUNKS));
       chunks = Math.ceil(rows / chunk);
     }
     if (op === C.Op.FAIL) {
@@ -402,6 +506,9 @@ class Pool implements RmsNormPool {
     Atomics.store(ctl, C.COMPLETED, 0);
     Atomics.store(ctl, C.STATUS, 0);
     Atomics.store(ctl, C.DONE, 0);
+    ctl[C.STREAM] = stream ? 1 : 0;
+    ctl[C.FLAG0] = C.flagsAt(this.threads);
+    Atomics.store(ctl, C.READY, 0);
     const job = (this.jobId = (this.jobId + 1) & 0xffff);
     Atomics.store(ctl, C.JOB, job);
     Atomics.store(ctl, C.NEXT, job << 16); // opens the job: chunks can be claimed from here on
@@ -418,7 +525,9 @@ class Pool implements RmsNormPool {
       Atomics.notify(ctl, at, 1);
     }
     try {
-      if (syncWait) {
+      if (stream) {
+        await this.streamJob(ctl, job, rows, chunk, chunks, stream, failed, done);
+      } else if (syncWait) {
         if (join) C.work(ctl, this.rn.wasm.exports, job, false);
         // What is left is at most a chunk or two of another thread: poll for it, then sleep,
         // both bounded so that a dead worker is still noticed by the async path below. Poll
@@ -439,6 +548,47 @@ class Pool implements RmsNormPool {
     checkStatus('rmsnorm-wasm pool', ctl[C.STATUS]!);
   }
 
+  /**
+   * The caller's side of a streaming job: copies the input in chunk by chunk (workers start on
+   * each as soon as it is in), then copies each chunk's output out as soon as it is done. The
+   * copies, which a plain-array call cannot avoid, so overlap the kernel instead of adding to
+   * it. Waits are bounded; past that the rest is awaited asynchronously (a dead worker).
+   */
+  private async streamJob(
+    ctl: Int32Array,
+    job: number,
+    rows: number,
+    chunk: number,
+    chunks: number,
+    stream: Stream,
+    failed: Promise<never>,
+    done: Promise<void> | null,
+  ): Promise<void> {
+    for (let c = 0; c < chunks; c++) {
+      stream.copyIn(c * chunk, Math.min(rows, (c + 1) * chunk));
+      Atomics.store(ctl, C.READY, c + 1);
+      Atomics.notify(ctl, C.READY);
+    }
+    const flag0 = ctl[C.FLAG0]!;
+    const raised = job | 0x10000;
+    for (let c = 0; c < chunks; c++) {
+      const at = flag0 + c;
+      for (let i = SPIN_AFTER_SMALL; i > 0 && Atomics.load(ctl, at) !== raised; i--);
+      const deadline = performance.now() + 100;
+      for (let v = Atomics.load(ctl, at); v !== raised; v = Atomics.load(ctl, at)) {
+        if (performance.now() > deadline) {
+          await this.waitAsync(ctl, failed, done);
+          stream.copyOut(c * chunk, rows);
+          return;
+        }
+        Atomics.wait(ctl, at, v, 10);
+      }
+      stream.copyOut(c * chunk, Math.min(rows, (c + 1) * chunk));
+    }
+    // The backward's dweight is added by whichever thread finished last.
+    if (Atomics.wait(ctl, C.DONE, 0, 100) === 'timed-out') await this.waitAsync(ctl, failed, done);
+  }
+
   private async waitAsync(ctl: Int32Array, failed: Promise<never>, done: Promise<void> | null): Promise<void> {
     if (Atomics.load(ctl, C.DONE) === 1) return;
     if (done) {
@@ -452,6 +602,8 @@ class Pool implements RmsNormPool {
   /** After a failed job: close it, and let live workers finish their chunks before memory is reused. */
   private async drain(ctl: Int32Array, job: number): Promise<void> {
     Atomics.store(ctl, C.NEXT, (job << 16) | 0xffff);
+    Atomics.store(ctl, C.READY, 1 << 30); // release workers waiting for streamed input
+    Atomics.notify(ctl, C.READY);
     const deadline = Date.now() + 5000;
     const busy = () =>
       this.slots.some((_, i) => !this.deadInJob.has(i) && Atomics.load(ctl, C.SEQ0 + C.STRIDE * i + C.BUSY) !== 0);

@@ -1,0 +1,135 @@
+/**
+ * The worker pool's own benchmark (issue 3): empty-dispatch round trip, the inline threshold
+ * sweep, the speed-up at the issue's shapes (zero-copy and plain arrays), and "never more than
+ * 5% slower than sync" over small shapes with the default thresholds. Medians of many calls,
+ * sync and pool interleaved in one run, so ratios compare like with like.
+ *
+ * Run: `npm run bench:pool` (after `npm run build`); `--json FILE` also writes the numbers.
+ * @module
+ */
+import { writeFileSync } from 'node:fs';
+import { availableParallelism, cpus, loadavg } from 'node:os';
+import { createPool, init, instance, type RmsNormPool } from '../dist/index.js';
+
+interface Hooks {
+  setInlineBelow(elems: number): void;
+}
+
+/** Median wall time (µs) of `f` over about `budgetMs` after a warm-up. */
+async function median(f: () => unknown, budgetMs = 300): Promise<number> {
+  const t0 = performance.now();
+  let warm = 0;
+  while (performance.now() - t0 < budgetMs / 5 || warm < 5) {
+    await f();
+    warm++;
+  }
+  const t: number[] = [];
+  const t1 = performance.now();
+  while ((performance.now() - t1 < budgetMs && t.length < 5000) || t.length < 9) {
+    const s = performance.now();
+    await f();
+    t.push(performance.now() - s);
+  }
+  t.sort((a, b) => a - b);
+  return t[t.length >> 1]! * 1000;
+}
+
+const fmt = (v: number, w = 9) => v.toFixed(1).padStart(w);
+await init();
+const rn = instance()!;
+const threads = Number(process.env.THREADS ?? availableParallelism());
+const out: Record<string, unknown> = {
+  date: new Date().toISOString(),
+  cpu: cpus()[0]?.model,
+  cores: availableParallelism(),
+  loadavg: loadavg(),
+  node: process.version,
+  threads,
+};
+
+function buffers(rows: number, dim: number) {
+  const n = rows * dim;
+  const bufs = [rn.allocF32(n), rn.allocF32(n), rn.allocF32(n), rn.allocF32(dim), rn.allocF32(dim)];
+  return {
+    free: () => bufs.forEach((b) => b.free()),
+    // Views after all allocations: growth detaches earlier views of non-shared memory (this is
+    // the shared build, where they would stay valid, but keep the habit).
+    views() {
+      const [x, y, dy, w, dw] = bufs.map((b) => b.view()) as [Float32Array, Float32Array, Float32Array, Float32Array, Float32Array];
+      for (let i = 0; i < n; i++) x[i] = Math.sin(i * 0.37);
+      dy.fill(0.25);
+      w.fill(1.5);
+      return { x, y, dy, w, dw };
+    },
+  };
+}
+
+type Comparison = Awaited<ReturnType<typeof compare>>;
+
+async function compare(pool: RmsNormPool, rows: number, dim: number, plain: boolean) {
+  const b = buffers(rows, dim);
+  const v = b.views();
+  // Plain arrays: copies outside wasm memory, so every call copies in and out.
+  const { x, y, dy, w, dw } = plain
+    ? { x: v.x.slice(), y: v.y.slice(), dy: v.dy.slice(), w: v.w.slice(), dw: v.dw.slice() }
+    : v;
+  const fs = await median(() => rn.rmsNorm(x, w, { out: y }));
+  const fp = await median(() => pool.rmsNorm(x, w, { out: y }));
+  const bs = await median(() => rn.rmsNormBackward(dy, x, w, { dx: y, dweight: dw }));
+  const bp = await median(() => pool.rmsNormBackward(dy, x, w, { dx: y, dweight: dw }));
+  b.free();
+  return { rows, dim, plain, fwdSync: fs, fwdPool: fp, fwdRatio: fs / fp, bwdSync: bs, bwdPool: bp, bwdRatio: bs / bp };
+}
+
+const pool = await createPool({ threads });
+console.log(`rmsnorm-wasm pool benchmark: ${threads} threads, ${out.cpu}, Node ${process.version}, load ${loadavg()[0]!.toFixed(2)}`);
+
+// 1. Empty dispatch to every worker and back.
+const ping = await median(() => pool.ping(), 1000);
+out.pingMedianUs = ping;
+console.log(`\nempty dispatch round trip (pool.ping): median ${ping.toFixed(1)} µs`);
+
+// 2. Goal shapes.
+console.log('\nspeed-up over the sync call, medians in µs');
+console.log('    shape     arrays   | fwd sync  fwd pool  ratio | bwd sync  bwd pool  ratio');
+const goals: Comparison[] = [];
+for (const [rows, dim] of [[128, 2048], [512, 4096], [1024, 5120]] as const) {
+  for (const plain of [false, true]) {
+    const r = await compare(pool, rows, dim, plain);
+    goals.push(r);
+    console.log(
+      `${`${rows}x${dim}`.padStart(10)} ${(plain ? 'plain' : 'zero-copy').padEnd(10)} |${fmt(r.fwdSync)} ${fmt(r.fwdPool)} ${r.fwdRatio.toFixed(2).padStart(6)} |${fmt(r.bwdSync)} ${fmt(r.bwdPool)} ${r.bwdRatio.toFixed(2).padStart(6)}`,
+    );
+  }
+}
+out.goals = goals;
+
+// 3. Default thresholds: the pool must never be more than 5% slower than sync.
+console.log('\ndefault thresholds, zero-copy: pool time / sync time (≤ 1.05 wanted)');
+const small: Comparison[] = [];
+for (const [rows, dim] of [[1, 64], [8, 64], [64, 64], [1, 4096], [8, 1024], [32, 1024], [16, 4096], [64, 1024], [128, 1024], [64, 4096]] as const) {
+  const r = await compare(pool, rows, dim, false);
+  small.push(r);
+  console.log(`${`${rows}x${dim}`.padStart(10)}  fwd ${(1 / r.fwdRatio).toFixed(3)}  bwd ${(1 / r.bwdRatio).toFixed(3)}`);
+}
+out.defaultThresholds = small;
+const worst = Math.max(...small.flatMap((r) => [1 / r.fwdRatio, 1 / r.bwdRatio]));
+console.log(`worst: ${worst.toFixed(3)}`);
+
+// 4. Threshold sweep with inlining off: where sharding starts to pay.
+const hooks = (pool as unknown as Record<symbol, Hooks>)[Symbol.for('rmsnorm-wasm.test')]!;
+hooks.setInlineBelow(0);
+console.log('\ninline threshold off, dim 1024, zero-copy: sync / pool (> 1.05: the pool pays)');
+const sweep: Comparison[] = [];
+for (const rows of [4, 8, 16, 32, 64, 128, 256, 512]) {
+  const r = await compare(pool, rows, 1024, false);
+  sweep.push(r);
+  console.log(`${String(rows * 1024).padStart(8)} elements  fwd ${r.fwdRatio.toFixed(2)}  bwd ${r.bwdRatio.toFixed(2)}`);
+}
+out.sweep = sweep;
+const from = (k: 'fwdRatio' | 'bwdRatio') => sweep.find((r) => r[k] > 1.05)?.rows;
+console.log(`pool ≥ 5% faster from: forward ${(from('fwdRatio') ?? NaN) * 1024} elements, backward ${(from('bwdRatio') ?? NaN) * 1024} elements`);
+
+await pool.destroy();
+const at = process.argv.indexOf('--json');
+if (at > 0 && process.argv[at + 1]) writeFileSync(process.argv[at + 1]!, JSON.stringify(out, null, 2));
