@@ -128,7 +128,8 @@ unsafe fn dot_gy_x<V: F32x4, const W: bool>(
 /// A second pass over the row, which is still in L1/L2 from the first. (Fusing the next
 /// row's first pass into this loop, so that loads and stores overlap as in a copy, was tried
 /// for forward and backward and measured no faster here: 47–52% of copy speed at 4096×4096
-/// instead of 58–61% for the forward, within noise for the backward.)
+/// instead of 58–61% for the forward, within noise for the backward. Walking this pass
+/// backwards, to meet first the lines the first pass read last, was slower still: 47–50%.)
 #[inline(always)]
 unsafe fn scale_row<V: F32x4, const W: bool>(
     x: *const f32,
