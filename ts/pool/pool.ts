@@ -65,12 +65,13 @@ export interface RmsNormPool {
  * Below these sizes (elements) a call runs inline on the calling thread: a dispatch costs more
  * than the threads save. Measured with `npm run bench:pool` (bench/pool.ts) on
  * the 2-core machine: where the caller takes part (Node), the pool was ≥ 5% faster than the
- * sync call from 64Ki elements forward and 128Ki backward. A browser's main thread cannot
+ * sync call from 64Ki elements (dim 1024) in most runs but not all, and from 128Ki in every
+ * run, which is the threshold used. A browser's main thread cannot
  * take part or wait synchronously, and `npm run bench:browser` put the crossover near 1Mi
  * elements forward and 2Mi backward (see README "Worker pool").
  */
 export const INLINE_BELOW = {
-  join: { forward: 64 * 1024, backward: 128 * 1024 },
+  join: { forward: 128 * 1024, backward: 128 * 1024 },
   async: { forward: 1024 * 1024, backward: 2 * 1024 * 1024 },
 } as const;
 /**
@@ -130,6 +131,9 @@ function abortReason(signal: AbortSignal): unknown {
   return signal.reason ?? new DOMException('The operation was aborted', 'AbortError');
 }
 
+/** Options the pool's methods take beyond the sync API's. */
+const POOL_KEYS: readonly string[] = ['signal'];
+
 function checkSignal(fn: string, o: unknown): AbortSignal | undefined {
   const s = (o as { signal?: unknown } | undefined)?.signal;
   if (s === undefined) return undefined;
@@ -167,10 +171,13 @@ class Pool implements RmsNormPool {
 
   /** Logical cores of the machine. */
   private readonly cores: number;
+  /** Rows per dweight block (the kernel's constant). */
+  private readonly blockRows: number;
 
   constructor(rn: RmsNorm, threads: number, cores: number) {
     this.rn = rn;
     this.cores = cores;
+    this.blockRows = rn.wasm.exports.dg_block_rows();
     this.mode = threads > 0 ? 'threads' : 'single';
     this.threads = threads;
     this.scratch = new Scratch(rn.heap);
@@ -247,7 +254,7 @@ class Pool implements RmsNormPool {
   rmsNorm(x: Float32Array, weight: Float32Array | null, options?: RmsNormOptions & PoolCallOptions): Promise<Float32Array> {
     const fn = 'pool.rmsNorm';
     try {
-      const a = checkForward(fn, x, weight, options, ['signal']);
+      const a = checkForward(fn, x, weight, options, POOL_KEYS);
       const signal = checkSignal(fn, options);
       // A call too small to shard, with nothing ahead of it, runs now: no queue round trip.
       if (this.idle() && !signal?.aborted && this.inline(a.rows, a.rows * a.dim, 'forward')) {
@@ -267,7 +274,7 @@ class Pool implements RmsNormPool {
   ): Promise<RmsNormBackwardResult> {
     const fn = 'pool.rmsNormBackward';
     try {
-      const a = checkBackward(fn, dy, x, weight, options, ['signal']);
+      const a = checkBackward(fn, dy, x, weight, options, POOL_KEYS);
       const signal = checkSignal(fn, options);
       if (this.idle() && !signal?.aborted && this.inline(a.rows, a.rows * a.dim, 'backward')) {
         return Promise.resolve(this.rn.backwardChecked(a));
@@ -287,7 +294,7 @@ class Pool implements RmsNormPool {
   private inline(rows: number, elems: number, kind: 'forward' | 'backward'): boolean {
     if (this.threads === 0 || elems < this.inlineBelow[kind]) return true;
     // Backward chunks are whole 32-row dweight blocks: one block cannot be shared.
-    return kind === 'forward' ? rows < 2 : rows <= this.rn.wasm.exports.dg_block_rows();
+    return kind === 'forward' ? rows < 2 : rows <= this.blockRows;
   }
 
   ping(): Promise<void> {
@@ -372,7 +379,7 @@ class Pool implements RmsNormPool {
     }
     const dx = a.dx ?? new Float32Array(a.x.length);
     const dweight = a.weight ? (a.dweight ?? new Float32Array(a.dim)) : null;
-    const blocks = Math.ceil(a.rows / this.rn.wasm.exports.dg_block_rows());
+    const blocks = Math.ceil(a.rows / this.blockRows);
     if (this.streamable(2 * elems, [a.dy, a.x, a.weight, a.rstd, dx, dweight])) {
       await this.streamBackward(a, dx, dweight, blocks);
       job.settle.resolve({ dx, dweight });
@@ -484,8 +491,7 @@ class Pool implements RmsNormPool {
     if (rows > 0) {
       chunk = Math.max(Math.ceil(rows / (parts * CHUNKS_PER_THREAD)), Math.ceil(MIN_CHUNK_ELEMS / dim));
       if (blockAligned) {
-        const b = this.rn.wasm.exports.dg_block_rows();
-        chunk = Math.ceil(chunk / b) * b;
+        chunk = Math.ceil(chunk / this.blockRows) * this.blockRows;
       }
       chunk = Math.max(chunk, Math.ceil(rows / C.MAX_CHUNKS));
       chunks = Math.ceil(rows / chunk);
