@@ -67,12 +67,12 @@ export interface RmsNormPool {
  * the 2-core machine: where the caller takes part (Node), the pool was ≥ 5% faster than the
  * sync call from 64Ki elements (dim 1024) in most runs but not all, and from 128Ki in every
  * run, which is the threshold used. A browser's main thread cannot
- * take part or wait synchronously, and `npm run bench:browser` put the crossover near 1Mi
- * elements forward and 2Mi backward (see README "Worker pool").
+ * take part or wait synchronously, and `npm run bench:browser` put the crossover between
+ * 1.5Mi and 2Mi elements both ways (2048×768 was slower threaded, 512×4096 faster).
  */
 export const INLINE_BELOW = {
   join: { forward: 128 * 1024, backward: 128 * 1024 },
-  async: { forward: 1024 * 1024, backward: 2 * 1024 * 1024 },
+  async: { forward: 2 * 1024 * 1024, backward: 2 * 1024 * 1024 },
 } as const;
 /**
  * Calls below this much work (elements, backward counted twice) are shared with the calling
