@@ -11,6 +11,8 @@ import { randn } from './reference.js';
 interface TestHooks {
   failWorker(i: number): Promise<unknown>;
   busy(i: number): boolean;
+  hold(i: number): void;
+  release(): void;
   killWorker(i: number): void;
 }
 const hooks = (p: RmsNormPool) => (p as unknown as Record<symbol, TestHooks>)[Symbol.for('rmsnorm-wasm.test')]!;
@@ -79,10 +81,12 @@ describe('worker faults', () => {
     const running = p.rmsNormBackward(dy, x, w);
     const small = randn(128 * 1024, 11);
     const queued = p.rmsNorm(small, null, { dim: 1024 });
-    // Wait until worker 0 is inside the job (holding a chunk), then take it away.
+    // Worker 0 stops inside the first chunk it claims; take it away while it holds it.
+    hooks(p).hold(0);
     await untilBusy(p, 0);
     hooks(p).killWorker(0);
     expect(await outcome(running)).toMatch(/worker 0 died during the job/);
+    hooks(p).release(); // (its replacement would hold too)
     expect(same(await queued, sync.rmsNorm(small, null, { dim: 1024 }))).toBe(true);
     const again = await p.rmsNormBackward(dy, x, w);
     const want = sync.rmsNormBackward(dy, x, w);
@@ -116,6 +120,8 @@ describe('destroy', () => {
   it('rejects queued and running jobs, and every later call at once', async () => {
     const p = await pool(2);
     const { x, w } = bigProblem();
+    // Worker 0 stops inside the first chunk it claims, so the first job cannot finish.
+    hooks(p).hold(0);
     const jobs = [p.rmsNormBackward(x, x, w), p.rmsNorm(x, w), p.rmsNormBackward(x, x, w)].map(outcome);
     await untilBusy(p, 0);
     await p.destroy();

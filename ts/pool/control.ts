@@ -51,6 +51,8 @@ export const READY = 64;
 export const STREAM = 80;
 /** Where the per-chunk done flags start (int32 index); a flag holds `job | 0x10000`. */
 export const FLAG0 = 81;
+/** Test hook: worker `HOLD - 1` stops inside the next chunk it claims until HOLD changes. */
+export const HOLD = 82;
 /** Worker w's line: its wake-up word at SEQ0 + w·STRIDE, its busy flag right after. */
 export const SEQ0 = 96;
 export const STRIDE = 16;
@@ -86,10 +88,10 @@ function bitsFloat(b: number): number {
 
 /**
  * Claims and runs chunks of job `job` until none is left (every participant runs this).
- * With `once`, stops after one chunk (NOOP jobs: one answer per worker). Returns true if this
- * thread completed the job.
+ * With `once`, stops after one chunk (NOOP jobs: one answer per worker). `index`: the worker's
+ * (-1 for the calling thread). Returns true if this thread completed the job.
  */
-export function work(ctl: Int32Array, k: KernelExports, job: number, once: boolean): boolean {
+export function work(ctl: Int32Array, k: KernelExports, job: number, once: boolean, index = -1): boolean {
   for (;;) {
     const cur = Atomics.load(ctl, NEXT);
     if (cur >>> 16 !== job) return false;
@@ -97,6 +99,7 @@ export function work(ctl: Int32Array, k: KernelExports, job: number, once: boole
     if (Atomics.compareExchange(ctl, NEXT, cur, cur + 1) !== cur) continue;
     // Chunk claimed: until it completes, the job (and so line 0) cannot change.
     const c = cur & 0xffff;
+    for (let h; (h = Atomics.load(ctl, HOLD)) === index + 1; ) Atomics.wait(ctl, HOLD, h);
     const stream = ctl[STREAM] === 1;
     if (stream) waitReady(ctl, c);
     runChunk(ctl, k, c);

@@ -644,7 +644,8 @@ class Pool implements RmsNormPool {
   /**
    * Test hooks, reached through `pool[Symbol.for('rmsnorm-wasm.test')]`: `failWorker(i)` queues
    * a job that makes worker i throw (resolves to the job's rejection reason); `busy(i)` says
-   * whether worker i is inside a job; `setInlineBelow(n)` changes the inline threshold (the
+   * whether worker i is inside a job; `hold(i)` makes worker i stop inside the next chunk it
+   * claims until `release()`; `setInlineBelow(n)` changes the inline threshold (the
    * threshold benchmark); `killWorker(i)` terminates worker i from outside, as a
    * crash would. @internal
    */
@@ -656,6 +657,15 @@ class Pool implements RmsNormPool {
       ),
     setInlineBelow: (elems: number): void => {
       this.inlineBelow = { forward: elems, backward: elems };
+    },
+    hold: (i: number): void => {
+      if (this.ctl) Atomics.store(this.ctl, C.HOLD, i + 1);
+    },
+    release: (): void => {
+      if (this.ctl) {
+        Atomics.store(this.ctl, C.HOLD, 0);
+        Atomics.notify(this.ctl, C.HOLD);
+      }
     },
     busy: (i: number): boolean => !!this.ctl && Atomics.load(this.ctl, C.SEQ0 + C.STRIDE * i + C.BUSY) === 1,
     killWorker: (i: number): void => {

@@ -41,7 +41,7 @@ function serve(port: Port, ctl: Int32Array, k: KernelExports, index: number): vo
       continue;
     }
     Atomics.store(ctl, seqAt + BUSY, 1);
-    const completed = work(ctl, k, job, op === Op.NOOP);
+    const completed = work(ctl, k, job, op === Op.NOOP, index);
     Atomics.store(ctl, seqAt + BUSY, 0);
     if (completed && ctl[MESSAGE] === 1) port.post({ type: 'rmsnorm-wasm:done' });
   }
