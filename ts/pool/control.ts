@@ -99,7 +99,7 @@ export function work(ctl: Int32Array, k: KernelExports, job: number, once: boole
     if (Atomics.compareExchange(ctl, NEXT, cur, cur + 1) !== cur) continue;
     // Chunk claimed: until it completes, the job (and so line 0) cannot change.
     const c = cur & 0xffff;
-    for (let h; (h = Atomics.load(ctl, HOLD)) === index + 1; ) Atomics.wait(ctl, HOLD, h);
+    if (index >= 0) for (let h; (h = Atomics.load(ctl, HOLD)) === index + 1; ) Atomics.wait(ctl, HOLD, h);
     const stream = ctl[STREAM] === 1;
     if (stream) waitReady(ctl, c);
     runChunk(ctl, k, c);
