@@ -308,7 +308,8 @@ export interface PlainBackward {
  * scratch layout (x, weight?, rstd?; y shares x's region, as stage lets an output share an
  * input it may alias), the inputs copied in, without stage's general bookkeeping. Null when
  * some array is a view of wasm memory (then call stage). Throws on a stale view as stage does.
- * After the kernel, {@link copyOut} y from `x` and rstd from `rstd`.
+ * After the kernel, {@link copyOut} y from `x` and rstd from `rstd`. With `copyRows` false, x
+ * is left for the caller to copy in (the pool streams it in by chunks).
  */
 export function plainForward(
   fn: string,
@@ -318,6 +319,7 @@ export function plainForward(
   w: Float32Array | null,
   y: Float32Array,
   rstd: Float32Array | null,
+  copyRows = true,
 ): PlainForward | null {
   const cur = heap.f32().buffer;
   if (
@@ -333,15 +335,17 @@ export function plainForward(
   if (rstd !== null) sizes.push(rstd.length);
   const addr = scratch.carve(sizes);
   const mem = heap.f32();
-  mem.set(x, addr[0]! >>> 2);
+  if (copyRows) mem.set(x, addr[0]! >>> 2);
   if (w !== null) mem.set(w, addr[1]! >>> 2);
   return { x: addr[0]!, w: w === null ? 0 : addr[1]!, rstd: rstd === null ? 0 : addr[sizes.length - 1]! };
 }
 
 /**
  * {@link plainForward} for a backward: regions dy, x, weight?, rstd?, dweight?, then the
- * workspace (with a weight); dx shares dy's region. After the kernel, {@link copyOut} dx from
- * `dy` and dweight from `dw`.
+ * workspace (with a weight: `workFloats`, by default one row for the sync kernel; the pool
+ * asks for its dweight block partials); dx shares dy's region. After the kernel,
+ * {@link copyOut} dx from `dy` and dweight from `dw`. With `copyRows` false, dy and x are left
+ * for the caller to copy in.
  */
 export function plainBackward(
   fn: string,
@@ -353,6 +357,8 @@ export function plainBackward(
   rstd: Float32Array | null,
   dx: Float32Array,
   dw: Float32Array | null,
+  copyRows = true,
+  workFloats = w === null ? 0 : w.length,
 ): PlainBackward | null {
   const cur = heap.f32().buffer;
   if (
@@ -369,11 +375,13 @@ export function plainBackward(
   if (w !== null) sizes.push(w.length);
   if (rstd !== null) sizes.push(rstd.length);
   if (dw !== null) sizes.push(dw.length);
-  if (w !== null) sizes.push(w.length);
+  if (w !== null) sizes.push(workFloats);
   const addr = scratch.carve(sizes);
   const mem = heap.f32();
-  mem.set(dy, addr[0]! >>> 2);
-  mem.set(x, addr[1]! >>> 2);
+  if (copyRows) {
+    mem.set(dy, addr[0]! >>> 2);
+    mem.set(x, addr[1]! >>> 2);
+  }
   let k = 2;
   const wa = w === null ? 0 : addr[k++]!;
   if (w !== null) mem.set(w, wa >>> 2);

@@ -6,6 +6,7 @@
 import { canBlock, coreCount, simdSupported, threadsAvailable } from '../platform.js';
 import type { RmsNorm } from '../rmsnorm.js';
 import { backwardAddrs, checkStatus, stageBackward, stageForward } from '../rmsnorm.js';
+import { copyOut, plainBackward, plainForward } from '../staging.js';
 import { Scratch } from '../memory.js';
 import {
   checkBackward,
@@ -347,117 +348,85 @@ class Pool implements RmsNormPool {
       job.settle.resolve();
       return;
     }
+    const heap = this.rn.heap;
     if (job.kind === 'forward') {
+      const fn = 'pool.rmsNorm';
       const a = job.a;
-      const elems = a.rows * a.dim;
-      if (this.inline(a.rows, elems, 'forward')) {
+      const { rows, dim } = a;
+      const elems = rows * dim;
+      if (this.inline(rows, elems, 'forward')) {
         job.settle.resolve(this.rn.forwardChecked(a));
         return;
       }
       const y = a.out ?? new Float32Array(a.x.length);
-      if (this.streamable(elems, [a.x, a.weight, y, a.rstd])) {
-        await this.streamForward(a, y);
-        job.settle.resolve(y);
-        return;
-      }
-      const s = stageForward('pool.rmsNorm', this.rn.heap, this.scratch, a, y);
       const ctl = this.ctl!;
-      ctl[C.A0] = s.inputs[0]!;
-      ctl[C.A1] = a.weight ? s.inputs[1]! : 0;
-      ctl[C.A2] = s.outputs[0]!;
-      ctl[C.A3] = a.rstd ? s.outputs[1]! : 0;
-      await this.run(C.Op.FORWARD, a.rows, a.dim, a.eps, elems, false);
-      s.finish();
+      // All arrays plain: the scratch layout of the sync copy path, with x streamed in.
+      const p = this.streams(elems) ? plainForward(fn, heap, this.scratch, a.x, a.weight, y, a.rstd, false) : null;
+      if (p) {
+        [ctl[C.A0], ctl[C.A1], ctl[C.A2], ctl[C.A3]] = [p.x, p.w, p.x, p.rstd];
+        await this.run(C.Op.FORWARD, rows, dim, a.eps, elems, false, -1, {
+          copyIn: (r0, r1) => heap.f32().set(a.x.subarray(r0 * dim, r1 * dim), (p.x >>> 2) + r0 * dim),
+          copyOut: (r0, r1) => {
+            const m = heap.f32();
+            y.set(m.subarray((p.x >>> 2) + r0 * dim, (p.x >>> 2) + r1 * dim), r0 * dim);
+            if (a.rstd) a.rstd.set(m.subarray((p.rstd >>> 2) + r0, (p.rstd >>> 2) + r1), r0);
+          },
+        });
+      } else {
+        const s = stageForward(fn, heap, this.scratch, a, y);
+        [ctl[C.A0], ctl[C.A1]] = [s.inputs[0]!, a.weight ? s.inputs[1]! : 0];
+        [ctl[C.A2], ctl[C.A3]] = [s.outputs[0]!, a.rstd ? s.outputs[1]! : 0];
+        await this.run(C.Op.FORWARD, rows, dim, a.eps, elems, false);
+        s.finish();
+      }
       job.settle.resolve(y);
       return;
     }
+    const fn = 'pool.rmsNormBackward';
     const a = job.a;
-    const elems = a.rows * a.dim;
-    if (this.inline(a.rows, elems, 'backward')) {
+    const { rows, dim } = a;
+    const elems = rows * dim;
+    if (this.inline(rows, elems, 'backward')) {
       job.settle.resolve(this.rn.backwardChecked(a));
       return;
     }
     const dx = a.dx ?? new Float32Array(a.x.length);
-    const dweight = a.weight ? (a.dweight ?? new Float32Array(a.dim)) : null;
-    const blocks = Math.ceil(a.rows / this.blockRows);
-    if (this.streamable(2 * elems, [a.dy, a.x, a.weight, a.rstd, dx, dweight])) {
-      await this.streamBackward(a, dx, dweight, blocks);
-      job.settle.resolve({ dx, dweight });
-      return;
-    }
-    const s = stageBackward('pool.rmsNormBackward', this.rn.heap, this.scratch, a, dx, dweight, a.weight ? [blocks * a.dim] : []);
-    const p = backwardAddrs(a, s);
+    const dweight = a.weight ? (a.dweight ?? new Float32Array(dim)) : null;
+    const partials = Math.ceil(rows / this.blockRows) * dim;
     const ctl = this.ctl!;
-    ctl[C.A0] = p.dy;
-    ctl[C.A1] = p.x;
-    ctl[C.A2] = p.w;
-    ctl[C.A3] = p.rstd;
-    ctl[C.A4] = p.dx;
-    ctl[C.A5] = a.weight ? s.extra[0]! : 0;
-    ctl[C.A6] = p.dw;
-    await this.run(C.Op.BACKWARD, a.rows, a.dim, a.eps, 2 * elems, true);
-    s.finish();
+    // All arrays plain: the sync copy path's layout, its workspace sized for the block partials.
+    const p = this.streams(2 * elems)
+      ? plainBackward(fn, heap, this.scratch, a.dy, a.x, a.weight, a.rstd, dx, dweight, false, partials)
+      : null;
+    if (p) {
+      [ctl[C.A0], ctl[C.A1], ctl[C.A2], ctl[C.A3]] = [p.dy, p.x, p.w, p.rstd];
+      [ctl[C.A4], ctl[C.A5], ctl[C.A6]] = [p.dy, p.work, p.dw];
+      await this.run(C.Op.BACKWARD, rows, dim, a.eps, 2 * elems, true, -1, {
+        copyIn: (r0, r1) => {
+          const m = heap.f32();
+          m.set(a.dy.subarray(r0 * dim, r1 * dim), (p.dy >>> 2) + r0 * dim);
+          m.set(a.x.subarray(r0 * dim, r1 * dim), (p.x >>> 2) + r0 * dim);
+        },
+        copyOut: (r0, r1) => dx.set(heap.f32().subarray((p.dy >>> 2) + r0 * dim, (p.dy >>> 2) + r1 * dim), r0 * dim),
+      });
+      if (dweight) copyOut(heap, p.dw, dweight);
+    } else {
+      const s = stageBackward(fn, heap, this.scratch, a, dx, dweight, a.weight ? [partials] : []);
+      const q = backwardAddrs(a, s);
+      [ctl[C.A0], ctl[C.A1], ctl[C.A2], ctl[C.A3]] = [q.dy, q.x, q.w, q.rstd];
+      [ctl[C.A4], ctl[C.A5], ctl[C.A6]] = [q.dx, a.weight ? s.extra[0]! : 0, q.dw];
+      await this.run(C.Op.BACKWARD, rows, dim, a.eps, 2 * elems, true);
+      s.finish();
+    }
     job.settle.resolve({ dx, dweight });
   }
 
   /**
-   * Whether a call streams (see streamJob): where this thread may block, and no array is in
-   * wasm memory (the all-plain case; mixed calls copy everything first).
+   * Whether a call of this much work may stream (see streamJob): where this thread may block,
+   * below STREAM_BELOW. It then streams if no array is in wasm memory (plainForward/Backward).
    */
-  private streamable(work: number, arrays: readonly (Float32Array | null)[]): boolean {
-    if (!this.joinAllowed || work >= STREAM_BELOW) return false;
-    for (const a of arrays) if (a && this.rn.heap.holds(a)) return false;
-    return true;
-  }
-
-  /** Forward on plain arrays: x streamed into scratch, y computed in place there, streamed out. */
-  private async streamForward(a: ForwardArgs, y: Float32Array): Promise<void> {
-    const { rows, dim } = a;
-    const [xa, wa, ra] = this.scratch.carve([rows * dim, a.weight ? dim : 0, a.rstd ? rows : 0]) as [number, number, number];
-    const heap = this.rn.heap;
-    if (a.weight) heap.f32().set(a.weight, wa >>> 2);
-    const ctl = this.ctl!;
-    ctl[C.A0] = xa;
-    ctl[C.A1] = a.weight ? wa : 0;
-    ctl[C.A2] = xa;
-    ctl[C.A3] = a.rstd ? ra : 0;
-    await this.run(C.Op.FORWARD, rows, dim, a.eps, rows * dim, false, -1, {
-      copyIn: (r0, r1) => heap.f32().set(a.x.subarray(r0 * dim, r1 * dim), (xa >>> 2) + r0 * dim),
-      copyOut: (r0, r1) => {
-        const m = heap.f32();
-        y.set(m.subarray((xa >>> 2) + r0 * dim, (xa >>> 2) + r1 * dim), r0 * dim);
-        if (a.rstd) a.rstd.set(m.subarray((ra >>> 2) + r0, (ra >>> 2) + r1), r0);
-      },
-    });
-  }
-
-  /** Backward on plain arrays: dy and x streamed in, dx computed over dy there, streamed out. */
-  private async streamBackward(a: BackwardArgs, dx: Float32Array, dweight: Float32Array | null, blocks: number): Promise<void> {
-    const { rows, dim } = a;
-    const w = a.weight ? dim : 0;
-    const [dya, xa, wa, ra, pa, dwa] = this.scratch.carve([rows * dim, rows * dim, w, a.rstd ? rows : 0, blocks * w, w]) as number[] as [
-      number, number, number, number, number, number,
-    ];
-    const heap = this.rn.heap;
-    if (a.weight) heap.f32().set(a.weight, wa >>> 2);
-    if (a.rstd) heap.f32().set(a.rstd, ra >>> 2);
-    const ctl = this.ctl!;
-    ctl[C.A0] = dya;
-    ctl[C.A1] = xa;
-    ctl[C.A2] = a.weight ? wa : 0;
-    ctl[C.A3] = a.rstd ? ra : 0;
-    ctl[C.A4] = dya;
-    ctl[C.A5] = a.weight ? pa : 0;
-    ctl[C.A6] = a.weight ? dwa : 0;
-    await this.run(C.Op.BACKWARD, rows, dim, a.eps, 2 * rows * dim, true, -1, {
-      copyIn: (r0, r1) => {
-        const m = heap.f32();
-        m.set(a.dy.subarray(r0 * dim, r1 * dim), (dya >>> 2) + r0 * dim);
-        m.set(a.x.subarray(r0 * dim, r1 * dim), (xa >>> 2) + r0 * dim);
-      },
-      copyOut: (r0, r1) => dx.set(heap.f32().subarray((dya >>> 2) + r0 * dim, (dya >>> 2) + r1 * dim), r0 * dim),
-    });
-    if (dweight) dweight.set(heap.f32().subarray(dwa >>> 2, (dwa >>> 2) + dim));
+  private streams(work: number): boolean {
+    return this.joinAllowed && work < STREAM_BELOW;
   }
 
   /**
