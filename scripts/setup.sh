@@ -1,19 +1,21 @@
 #!/usr/bin/env bash
 # Sets up a fresh Debian 12 machine for this project, skipping whatever is already in place:
-# Debian's wasm-capable Rust (rustc-web + rust-web-src, build-std), lld, Chromium for the
-# browser tests, wasm-bindgen-cli at the crate's pinned version, wasm-pack, the npm packages;
-# then builds the three wasm variants and the TypeScript.
+# Debian's wasm-capable Rust (rustc-web + rust-web-src + rust-web-llvm for rust-lld;
+# build-std), Chromium for the browser tests, wasm-bindgen-cli at the crate's pinned version,
+# wasm-pack at a pinned version, the npm packages; checks that each tool comes from what it
+# installed (scripts/check-tools.sh); then builds the three wasm variants and the TypeScript.
+# The list of tools and packages lives in scripts/tools.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
+source scripts/tools.sh
 
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 
 # 1. Debian packages (see ../shared/TOOLCHAIN.md for why each is needed)
-APT_PKGS=(rustc-web cargo-web rust-web-src lld-22 chromium chromium-driver)
 missing=()
-for p in "${APT_PKGS[@]}"; do
+for p in "${DEB_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -26,18 +28,22 @@ fi
 command -v cargo >/dev/null || export PATH="$PATH:/usr/bin"
 
 # 2. wasm-bindgen-cli, the exact version the crate pins (they must match to the patch level)
-WB_VERSION=$(sed -n 's/^wasm-bindgen = "=\(.*\)"/\1/p' crate/Cargo.toml)
+WB_VERSION=$(wasm_bindgen_version)
 if [ "$(wasm-bindgen --version 2>/dev/null | awk '{print $2}')" != "$WB_VERSION" ]; then
   echo "setup: cargo install wasm-bindgen-cli $WB_VERSION" >&2
   # Not --locked: its lock file names a webpki-roots release the registry no longer serves.
   cargo install wasm-bindgen-cli --version "=$WB_VERSION" --quiet
 fi
 
-# 3. wasm-pack (from crates.io: the npm package downloads its binary from elsewhere)
-if ! command -v wasm-pack >/dev/null; then
-  echo "setup: cargo install wasm-pack" >&2
-  cargo install wasm-pack --locked --quiet || cargo install wasm-pack --quiet
+# 3. wasm-pack, pinned (from crates.io: the npm package downloads its binary from elsewhere)
+if [ "$(wasm-pack --version 2>/dev/null | awk '{print $2}')" != "$WASM_PACK_VERSION" ]; then
+  echo "setup: cargo install wasm-pack $WASM_PACK_VERSION" >&2
+  cargo install wasm-pack --version "=$WASM_PACK_VERSION" --locked --quiet ||
+    cargo install wasm-pack --version "=$WASM_PACK_VERSION" --quiet
 fi
+
+# Every tool the build and tests call must come from what this script installs.
+bash scripts/check-tools.sh
 
 # 4. npm packages. onnxruntime-node carries its CPU binary; its install script would only
 #    fetch optional GPU files from outside the registry.

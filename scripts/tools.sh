@@ -1,0 +1,29 @@
+# The external tools this project builds and tests with, and where each comes from: the one
+# list that scripts/setup.sh installs from and scripts/check-tools.sh verifies against.
+# Sourced, not run.
+
+# "program:Debian package". A program given as an absolute path is checked there; a bare name
+# is resolved on PATH with /usr/bin first (as build.sh runs it).
+DEB_TOOLS=(
+  /usr/bin/rustc:rustc-web        # the rustc that can target wasm32 (1.96; builds std from source)
+  /usr/bin/cargo:cargo-web        # its cargo (build.sh puts /usr/bin first for wasm-pack)
+  rust-lld:rust-web-llvm          # the default wasm32 linker; only a Recommends of rustc-web
+  chromium:chromium               # the browser tests (driven by playwright-core)
+)
+# Packages with no program of their own to check: the std sources -Z build-std compiles.
+DEB_EXTRA=(rust-web-src)
+RUST_SRC=/usr/lib/rustlib/src/rust/library
+
+# Every Debian package setup.sh installs.
+DEB_PACKAGES=()
+for _t in "${DEB_TOOLS[@]}"; do DEB_PACKAGES+=("${_t##*:}"); done
+DEB_PACKAGES+=("${DEB_EXTRA[@]}")
+unset _t
+
+RUSTC_WEB_VERSION=1.96
+WASM_PACK_VERSION=0.15.1
+
+# wasm-bindgen-cli must equal the crate's pinned wasm-bindgen to the patch level.
+wasm_bindgen_version() {
+  sed -n 's/^wasm-bindgen = "=\(.*\)"/\1/p' crate/Cargo.toml
+}
