@@ -19,20 +19,32 @@ bad() {
   fail=1
 }
 
-# program -> Debian package (the resolved file must be dpkg's, from that package)
+owner_of() { dpkg -S "$1" 2>/dev/null | head -n1 | cut -d: -f1; }
+
+# program -> Debian package: the file the program resolves to must be dpkg's, from that
+# package. With "A>B", the program's own path must be A's and the resolved file B's.
 check_deb() {
-  local prog=$1 pkg=$2 path real owner
+  local prog=$1 spec=$2 path real owner
+  local first=${spec%%>*} last=${spec##*>}
   if [[ $prog == /* ]]; then path=$prog; else path=$(PATH="/usr/bin:$PATH" command -v "$prog" 2>/dev/null || true); fi
-  if [ -z "$path" ] || [ ! -e "$path" ]; then
-    bad "$prog not found; it comes from the Debian package $pkg (scripts/setup.sh installs it)"
+  if [ -z "$path" ] || [ ! -L "$path" -a ! -e "$path" ]; then
+    bad "$prog not found; it comes from the Debian package $first (scripts/setup.sh installs it)"
     return
   fi
-  real=$(readlink -f "$path")
-  owner=$(dpkg -S "$real" 2>/dev/null | head -n1 | cut -d: -f1)
-  [ -n "$owner" ] || owner=$(dpkg -S "$path" 2>/dev/null | head -n1 | cut -d: -f1)
-  if [ "$owner" != "$pkg" ]; then
-    bad "$prog ($real) belongs to '${owner:-no Debian package}', expected the Debian package $pkg (scripts/setup.sh installs it)"
+  if [ "$first" != "$last" ]; then
+    owner=$(owner_of "$path")
+    [ "$owner" = "$first" ] ||
+      bad "$prog ($path) belongs to '${owner:-no Debian package}', expected the Debian package $first (scripts/setup.sh installs it)"
   fi
+  real=$(readlink -f "$path")
+  if [ ! -e "$real" ]; then
+    bad "$prog ($path) is a broken link to $real, which comes from the Debian package $last (scripts/setup.sh installs it)"
+    return
+  fi
+  owner=$(owner_of "$real")
+  [ -n "$owner" ] || owner=$(owner_of "$path")
+  [ "$owner" = "$last" ] ||
+    bad "$prog ($real) belongs to '${owner:-no Debian package}', expected the Debian package $last (scripts/setup.sh installs it)"
 }
 
 # Each entry of DEB_TOOLS is "program:package" (scripts/tools.sh).

@@ -3,11 +3,14 @@
 # Sourced, not run.
 
 # "program:Debian package". A program given as an absolute path is checked there; a bare name
-# is resolved on PATH with /usr/bin first (as build.sh runs it).
+# is resolved on PATH with /usr/bin first (as build.sh runs it). "program:A>B": the program's
+# path belongs to package A and the file its symlinks resolve to belongs to package B.
 DEB_TOOLS=(
   /usr/bin/rustc:rustc-web        # the rustc that can target wasm32 (1.96; builds std from source)
   /usr/bin/cargo:cargo-web        # its cargo (build.sh puts /usr/bin first for wasm-pack)
-  rust-lld:rust-web-llvm          # the default wasm32 linker; only a Recommends of rustc-web
+  # The default wasm32 linker. /usr/bin/rust-lld (rust-web-llvm, only a Recommends of
+  # rustc-web) is a symlink to lld-22, a package rust-web-llvm does not depend on.
+  'rust-lld:rust-web-llvm>lld-22'
   chromium:chromium               # the browser tests (driven by playwright-core)
 )
 # Packages with no program of their own to check: the std sources -Z build-std compiles.
@@ -16,9 +19,13 @@ RUST_SRC=/usr/lib/rustlib/src/rust/library
 
 # Every Debian package setup.sh installs.
 DEB_PACKAGES=()
-for _t in "${DEB_TOOLS[@]}"; do DEB_PACKAGES+=("${_t##*:}"); done
+for _t in "${DEB_TOOLS[@]}"; do
+  _p=${_t##*:}
+  DEB_PACKAGES+=("${_p%%>*}")
+  [[ $_p != *'>'* ]] || DEB_PACKAGES+=("${_p##*>}")
+done
 DEB_PACKAGES+=("${DEB_EXTRA[@]}")
-unset _t
+unset _t _p
 
 RUSTC_WEB_VERSION=1.96
 WASM_PACK_VERSION=0.15.1
