@@ -86,10 +86,10 @@ const FORWARD: Bad[] = [
   { what: 'dim string', cls: TypeError, names: ['options.dim must be a number', 'string "8"'], call: (m, c) => m.rmsNorm(c.x(), null, { dim: '8' as never, out: c.arr(N, 'out') }) },
   { what: 'dim null', cls: TypeError, names: ['options.dim must be a number'], call: (m, c) => m.rmsNorm(c.x(), null, { dim: null as never, out: c.arr(N, 'out') }) },
   { what: 'x.length not a multiple of dim', cls: RangeError, names: ['x.length (32)', 'multiple of dim (5)'], call: (m, c) => m.rmsNorm(c.x(), null, { dim: 5, out: c.arr(N, 'out') }) },
-  ...[-1e-6, -Infinity, NaN, Infinity].map((eps) => ({
+  ...[-1e-6, -Infinity, NaN, Infinity, 1e39, 3.5e38].map((eps) => ({
     what: `eps ${eps}`,
     cls: RangeError,
-    names: ['options.eps must be finite and >= 0', String(eps)],
+    names: ['options.eps must be >= 0 and finite as a float32', String(eps)],
     call: (m: RmsNorm, c: Ctx) => m.rmsNorm(c.x(), c.w(), { eps, out: c.arr(N, 'out'), rstd: c.arr(ROWS, 'rstd') }),
   })),
   { what: 'eps string', cls: TypeError, names: ['options.eps must be a number'], call: (m, c) => m.rmsNorm(c.x(), c.w(), { eps: '1e-6' as never, out: c.arr(N, 'out') }) },
@@ -98,6 +98,7 @@ const FORWARD: Bad[] = [
   { what: "backward's option in forward", cls: TypeError, names: ['unknown option "dx"'], call: (m, c) => m.rmsNorm(c.x(), c.w(), { dx: c.arr(N, 'dx') } as never) },
   { what: 'options a number', cls: TypeError, names: ['options must be an object'], call: (m, c) => m.rmsNorm(c.x(), c.w(), 5 as never) },
   { what: 'options an array', cls: TypeError, names: ['options must be an object'], call: (m, c) => m.rmsNorm(c.x(), c.w(), [] as never) },
+  { what: 'options a Map', cls: TypeError, names: ['options must be a plain object', 'Map'], call: (m, c) => m.rmsNorm(c.x(), c.w(), new Map([['eps', 1e-5]]) as never) },
   {
     what: 'out and rstd overlapping',
     cls: RangeError,
@@ -142,10 +143,10 @@ const BACKWARD: Bad[] = [
   })),
   { what: 'dim string', cls: TypeError, names: ['options.dim must be a number'], call: (m, c) => m.rmsNormBackward(c.dy(), c.x(), null, { dim: '8' as never, dx: c.arr(N, 'dx') }) },
   { what: 'x.length not a multiple of dim', cls: RangeError, names: ['x.length (32)', 'multiple of dim (3)'], call: (m, c) => m.rmsNormBackward(c.dy(), c.x(), null, { dim: 3, dx: c.arr(N, 'dx') }) },
-  ...[-1, NaN, Infinity].map((eps) => ({
+  ...[-1, NaN, Infinity, 1e39].map((eps) => ({
     what: `eps ${eps}`,
     cls: RangeError,
-    names: ['options.eps must be finite and >= 0'],
+    names: ['options.eps must be >= 0 and finite as a float32'],
     call: (m: RmsNorm, c: Ctx) => m.rmsNormBackward(c.dy(), c.x(), c.w(), { eps, dx: c.arr(N, 'dx'), dweight: c.arr(DIM, 'dw') }),
   })),
   { what: 'eps string', cls: TypeError, names: ['options.eps must be a number'], call: (m, c) => m.rmsNormBackward(c.dy(), c.x(), c.w(), { eps: '0' as never, dx: c.arr(N, 'dx'), dweight: c.arr(DIM, 'dw') }) },
@@ -233,12 +234,15 @@ describe.each(['simd', 'simd-threads'] as const)('%s build: bad arguments', (bui
     }
   });
 
-  it('allocF32 rejects bad lengths with a RangeError naming it', () => {
-    for (const n of [-1, 1.5, NaN, 2 ** 30, '4' as never]) {
+  it('allocF32 rejects bad lengths with a RangeError naming it, and non-numbers with a TypeError', () => {
+    for (const n of [-1, 1.5, NaN, 2 ** 30]) {
       const err = thrown(() => m.allocF32(n));
       expect(err).toBeInstanceOf(RangeError);
       expect(err.message).toMatch(/^allocF32: length/);
     }
+    const err = thrown(() => m.allocF32('4' as never));
+    expect(err).toBeInstanceOf(TypeError);
+    expect(err.message).toMatch(/^allocF32: length must be a number/);
   });
 
   it('a view used after free() throws', () => {

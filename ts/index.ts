@@ -11,7 +11,7 @@
 import { defaultBuild, loadWasm, type Build } from './load.js';
 import type { F32Buffer } from './memory.js';
 import { RmsNorm } from './rmsnorm.js';
-import type { RmsNormBackwardOptions, RmsNormBackwardResult, RmsNormOptions } from './validate.js';
+import { options as checkOptions, type RmsNormBackwardOptions, type RmsNormBackwardResult, type RmsNormOptions } from './validate.js';
 
 export type { Build } from './load.js';
 export type { F32Buffer } from './memory.js';
@@ -50,8 +50,10 @@ export function loadRmsNorm(build: Build = defaultBuild()): Promise<RmsNorm> {
  * `simd`, else `scalar`).
  */
 export async function init(options?: { build?: Build }): Promise<void> {
-  current = await loadRmsNorm(options?.build);
+  const o = checkOptions('init', options, INIT_KEYS);
+  current = await loadRmsNorm(o.build as Build | undefined);
 }
+const INIT_KEYS: readonly string[] = ['build'];
 
 /** The instance {@link init} loaded, or null before it resolves. */
 export function instance(): RmsNorm | null {

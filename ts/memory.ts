@@ -5,6 +5,7 @@
  * @module
  */
 import type { LoadedWasm } from './load.js';
+import { describe } from './validate.js';
 
 /** Storage for `length` floats inside the module's memory; see {@link allocF32}. */
 export interface F32Buffer {
@@ -122,7 +123,10 @@ export class Heap {
 
   /** A user-owned buffer (the allocF32 API). */
   allocBuffer(length: number): F32Buffer {
-    if (typeof length !== 'number' || !Number.isInteger(length) || length < 0 || length > 0x3fffffff) {
+    if (typeof length !== 'number') {
+      throw new TypeError(`allocF32: length must be a number (a count of floats), got ${describe(length)}`);
+    }
+    if (!Number.isInteger(length) || length < 0 || length > 0x3fffffff) {
       throw new RangeError(`allocF32: length must be an integer in [0, 2^30), got ${String(length)}`);
     }
     let addr = this.alloc(length);

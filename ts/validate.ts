@@ -8,7 +8,7 @@
 export interface RmsNormOptions {
   /** Row length (elements). Default: `weight.length`; required when `weight` is null. */
   dim?: number;
-  /** Added to mean(x²) inside the square root. Default 1e-6; finite and ≥ 0. Used as float32. */
+  /** Added to mean(x²) inside the square root. Default 1e-6; ≥ 0 and finite as a float32 (≤ 3.4e38). Used as float32. */
   eps?: number;
   /** Destination, `x.length` floats; may be `x` itself. Default: a new Float32Array. */
   out?: Float32Array;
@@ -122,15 +122,26 @@ function optF32(fn: string, name: string, v: unknown, length: number, what: stri
 const NO_OPTIONS: Readonly<Record<string, unknown>> = Object.freeze({});
 const NO_EXTRA_KEYS: readonly string[] = [];
 
-function options(
+/**
+ * Checks that `o` is absent or a plain object whose own keys are all in `known` (or
+ * `extraKeys`): a TypeError naming `fn` otherwise. Returns the object (a shared empty one for
+ * none). Every options argument of the package goes through this.
+ */
+export function options(
   fn: string,
   o: unknown,
   known: readonly string[],
-  extraKeys: readonly string[],
+  extraKeys: readonly string[] = NO_EXTRA_KEYS,
 ): Readonly<Record<string, unknown>> {
   if (o === undefined || o === null) return NO_OPTIONS;
   if (typeof o !== 'object' || Array.isArray(o)) {
     throw new TypeError(`${fn}: options must be an object, got ${describe(o)}`);
+  }
+  // A Map, a typed array or another class instance has no option keys of its own to read:
+  // accepting it would silently ignore what the caller meant to pass.
+  const proto = Object.getPrototypeOf(o);
+  if (proto !== Object.prototype && proto !== null) {
+    throw new TypeError(`${fn}: options must be a plain object ({ ... }), got ${describe(o)}`);
   }
   // for..in allocates nothing (Object.keys makes an array per call). It also visits inherited
   // enumerable keys, which Object.keys ignores: any key it does not know sends the call to the
@@ -177,7 +188,11 @@ function dimOf(fn: string, w: Float32Array | null, dimOpt: unknown): number {
 function eps(fn: string, v: unknown): number {
   if (v === undefined) return DEFAULT_EPS;
   if (typeof v !== 'number') throw new TypeError(`${fn}: options.eps must be a number, got ${describe(v)}`);
-  if (!Number.isFinite(v) || v < 0) throw new RangeError(`${fn}: options.eps must be finite and >= 0, got ${v}`);
+  // eps is used as float32: a value finite in float64 but beyond float32's range (> 3.4e38)
+  // would become +Inf there and silently zero every row.
+  if (!Number.isFinite(v) || v < 0 || !Number.isFinite(Math.fround(v))) {
+    throw new RangeError(`${fn}: options.eps must be >= 0 and finite as a float32 (at most 3.4028234663852886e38), got ${v}`);
+  }
   return v;
 }
 
