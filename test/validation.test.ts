@@ -250,7 +250,22 @@ describe.each(['simd', 'simd-threads'] as const)('%s build: bad arguments', (bui
     b.view();
     b.free();
     expect(() => b.view()).toThrow(/after free/);
-    b.free(); // harmless
+    expect(() => b.free()).toThrow(/free\(\) called twice/);
+    expect(() => b[Symbol.dispose]()).not.toThrow(); // disposing a freed buffer is a no-op
+  });
+
+  it('`using` frees the buffer at the end of its block', () => {
+    const before = m.allocF32(64);
+    const at = before.view().byteOffset;
+    before.free();
+    {
+      using b = m.allocF32(64);
+      expect(b.view().byteOffset).toBe(at); // the allocator hands the same block back
+    }
+    // Freed by the block's end: the next allocation of that size reuses it again.
+    const again = m.allocF32(64);
+    expect(again.view().byteOffset).toBe(at);
+    again.free();
   });
 
   it('zero rows are allowed: empty x gives an empty result and a zero dweight', () => {

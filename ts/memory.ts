@@ -17,9 +17,20 @@ export interface F32Buffer {
    * by growth. Views are used in place by rmsNorm / rmsNormBackward / the pool: no copies.
    */
   view(): Float32Array;
-  /** Returns the storage; further view() calls throw. Calling it twice is harmless. */
+  /**
+   * Returns the storage to the allocator. After it, view() and free() throw an Error. Views
+   * made before cannot be revoked by JavaScript: do not use them after free() (the storage may
+   * already belong to the next allocation).
+   */
   free(): void;
+  /** free() unless already freed, for `using b = allocF32(n)` (TypeScript ≥ 5.2). */
+  [Symbol.dispose](): void;
 }
+
+// `using` looks the method up as Symbol.dispose: engines without it (Node < 18.18, older
+// browsers) get the conventional polyfill, the same symbol TypeScript's helpers fall back to.
+(Symbol as { dispose?: symbol }).dispose ??= Symbol.for('Symbol.dispose');
+(Symbol as { asyncDispose?: symbol }).asyncDispose ??= Symbol.for('Symbol.asyncDispose');
 
 /** Floats are placed at multiples of 4 (16 bytes), the v128 size. */
 const ALIGN = 4;
@@ -134,12 +145,16 @@ export class Heap {
     return {
       length,
       view() {
-        if (addr === 0) throw new Error('allocF32: view() called after free()');
+        if (addr === 0) throw new Error('allocF32: view() called after free(); allocate a new buffer');
         return new Float32Array(heap.f32().buffer, addr, length);
       },
       free() {
-        if (addr !== 0) heap.free(addr, length);
+        if (addr === 0) throw new Error('allocF32: free() called twice on the same buffer');
+        heap.free(addr, length);
         addr = 0;
+      },
+      [Symbol.dispose]() {
+        if (addr !== 0) this.free();
       },
     };
   }
