@@ -96,7 +96,7 @@ describe('worker faults', () => {
 });
 
 describe('worker faults while streaming plain arrays', () => {
-  it('a streamed job whose worker dies is rejected after a bounded wait; later jobs succeed', async () => {
+  it('a streamed job whose worker dies completes with the right bits or is rejected, in bounded time; later jobs succeed', async () => {
     const p = await pool(2);
     // 2 threads stream with one worker (this thread copies): kill it, then start a job before
     // the pool can have heard of the death.
@@ -107,7 +107,15 @@ describe('worker faults while streaming plain arrays', () => {
     await p.rmsNorm(x, w); // warm: the job below is dispatched at once
     hooks(p).killWorker(0);
     const t0 = Date.now();
-    expect(await outcome(p.rmsNorm(x, w))).toMatch(/worker 0 died during the job/);
+    // The calling thread computes every chunk nobody has claimed, so a job whose worker dies
+    // before claiming one may still complete, and then with the right bits; if the death is
+    // noticed first, the job is rejected naming it. Either way within a bounded time.
+    const want = sync.rmsNorm(x, w);
+    const got = await p.rmsNorm(x, w).then(
+      (y) => (same(y, want) ? 'resolved with the sync bits' : 'resolved with wrong bits'),
+      (e: Error) => e.message,
+    );
+    expect(got).toMatch(/resolved with the sync bits|worker 0 died during the job/);
     expect(Date.now() - t0).toBeLessThan(5000);
     expect(same(await p.rmsNorm(x, w), sync.rmsNorm(x, w))).toBe(true);
     const dy = randn(rows * dim, 23);

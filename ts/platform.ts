@@ -55,3 +55,19 @@ export function canBlock(): boolean {
   if (isNode) return true;
   return typeof (globalThis as { document?: unknown }).document === 'undefined';
 }
+
+/**
+ * Resolves after the event loop has had a turn (timers, I/O, messages): setImmediate in Node;
+ * elsewhere a MessageChannel message, which unlike setTimeout(0) is not clamped to 4 ms.
+ */
+export function yieldToEventLoop(): Promise<void> {
+  if (typeof setImmediate === 'function') return new Promise((r) => setImmediate(r));
+  return new Promise((r) => {
+    const ch = new MessageChannel();
+    ch.port1.onmessage = () => {
+      ch.port1.close();
+      r();
+    };
+    ch.port2.postMessage(null);
+  });
+}

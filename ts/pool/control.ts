@@ -53,10 +53,15 @@ export const STREAM = 80;
 export const FLAG0 = 81;
 /** Test hook: worker `HOLD - 1` stops inside the next chunk it claims until HOLD changes. */
 export const HOLD = 82;
-/** Worker w's line: its wake-up word at SEQ0 + w·STRIDE, its busy flag right after. */
+/**
+ * Worker w's line: its wake-up word at SEQ0 + w·STRIDE, then its busy flag, then EXITING (1
+ * once it has left its serve loop and is releasing its own stack and TLS: the pool must not
+ * release them again).
+ */
 export const SEQ0 = 96;
 export const STRIDE = 16;
 export const BUSY = 1;
+export const EXITING = 2;
 
 /** Most chunks a job is cut into (one done flag each). */
 export const MAX_CHUNKS = 1024;
@@ -116,13 +121,54 @@ export function work(ctl: Int32Array, k: KernelExports, job: number, once: boole
   }
 }
 
-/** Streaming job: waits until the caller has copied chunk `c`'s input in. */
+/** {@link workOne}'s answers. */
+export const NONE_LEFT = -1;
+export const NOT_READY = -2;
+export const RAN = 0;
+export const COMPLETED_JOB = 1;
+
+/**
+ * The calling thread's share of a job, one chunk at a time, so that it can copy results out
+ * and yield to the event loop between chunks: claims the next chunk of `job` if there is one
+ * whose input is in (streaming), runs it, and says what happened.
+ */
+export function workOne(ctl: Int32Array, k: KernelExports, job: number): number {
+  for (;;) {
+    const cur = Atomics.load(ctl, NEXT);
+    if (cur >>> 16 !== job) return NONE_LEFT;
+    const c = cur & 0xffff;
+    if (c >= ctl[N_CHUNKS]!) return NONE_LEFT;
+    if (!chunkReady(ctl, c)) return NOT_READY;
+    if (Atomics.compareExchange(ctl, NEXT, cur, cur + 1) !== cur) continue;
+    runChunk(ctl, k, c);
+    if (ctl[STREAM] === 1) {
+      const at = ctl[FLAG0]! + c;
+      Atomics.store(ctl, at, job | 0x10000);
+      Atomics.notify(ctl, at);
+    }
+    if (Atomics.add(ctl, COMPLETED, 1) + 1 === ctl[N_CHUNKS]) {
+      complete(ctl, k);
+      return COMPLETED_JOB;
+    }
+    return RAN;
+  }
+}
+
+/**
+ * Streaming job: waits until the caller has copied chunk `c`'s input in. A short poll (the
+ * caller copies a chunk in microseconds), then sleeps: the caller notifies READY per chunk.
+ */
 function waitReady(ctl: Int32Array, c: number): void {
-  for (let spins = 100_000; ; spins--) {
+  for (let spins = 2_000; ; spins--) {
     const ready = Atomics.load(ctl, READY);
     if (ready > c) return;
     if (spins <= 0) Atomics.wait(ctl, READY, ready, 1);
   }
+}
+
+/** Whether chunk `c` of a streaming job may be claimed now (its input is in). */
+export function chunkReady(ctl: Int32Array, c: number): boolean {
+  return ctl[STREAM] !== 1 || Atomics.load(ctl, READY) > c;
 }
 
 function runChunk(ctl: Int32Array, k: KernelExports, c: number): void {

@@ -22,6 +22,12 @@ export interface InitMessage {
 export interface ReadyMessage {
   type: 'rmsnorm-wasm:ready';
   index: number;
+  /**
+   * Where wasm-bindgen put this thread's TLS block and stack in the shared memory: the pool
+   * releases them if the worker dies without releasing them itself.
+   */
+  tls: number;
+  stack: number;
 }
 
 /** Worker → pool: the job completed (only for engines without Atomics.waitAsync). */

@@ -8,7 +8,7 @@
 // Static import of the threads build only: a worker bundles without code-splitting.
 import { initSync } from '../../wasm/simd-threads/rmsnorm_wasm.js';
 import type { KernelExports } from '../load.js';
-import { A0, BUSY, JOB, MESSAGE, Op, OP, SEQ0, SPIN, STRIDE, work } from './control.js';
+import { A0, BUSY, EXITING, JOB, MESSAGE, Op, OP, SEQ0, SPIN, STRIDE, work } from './control.js';
 import type { InitMessage, WorkerMessage } from './messages.js';
 
 /** The worker's end of its channel to the pool. */
@@ -18,10 +18,26 @@ export interface Port {
   close(): void;
 }
 
-function serve(port: Port, ctl: Int32Array, k: KernelExports, index: number): void {
+/** What wasm-bindgen's threads transform adds to the exports of the simd-threads build. */
+export interface ThreadExports {
+  __tls_base: WebAssembly.Global;
+  __stack_alloc: WebAssembly.Global;
+  /**
+   * Releases a thread's TLS block and stack: this thread's without arguments, or those at
+   * `tls` and `stack` (another thread's, which must have stopped) with them.
+   */
+  __wbindgen_thread_destroy(tls?: number, stack?: number): void;
+}
+
+function serve(port: Port, ctl: Int32Array, k: KernelExports & ThreadExports, index: number): void {
   const seqAt = SEQ0 + STRIDE * index;
   let seen = Atomics.load(ctl, seqAt);
-  port.post({ type: 'rmsnorm-wasm:ready', index });
+  port.post({
+    type: 'rmsnorm-wasm:ready',
+    index,
+    tls: k.__tls_base.value as number,
+    stack: k.__stack_alloc.value as number,
+  });
   for (;;) {
     let s = Atomics.load(ctl, seqAt);
     // Polling for a while after a small job makes the next one start at once instead of after
@@ -35,7 +51,14 @@ function serve(port: Port, ctl: Int32Array, k: KernelExports, index: number): vo
     seen = s;
     const job = Atomics.load(ctl, JOB);
     const op = ctl[OP];
-    if (op === Op.EXIT) return;
+    if (op === Op.EXIT) {
+      // Release this thread's stack and TLS: every pool would otherwise leave its workers'
+      // (about 2 MiB each) in the shared memory. EXITING first, so that a pool that terminates
+      // this worker meanwhile does not release them a second time (a leak is the worst case).
+      Atomics.store(ctl, seqAt + EXITING, 1);
+      k.__wbindgen_thread_destroy();
+      return;
+    }
     if (op === Op.FAIL) {
       if (ctl[A0] === index) throw new Error(`rmsnorm-wasm worker ${index}: failure requested by the pool (test hook)`);
       continue;
@@ -52,9 +75,9 @@ export function startWorker(port: Port): void {
   port.onMessage((m) => {
     const msg = m as InitMessage;
     if (msg?.type !== 'rmsnorm-wasm:init') return;
-    let k: KernelExports;
+    let k: KernelExports & ThreadExports;
     try {
-      k = initSync({ module: msg.module, memory: msg.memory }) as unknown as KernelExports;
+      k = initSync({ module: msg.module, memory: msg.memory }) as unknown as KernelExports & ThreadExports;
     } catch (e) {
       port.post({ type: 'rmsnorm-wasm:failed', message: String((e as Error)?.message ?? e) });
       return;

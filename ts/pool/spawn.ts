@@ -11,6 +11,11 @@ export interface WorkerHandle {
   post(m: InitMessage): void;
   /** Ends the worker; resolves when it has stopped (Node) or at once (browsers). */
   terminate(): Promise<void>;
+  /**
+   * Whether a resolved terminate() (or a reported death) means the thread has stopped running
+   * (Node), so that its memory may be reused. Browsers give no such guarantee.
+   */
+  readonly confirmsStop: boolean;
   /** Ends the worker as a crash would: its death is reported (tests). */
   kill(): void;
   /** Node: let the process exit while this worker is idle (unref), or not (ref). */
@@ -24,16 +29,41 @@ export interface WorkerEvents {
   death(reason: string): void;
 }
 
+/** The exec flags Node workers get, once known to be accepted (see workerExecArgv). */
+let acceptedExecArgv: string[] | null = null;
+
+/**
+ * The process's exec flags that a worker accepts. Workers should run like the process (e.g.
+ * `--enable-source-maps`, `--conditions`), but Node refuses process-wide and V8 flags in a
+ * Worker's execArgv (`--max-old-space-size`, `--expose-gc`, `--stack-size`, `--title`, ...:
+ * ERR_WORKER_INVALID_EXEC_ARGV), and `--input-type` (node -e with ESM) would stop a file-based
+ * worker from starting. Node's error lists the flags it refused: after one refusal
+ * (`refused`, the error's message) they are left out, for every later worker too.
+ */
+function workerExecArgv(refused?: string): string[] {
+  if (acceptedExecArgv && refused === undefined) return acceptedExecArgv;
+  let argv = process.execArgv.filter((a) => !a.startsWith('--input-type'));
+  if (refused !== undefined) {
+    const listed = refused.slice(refused.indexOf('flags:') + 'flags:'.length).split(',').map((f) => f.trim());
+    argv = argv.filter((a) => !listed.includes(a));
+  }
+  acceptedExecArgv = argv;
+  return argv;
+}
+
 /** Starts a worker running dist/pool/worker-node.js (Node) or dist/pool/worker.js (browsers). */
 export async function spawnWorker(events: WorkerEvents): Promise<WorkerHandle> {
   if (isNode) {
     const { Worker } = await import(/* @vite-ignore */ 'node:worker_threads');
-    // Workers inherit the process's exec flags; `--input-type` (node -e with ESM) would stop
-    // a file-based worker from starting, so it is left out.
-    const execArgv = process.execArgv.filter((a) => !a.startsWith('--input-type'));
     // Hidden from bundlers (they would copy the Node entry into a browser build).
     const url = new URL(/* @vite-ignore */ './worker-node.js', import.meta.url);
-    const w = new Worker(url, { execArgv });
+    let w: import('node:worker_threads').Worker;
+    try {
+      w = new Worker(url, { execArgv: workerExecArgv() });
+    } catch (e) {
+      if ((e as { code?: string }).code !== 'ERR_WORKER_INVALID_EXEC_ARGV') throw e;
+      w = new Worker(url, { execArgv: workerExecArgv(String((e as Error).message)) });
+    }
     let stopping = false;
     w.on('message', (m: WorkerMessage) => events.message(m));
     w.on('error', (e: Error) => {
@@ -52,6 +82,7 @@ export async function spawnWorker(events: WorkerEvents): Promise<WorkerHandle> {
       },
       kill: () => void w.terminate(),
       keepAlive: (on) => (on ? w.ref() : w.unref()),
+      confirmsStop: true,
     };
   }
   // The literal `new Worker(new URL('./worker.js', import.meta.url), { type: 'module' })` is
@@ -80,5 +111,6 @@ export async function spawnWorker(events: WorkerEvents): Promise<WorkerHandle> {
       stopped = true;
     },
     keepAlive: () => {},
+    confirmsStop: false,
   };
 }

@@ -1,0 +1,273 @@
+/**
+ * Running one job on the pool: cutting its rows into chunks, publishing it in the control
+ * block (control.ts), waking the workers, taking part from the calling thread where it may
+ * block, and waiting for completion without ever holding the event loop for long.
+ * @module
+ */
+import type { KernelExports } from '../load.js';
+import { yieldToEventLoop } from '../platform.js';
+import { checkStatus } from '../rmsnorm.js';
+import * as C from './control.js';
+import {
+  CHUNKS_PER_THREAD,
+  CONTENDED_SHARE,
+  MAX_CHUNK_ELEMS,
+  MIN_CHUNK_ELEMS,
+  PROBE_EVERY,
+  PROBE_MS,
+  SLICE_MS,
+  SPIN_POLLS,
+} from './tuning.js';
+import type { Workers } from './workers.js';
+
+/** A streaming job's copies, by rows (the calling thread makes them while workers compute). */
+export interface Stream {
+  copyIn(r0: number, r1: number): void;
+  copyOut(r0: number, r1: number): void;
+}
+
+/** Everything the dispatcher needs to run one job. */
+export interface JobSpec {
+  op: number;
+  /** Operand words A0.. in the kernel's order (see control.ts). */
+  operands: readonly number[];
+  rows: number;
+  dim: number;
+  eps: number;
+  /** Elements of work (the backward counted twice): sizes the chunks. */
+  work: number;
+  /** Chunks must be whole dweight blocks (the backward). */
+  blockAligned: boolean;
+  /** Wake only this worker (the FAIL test job). */
+  only?: number;
+  /** Set when the inputs are copied in and results out chunk by chunk. */
+  stream?: Stream | null;
+}
+
+/** Runs jobs on the control block, one at a time; see the module doc. */
+export class Dispatcher {
+  private jobId = 0;
+  /** Why the running job must stop (a worker died, the pool was destroyed), once known. */
+  private failure: Error | null = null;
+  private interrupt: ((e: Error) => void) | null = null;
+  private doneByMessage: (() => void) | null = null;
+  /** Workers that take part in the running job, and those of them that died. */
+  private participants = new Set<number>();
+  private readonly deadInJob = new Set<number>();
+  private destroyed = false;
+  private readonly hasWaitAsync = typeof Atomics.waitAsync === 'function';
+  /**
+   * Share of recent jobs' time the calling thread spent waiting for the workers (a moving
+   * average): near 0 when they keep up, high when another process holds the cores they need.
+   */
+  private waitShare = 0;
+  private skippedSinceProbe = 0;
+  private lastProbe = 0;
+
+  constructor(
+    private readonly k: KernelExports,
+    private readonly ctl: Int32Array,
+    private readonly workers: Workers,
+    private readonly threads: number,
+    private readonly cores: number,
+    private readonly blockRows: number,
+    /** Whether this thread may block in Atomics.wait (Node, workers; not a page's main thread). */
+    private readonly canBlock: boolean,
+  ) {}
+
+  /**
+   * Whether the next job should rather run on the calling thread alone: when the workers kept
+   * it waiting for much of recent jobs (CONTENDED_SHARE), the machine is busy and handing them
+   * work only adds their scheduling delays. Every PROBE_EVERY jobs, and at most every
+   * PROBE_MS, one job goes to the workers again to see whether the cores are back.
+   */
+  prefersInline(): boolean {
+    if (this.waitShare <= CONTENDED_SHARE) return false;
+    const now = performance.now();
+    if (++this.skippedSinceProbe >= PROBE_EVERY && now - this.lastProbe >= PROBE_MS) {
+      this.skippedSinceProbe = 0;
+      this.lastProbe = now;
+      return false;
+    }
+    return true;
+  }
+
+  /** A worker died: fail the running job if it took part. */
+  workerDied(i: number, reason: string): void {
+    if (!this.participants.has(i)) return;
+    this.deadInJob.add(i);
+    this.fail(new Error(`rmsnorm-wasm pool: worker ${i} died during the job (${reason}); the job was abandoned and the worker replaced`));
+  }
+
+  /** A worker said by message that the job completed (engines without Atomics.waitAsync). */
+  messageDone(): void {
+    this.doneByMessage?.();
+  }
+
+  /** The pool is being destroyed: the running job fails at once with `e`. */
+  destroy(e: Error): void {
+    this.destroyed = true;
+    this.fail(e);
+  }
+
+  private fail(e: Error): void {
+    this.failure ??= e;
+    this.interrupt?.(e);
+  }
+
+  /** Runs one job to completion; throws if a worker died, the pool was destroyed or a kernel refused. */
+  async run(spec: JobSpec): Promise<void> {
+    await this.workers.ready();
+    if (this.destroyed) throw this.failure!;
+    const ctl = this.ctl;
+    const { rows, dim } = spec;
+    const stream = spec.stream ?? null;
+    // Where it may block, this thread takes chunks too (it is one of the `threads`).
+    const callerHelps = this.canBlock && rows > 0 && this.threads > 1 && spec.only === undefined;
+    const nWorkers = spec.only !== undefined ? 1 : callerHelps ? this.threads - 1 : this.threads;
+    const ids = spec.only !== undefined ? [spec.only] : Array.from({ length: nWorkers }, (_, i) => i);
+    const parts = ids.length + (callerHelps ? 1 : 0);
+    let chunk = 0;
+    let chunks = ids.length; // NOOP: one answer from each worker
+    if (rows > 0) {
+      const perRow = spec.work / rows;
+      chunk = Math.max(Math.ceil(rows / (parts * CHUNKS_PER_THREAD)), Math.ceil(MIN_CHUNK_ELEMS / perRow));
+      chunk = Math.min(chunk, Math.max(1, Math.floor(MAX_CHUNK_ELEMS / perRow)));
+      if (spec.blockAligned) chunk = Math.ceil(chunk / this.blockRows) * this.blockRows;
+      chunk = Math.max(chunk, Math.ceil(rows / C.MAX_CHUNKS));
+      chunks = Math.ceil(rows / chunk);
+    }
+    if (spec.op === C.Op.FAIL) chunks = 1;
+    ctl[C.OP] = spec.op;
+    for (let i = 0; i < 7; i++) ctl[C.A0 + i] = spec.operands[i] ?? 0;
+    if (spec.op === C.Op.FAIL) ctl[C.A0] = spec.only!;
+    ctl[C.ROWS] = rows;
+    ctl[C.DIM] = dim;
+    ctl[C.EPS] = C.floatBits(spec.eps);
+    ctl[C.CHUNK_ROWS] = chunk;
+    ctl[C.N_CHUNKS] = chunks;
+    // Workers poll briefly for the next job only where that leaves this thread a core.
+    ctl[C.SPIN] = this.canBlock && ids.length < this.cores ? SPIN_POLLS : 0;
+    ctl[C.MESSAGE] = this.hasWaitAsync ? 0 : 1;
+    Atomics.store(ctl, C.COMPLETED, 0);
+    Atomics.store(ctl, C.STATUS, 0);
+    Atomics.store(ctl, C.DONE, 0);
+    ctl[C.STREAM] = stream ? 1 : 0;
+    ctl[C.FLAG0] = C.flagsAt(this.threads);
+    Atomics.store(ctl, C.READY, 0);
+    const job = (this.jobId = (this.jobId + 1) & 0xffff);
+    Atomics.store(ctl, C.JOB, job);
+    Atomics.store(ctl, C.NEXT, job << 16); // opens the job: chunks can be claimed from here on
+    this.participants = new Set(ids);
+    this.deadInJob.clear();
+    this.failure = null;
+    const failed = new Promise<never>((_, reject) => {
+      this.interrupt = reject;
+    });
+    failed.catch(() => {});
+    const done = this.hasWaitAsync ? null : new Promise<void>((r) => (this.doneByMessage = r));
+    for (const i of ids) this.workers.wake(i);
+    try {
+      if (this.canBlock) await this.takePart(job, rows, chunk, chunks, stream, callerHelps, failed);
+      else await this.waitDone(failed, done);
+    } catch (e) {
+      if (!this.destroyed) await this.drain(job);
+      throw e;
+    } finally {
+      this.interrupt = null;
+      this.doneByMessage = null;
+      this.participants = new Set();
+    }
+    checkStatus('rmsnorm-wasm pool', ctl[C.STATUS]!);
+  }
+
+  /**
+   * The calling thread's part where it may block: copy inputs in (streaming), compute chunks
+   * nobody has claimed, copy results out as chunks finish; when nothing is left to do, wait a
+   * little for the other threads. It yields to the event loop every SLICE_MS, so that timers,
+   * I/O, aborts and worker deaths are seen, and never waits for a chunk it could compute itself
+   * (which keeps a job close to the sync call's time when another process takes a core).
+   */
+  private async takePart(
+    job: number,
+    rows: number,
+    chunk: number,
+    chunks: number,
+    stream: Stream | null,
+    callerHelps: boolean,
+    failed: Promise<never>,
+  ): Promise<void> {
+    const ctl = this.ctl;
+    const flag0 = ctl[C.FLAG0]!;
+    const raised = job | 0x10000;
+    let copiedIn = 0;
+    let copiedOut = 0;
+    const start = performance.now();
+    let slice = start;
+    let waited = 0;
+    for (;;) {
+      if (this.failure) throw this.failure;
+      let progressed = false;
+      if (stream && copiedIn < chunks) {
+        stream.copyIn(copiedIn * chunk, Math.min(rows, (copiedIn + 1) * chunk));
+        Atomics.store(ctl, C.READY, ++copiedIn);
+        Atomics.notify(ctl, C.READY);
+        progressed = true;
+      } else if (callerHelps && C.workOne(ctl, this.k, job) >= 0) {
+        progressed = true;
+      }
+      if (stream) {
+        while (copiedOut < chunks && Atomics.load(ctl, flag0 + copiedOut) === raised) {
+          stream.copyOut(copiedOut * chunk, Math.min(rows, (copiedOut + 1) * chunk));
+          copiedOut++;
+          progressed = true;
+        }
+      }
+      const complete = Atomics.load(ctl, C.DONE) === 1 && (!stream || copiedOut === chunks);
+      if (complete) {
+        if (rows > 0) {
+          const share = waited / Math.max(performance.now() - start, 1e-3);
+          this.waitShare = 0.5 * this.waitShare + 0.5 * share;
+        }
+        return;
+      }
+      if (!progressed) {
+        // The rest is in other threads' hands: poll briefly, then sleep on what comes next.
+        const t0 = performance.now();
+        const at = stream && copiedOut < chunks ? flag0 + copiedOut : C.DONE;
+        const want = at === C.DONE ? 1 : raised;
+        for (let i = SPIN_POLLS; i > 0 && Atomics.load(ctl, at) !== want; i--);
+        const v = Atomics.load(ctl, at);
+        if (v !== want) Atomics.wait(ctl, at, v, 1);
+        waited += performance.now() - t0;
+      }
+      if (performance.now() - slice > SLICE_MS) {
+        await Promise.race([yieldToEventLoop(), failed]);
+        slice = performance.now();
+      }
+    }
+  }
+
+  /** Waits for DONE without blocking (a browser's main thread). */
+  private async waitDone(failed: Promise<never>, done: Promise<void> | null): Promise<void> {
+    const ctl = this.ctl;
+    if (Atomics.load(ctl, C.DONE) === 1) return;
+    if (done) {
+      await Promise.race([done, failed]);
+      return;
+    }
+    const w = Atomics.waitAsync(ctl, C.DONE, 0);
+    if (w.async) await Promise.race([w.value, failed]);
+  }
+
+  /** After a failed job: close it, and let live workers finish their chunks before memory is reused. */
+  private async drain(job: number): Promise<void> {
+    const ctl = this.ctl;
+    Atomics.store(ctl, C.NEXT, (job << 16) | 0xffff);
+    Atomics.store(ctl, C.READY, 1 << 30); // release workers waiting for streamed input
+    Atomics.notify(ctl, C.READY);
+    const deadline = Date.now() + 5000;
+    const busy = () => [...this.participants].some((i) => !this.deadInJob.has(i) && this.workers.busy(i));
+    while (busy() && Date.now() < deadline && !this.destroyed) await new Promise((r) => setTimeout(r, 1));
+  }
+}

@@ -1,0 +1,79 @@
+/**
+ * The pool's tuning constants, each with the measurement or reason behind it. Everything the
+ * pool decides by size or time is decided here.
+ * @module
+ */
+
+/**
+ * Below these sizes (elements) a call runs inline on the calling thread: a dispatch costs more
+ * than the threads save. Measured with `npm run bench:pool` (bench/pool.ts) on the 2-core
+ * machine: where the caller takes part (Node), the pool was ≥ 5% faster than the sync call
+ * from 64Ki elements (dim 1024) in most runs but not all, and from 128Ki in every run, which
+ * is the threshold used. A browser's main thread cannot take part or wait synchronously, and
+ * `npm run bench:browser` put the crossover between 1.5Mi and 2Mi elements both ways.
+ */
+export const INLINE_BELOW = {
+  join: { forward: 128 * 1024, backward: 128 * 1024 },
+  async: { forward: 2 * 1024 * 1024, backward: 2 * 1024 * 1024 },
+} as const;
+
+/**
+ * Kept for compatibility of the exported constant: where the calling thread may block (Node,
+ * workers) it now always takes part in a job (see dispatch.ts), in slices of at most
+ * {@link SLICE_MS}; calls of this much work or more (elements, backward counted twice) no
+ * longer differ. @deprecated
+ */
+export const JOIN_BELOW = 4 * 1024 * 1024;
+
+/**
+ * Plain-array calls below this much work (elements, backward counted twice) stream where the
+ * calling thread may block: it copies chunks in while workers compute, computes chunks itself,
+ * and copies results out as chunks finish, yielding to the event loop between chunks. Larger
+ * calls are placed whole first (the scratch region would be as large as the input).
+ */
+export const STREAM_BELOW = 16 * 1024 * 1024;
+
+/**
+ * The longest the pool keeps the calling thread (the event loop, in Node) before it yields to
+ * timers and I/O: between queued calls, and between chunks of one call. A 20 ms timer then
+ * fires within a few ms of its time even during a burst of queued calls.
+ */
+export const SLICE_MS = 4;
+
+/**
+ * Polls (one Atomics.load each, about 5 ns in optimized V8 code) a worker spends waiting for
+ * the next job before it sleeps in Atomics.wait, when jobs are arriving back to back: about
+ * 50 µs, the order of a futex wake-up on a small VM (40 µs here). Bounded and short, so that a
+ * worker never holds a core that a busy machine (another process, the calling thread) needs
+ * for longer than that.
+ */
+export const SPIN_POLLS = 10_000;
+
+/** Chunks per participant: enough to balance a late or descheduled thread, few enough to be cheap. */
+export const CHUNKS_PER_THREAD = 4;
+/** Don't cut chunks below this many elements. */
+export const MIN_CHUNK_ELEMS = 8 * 1024;
+/**
+ * Nor above this many (elements, backward counted twice): a chunk the calling thread computes
+ * holds the event loop for its duration (1 Mi elements ≈ 0.5–1 ms here).
+ */
+export const MAX_CHUNK_ELEMS = 1024 * 1024;
+
+/**
+ * How long destroy() lets workers leave on their own (so that they release their stack and
+ * TLS themselves) before it terminates them.
+ */
+export const EXIT_GRACE_MS = 50;
+
+/**
+ * Contention: when the calling thread spent more than this share of recent jobs waiting for
+ * the workers (a moving average; about 0–0.15 on an idle machine, where it only waits for the
+ * last chunk in flight), another process holds the cores, and calls run on the calling thread
+ * alone, as fast as the sync call. Measured with `npm run bench:pool` (its contention table):
+ * with one CPU-bound process beside it, a 128×2048 call handed to a worker waited for a
+ * descheduled worker for 3× the call's own time.
+ */
+export const CONTENDED_SHARE = 0.35;
+/** Under contention, every this many calls (and at most every PROBE_MS) one tries the workers again. */
+export const PROBE_EVERY = 32;
+export const PROBE_MS = 100;
