@@ -167,8 +167,7 @@ class Pool implements RmsNormPool, Placement {
         return Promise.resolve(this.rn.forwardChecked(a));
       }
       // Checked again when it runs: an input may have been detached while it was queued.
-      let first: ForwardArgs | null = a;
-      const check = () => (first ? ((first = null), a) : checkForward(fn, x, weight, options, POOL_KEYS));
+      const check = () => checkForward(fn, x, weight, options, POOL_KEYS);
       return this.enqueue<Float32Array>((settle) => ({ kind: 'forward', check, settle, signal }), signal);
     } catch (e) {
       return Promise.reject(e);
@@ -188,8 +187,7 @@ class Pool implements RmsNormPool, Placement {
       if (this.idle() && !signal?.aborted && this.inline(a.rows, a.rows * a.dim, 'backward')) {
         return Promise.resolve(this.rn.backwardChecked(a));
       }
-      let first: BackwardArgs | null = a;
-      const check = () => (first ? ((first = null), a) : checkBackward(fn, dy, x, weight, options, POOL_KEYS));
+      const check = () => checkBackward(fn, dy, x, weight, options, POOL_KEYS);
       return this.enqueue<RmsNormBackwardResult>((settle) => ({ kind: 'backward', check, settle, signal }), signal);
     } catch (e) {
       return Promise.reject(e);
