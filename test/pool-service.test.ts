@@ -49,9 +49,13 @@ describe('create and destroy', () => {
     const p = await createPool({ threads: 2 });
     const x = randn(8192 * 4096, 3);
     const w = randn(4096, 4);
+    // Worker 0 stops inside the first chunk it claims, so the call cannot finish before destroy.
+    const hooks = (p as unknown as Record<symbol, { hold(i: number): void; busy(i: number): boolean }>)[Symbol.for('rmsnorm-wasm.test')]!;
+    hooks.hold(0);
     const running = p.rmsNorm(x, w).then(() => 'resolved', (e: Error) => e.message);
     const queued = p.rmsNorm(x, w).then(() => 'resolved', (e: Error) => e.message);
-    await new Promise((r) => setTimeout(r, 10));
+    for (let t = Date.now(); !hooks.busy(0) && Date.now() - t < 10_000; ) await new Promise((r) => setTimeout(r, 1));
+    expect(hooks.busy(0)).toBe(true);
     const t0 = performance.now();
     const destroyed = p.destroy();
     const results = await Promise.all([running, queued]);

@@ -10,11 +10,8 @@ import { checkStatus } from '../rmsnorm.js';
 import * as C from './control.js';
 import {
   CHUNKS_PER_THREAD,
-  CONTENDED_SHARE,
   MAX_CHUNK_ELEMS,
   MIN_CHUNK_ELEMS,
-  PROBE_EVERY,
-  PROBE_MS,
   SLICE_MS,
   SPIN_POLLS,
 } from './tuning.js';
@@ -56,13 +53,6 @@ export class Dispatcher {
   private readonly deadInJob = new Set<number>();
   private destroyed = false;
   private readonly hasWaitAsync = typeof Atomics.waitAsync === 'function';
-  /**
-   * Share of recent jobs' time the calling thread spent waiting for the workers (a moving
-   * average): near 0 when they keep up, high when another process holds the cores they need.
-   */
-  private waitShare = 0;
-  private skippedSinceProbe = 0;
-  private lastProbe = 0;
 
   constructor(
     private readonly k: KernelExports,
@@ -74,23 +64,6 @@ export class Dispatcher {
     /** Whether this thread may block in Atomics.wait (Node, workers; not a page's main thread). */
     private readonly canBlock: boolean,
   ) {}
-
-  /**
-   * Whether the next job should rather run on the calling thread alone: when the workers kept
-   * it waiting for much of recent jobs (CONTENDED_SHARE), the machine is busy and handing them
-   * work only adds their scheduling delays. Every PROBE_EVERY jobs, and at most every
-   * PROBE_MS, one job goes to the workers again to see whether the cores are back.
-   */
-  prefersInline(): boolean {
-    if (this.waitShare <= CONTENDED_SHARE) return false;
-    const now = performance.now();
-    if (++this.skippedSinceProbe >= PROBE_EVERY && now - this.lastProbe >= PROBE_MS) {
-      this.skippedSinceProbe = 0;
-      this.lastProbe = now;
-      return false;
-    }
-    return true;
-  }
 
   /** A worker died: fail the running job if it took part. */
   workerDied(i: number, reason: string): void {
@@ -185,8 +158,7 @@ export class Dispatcher {
    * The calling thread's part where it may block: copy inputs in (streaming), compute chunks
    * nobody has claimed, copy results out as chunks finish; when nothing is left to do, wait a
    * little for the other threads. It yields to the event loop every SLICE_MS, so that timers,
-   * I/O, aborts and worker deaths are seen, and never waits for a chunk it could compute itself
-   * (which keeps a job close to the sync call's time when another process takes a core).
+   * I/O, aborts and worker deaths are seen, and never waits for a chunk it could compute itself.
    */
   private async takePart(
     job: number,
@@ -202,9 +174,7 @@ export class Dispatcher {
     const raised = job | 0x10000;
     let copiedIn = 0;
     let copiedOut = 0;
-    const start = performance.now();
-    let slice = start;
-    let waited = 0;
+    let slice = performance.now();
     for (;;) {
       if (this.failure) throw this.failure;
       let progressed = false;
@@ -224,22 +194,14 @@ export class Dispatcher {
         }
       }
       const complete = Atomics.load(ctl, C.DONE) === 1 && (!stream || copiedOut === chunks);
-      if (complete) {
-        if (rows > 0) {
-          const share = waited / Math.max(performance.now() - start, 1e-3);
-          this.waitShare = 0.5 * this.waitShare + 0.5 * share;
-        }
-        return;
-      }
+      if (complete) return;
       if (!progressed) {
         // The rest is in other threads' hands: poll briefly, then sleep on what comes next.
-        const t0 = performance.now();
         const at = stream && copiedOut < chunks ? flag0 + copiedOut : C.DONE;
         const want = at === C.DONE ? 1 : raised;
         for (let i = SPIN_POLLS; i > 0 && Atomics.load(ctl, at) !== want; i--);
         const v = Atomics.load(ctl, at);
         if (v !== want) Atomics.wait(ctl, at, v, 1);
-        waited += performance.now() - t0;
       }
       if (performance.now() - slice > SLICE_MS) {
         await Promise.race([yieldToEventLoop(), failed]);

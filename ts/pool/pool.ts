@@ -27,6 +27,7 @@ import {
 import * as C from './control.js';
 import { Dispatcher } from './dispatch.js';
 import { prepareBackward, prepareForward, type Placement } from './operands.js';
+import { Choice } from './choice.js';
 import { CallQueue, abortReason, type Settle } from './queue.js';
 import { INLINE_BELOW, SLICE_MS, STREAM_BELOW } from './tuning.js';
 import { Workers } from './workers.js';
@@ -116,6 +117,7 @@ class Pool implements RmsNormPool, Placement {
   private workers: Workers | null = null;
   private dispatcher: Dispatcher | null = null;
   private readonly queue = new CallQueue<Job>();
+  private readonly choice = new Choice();
   private busy = false;
   private destroyed = false;
   private readonly joinAllowed = canBlock();
@@ -202,7 +204,6 @@ class Pool implements RmsNormPool, Placement {
   /** Whether a call runs on the calling thread rather than being sharded. */
   private inline(rows: number, elems: number, kind: 'forward' | 'backward'): boolean {
     if (this.threads === 0 || elems < this.inlineBelow[kind]) return true;
-    if (this.dispatcher?.prefersInline()) return true;
     // Backward chunks are whole 32-row dweight blocks: one block cannot be shared.
     return kind === 'forward' ? rows < 2 : rows <= this.blockRows;
   }
@@ -258,16 +259,34 @@ class Pool implements RmsNormPool, Placement {
     }
     if (job.kind === 'forward') {
       const a = job.check();
-      if (this.inline(a.rows, a.rows * a.dim, 'forward')) return job.settle.resolve(this.rn.forwardChecked(a));
-      const p = prepareForward(this, a);
-      await this.dispatcher!.run(p.spec);
-      return job.settle.resolve(p.finish());
+      const work = a.rows * a.dim;
+      if (this.inline(a.rows, work, 'forward')) return job.settle.resolve(this.rn.forwardChecked(a));
+      const pick = this.choice.pick(false, !this.heap.holds(a.x), work);
+      let y: Float32Array;
+      if (pick.sharded) {
+        const p = prepareForward(this, a);
+        await this.dispatcher!.run(p.spec);
+        y = p.finish();
+      } else {
+        y = this.rn.forwardChecked(a);
+      }
+      this.choice.record(pick);
+      return job.settle.resolve(y);
     }
     const a = job.check();
+    const work = 2 * a.rows * a.dim;
     if (this.inline(a.rows, a.rows * a.dim, 'backward')) return job.settle.resolve(this.rn.backwardChecked(a));
-    const p = prepareBackward(this, a);
-    await this.dispatcher!.run(p.spec);
-    job.settle.resolve(p.finish());
+    const pick = this.choice.pick(true, !this.heap.holds(a.x), work);
+    let g: RmsNormBackwardResult;
+    if (pick.sharded) {
+      const p = prepareBackward(this, a);
+      await this.dispatcher!.run(p.spec);
+      g = p.finish();
+    } else {
+      g = this.rn.backwardChecked(a);
+    }
+    this.choice.record(pick);
+    job.settle.resolve(g);
   }
 
   async destroy(): Promise<void> {

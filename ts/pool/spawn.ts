@@ -29,12 +29,16 @@ export interface WorkerEvents {
   death(reason: string): void;
 }
 
+/** Flags that load module hooks (with a value, `--flag=v` or `--flag v`), not passed to workers. */
+const HOOK_FLAGS = ['--require', '-r', '--import', '--loader', '--experimental-loader'];
+
 /** The exec flags Node workers get, once known to be accepted (see workerExecArgv). */
 let acceptedExecArgv: string[] | null = null;
 
 /**
  * The process's exec flags that a worker accepts. Workers should run like the process (e.g.
- * `--enable-source-maps`, `--conditions`), but Node refuses process-wide and V8 flags in a
+ * `--enable-source-maps`, `--conditions`), except module hooks (`--require`, `--import`,
+ * `--loader`: see below); and Node refuses process-wide and V8 flags in a
  * Worker's execArgv (`--max-old-space-size`, `--expose-gc`, `--stack-size`, `--title`, ...:
  * ERR_WORKER_INVALID_EXEC_ARGV), and `--input-type` (node -e with ESM) would stop a file-based
  * worker from starting. Node's error lists the flags it refused: after one refusal
@@ -42,7 +46,21 @@ let acceptedExecArgv: string[] | null = null;
  */
 function workerExecArgv(refused?: string): string[] {
   if (acceptedExecArgv && refused === undefined) return acceptedExecArgv;
-  let argv = process.execArgv.filter((a) => !a.startsWith('--input-type'));
+  let argv: string[] = [];
+  const all = process.execArgv;
+  for (let i = 0; i < all.length; i++) {
+    const a = all[i]!;
+    if (a.startsWith('--input-type')) continue;
+    // Module hooks (tsx, ts-node, instrumentation) are the application's: the worker runs only
+    // this package's plain JavaScript, and loading them in every worker made each one start
+    // in hundreds of milliseconds under tsx.
+    const hook = HOOK_FLAGS.find((f) => a === f || a.startsWith(f + '='));
+    if (hook) {
+      if (a === hook) i++; // its value is the next argument
+      continue;
+    }
+    argv.push(a);
+  }
   if (refused !== undefined) {
     const listed = refused.slice(refused.indexOf('flags:') + 'flags:'.length).split(',').map((f) => f.trim());
     argv = argv.filter((a) => !listed.includes(a));

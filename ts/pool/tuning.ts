@@ -28,10 +28,11 @@ export const JOIN_BELOW = 4 * 1024 * 1024;
 /**
  * Plain-array calls below this much work (elements, backward counted twice) stream where the
  * calling thread may block: it copies chunks in while workers compute, computes chunks itself,
- * and copies results out as chunks finish, yielding to the event loop between chunks. Larger
- * calls are placed whole first (the scratch region would be as large as the input).
+ * and copies results out as chunks finish, yielding to the event loop between chunks. Every
+ * size streams now: placing a large input whole first held the event loop for the whole copy
+ * (113 ms for 128 MiB here), and streaming needs no more memory than that did.
  */
-export const STREAM_BELOW = 16 * 1024 * 1024;
+export const STREAM_BELOW = Number.POSITIVE_INFINITY;
 
 /**
  * The longest the pool keeps the calling thread (the event loop, in Node) before it yields to
@@ -66,14 +67,16 @@ export const MAX_CHUNK_ELEMS = 1024 * 1024;
 export const EXIT_GRACE_MS = 50;
 
 /**
- * Contention: when the calling thread spent more than this share of recent jobs waiting for
- * the workers (a moving average; about 0–0.15 on an idle machine, where it only waits for the
- * last chunk in flight), another process holds the cores, and calls run on the calling thread
- * alone, as fast as the sync call. Measured with `npm run bench:pool` (its contention table):
- * with one CPU-bound process beside it, a 128×2048 call handed to a worker waited for a
- * descheduled worker for 3× the call's own time.
+ * Whether a call that could be sharded runs better on the workers or on the calling thread
+ * alone is learnt, not assumed (ts/pool/choice.ts): the last SAMPLES times per element of each
+ * way, per kind of call; sharding unless the calling thread alone was faster by INLINE_MARGIN.
+ * On an idle machine sharding wins from INLINE_BELOW up; with another process holding a core,
+ * a worker handed a chunk can be kept off the CPU for milliseconds and the calling thread alone
+ * is faster (`npm run bench:pool`'s contention table: 2× slower before the pool learnt this).
+ * Every PROBE_EVERY calls, at most every PROBE_MS, the other way is tried again, so that the
+ * choice follows the load at a cost of one call in that period.
  */
-export const CONTENDED_SHARE = 0.35;
-/** Under contention, every this many calls (and at most every PROBE_MS) one tries the workers again. */
-export const PROBE_EVERY = 32;
-export const PROBE_MS = 100;
+export const SAMPLES = 5;
+export const INLINE_MARGIN = 0.8;
+export const PROBE_EVERY = 16;
+export const PROBE_MS = 50;
