@@ -1,26 +1,32 @@
 /**
  * Sharded or inline: for calls big enough to shard, the pool measures both ways and takes the
  * faster (see tuning.ts, PROBE_EVERY). Kept per kind of call (forward/backward × arrays in
- * wasm memory or plain): the last few times per element of work of each way. Medians, and a
- * margin in favour of sharding, because single timings on a shared machine vary by 2×.
+ * wasm memory or plain): the latest times per element of work of each way, from probes of
+ * PROBE_RUN calls in a row whose first sharded call is not counted (it also pays for waking
+ * the workers, which calls arriving back to back do not). Medians, and a margin in favour of
+ * sharding, because single timings on a shared machine vary by 2×.
  * @module
  */
-import { INLINE_MARGIN, PROBE_EVERY, PROBE_MS, SAMPLES } from './tuning.js';
+import { INLINE_MARGIN, PROBE_EVERY, PROBE_MS, PROBE_RUN, SAMPLES } from './tuning.js';
 
 /** Which way one call went, and when it started, for {@link Choice.record}. */
 export interface Pick {
   bucket: number;
   sharded: boolean;
+  /** Whether its time counts (not the first sharded call of a probe). */
+  counts: boolean;
   start: number;
   work: number;
 }
 
 class Samples {
-  private readonly v: number[] = [];
-  private at = 0;
+  private v: number[] = [];
   add(x: number): void {
-    if (this.v.length < SAMPLES) this.v.push(x);
-    else this.v[this.at++ % SAMPLES] = x;
+    this.v.push(x);
+    if (this.v.length > SAMPLES) this.v.shift();
+  }
+  clear(): void {
+    this.v = [];
   }
   get count(): number {
     return this.v.length;
@@ -31,38 +37,67 @@ class Samples {
   }
 }
 
+interface Bucket {
+  sharded: Samples;
+  inline: Samples;
+  /** Calls left in the running probe, and its way. */
+  probeLeft: number;
+  probeSharded: boolean;
+  since: number;
+  lastProbe: number;
+}
+
 /** See the module doc. */
 export class Choice {
-  private readonly sharded = [0, 1, 2, 3].map(() => new Samples());
-  private readonly inline = [0, 1, 2, 3].map(() => new Samples());
-  private readonly since = [0, 0, 0, 0];
-  private readonly lastProbe = [0, 0, 0, 0];
+  private readonly buckets: Bucket[] = [0, 1, 2, 3].map(() => ({
+    sharded: new Samples(),
+    inline: new Samples(),
+    probeLeft: 0,
+    probeSharded: true,
+    since: 0,
+    lastProbe: 0,
+  }));
 
   /** Decides how a call that could be sharded runs; pass the result to record() when done. */
   pick(backward: boolean, plain: boolean, work: number): Pick {
     const bucket = (backward ? 2 : 0) + (plain ? 1 : 0);
-    const s = this.sharded[bucket]!;
-    const i = this.inline[bucket]!;
+    const b = this.buckets[bucket]!;
     const now = performance.now();
-    let sharded: boolean;
-    if (s.count < 3) sharded = true;
-    else if (i.count < 3) sharded = false; // a first comparison, three calls
-    else {
-      // Sharding unless the calling thread alone has clearly been faster lately.
-      sharded = !(i.median() < INLINE_MARGIN * s.median());
-      // Now and then the other way, so that a change of load (a neighbour comes or goes) is seen.
-      if (++this.since[bucket]! >= PROBE_EVERY && now - this.lastProbe[bucket]! >= PROBE_MS) {
-        this.since[bucket] = 0;
-        this.lastProbe[bucket] = now;
-        sharded = !sharded;
+    if (b.probeLeft === 0) {
+      if (b.sharded.count === 0) this.startProbe(b, true, now);
+      else if (b.inline.count === 0) this.startProbe(b, false, now);
+      else if (++b.since >= PROBE_EVERY && now - b.lastProbe >= PROBE_MS) {
+        // Now and then the other way, so that a change of load (a neighbour comes or goes) is seen.
+        this.startProbe(b, !this.shardedIsBetter(b), now);
       }
     }
-    return { bucket, sharded, start: now, work };
+    if (b.probeLeft > 0) {
+      const first = b.probeLeft === PROBE_RUN;
+      b.probeLeft--;
+      return { bucket, sharded: b.probeSharded, counts: !(first && b.probeSharded), start: now, work };
+    }
+    return { bucket, sharded: this.shardedIsBetter(b), counts: true, start: now, work };
   }
 
   /** Notes how long a call took the way `p` says it went. */
   record(p: Pick): void {
+    if (!p.counts) return;
     const rate = ((performance.now() - p.start) * 1e6) / Math.max(p.work, 1);
-    (p.sharded ? this.sharded : this.inline)[p.bucket]!.add(rate);
+    const b = this.buckets[p.bucket]!;
+    (p.sharded ? b.sharded : b.inline).add(rate);
+  }
+
+  /** Sharding unless the calling thread alone has clearly been faster lately. */
+  private shardedIsBetter(b: Bucket): boolean {
+    return !(b.inline.median() < INLINE_MARGIN * b.sharded.median());
+  }
+
+  /** A probe replaces what was known of its way: old timings may be from another load. */
+  private startProbe(b: Bucket, sharded: boolean, now: number): void {
+    (sharded ? b.sharded : b.inline).clear();
+    b.probeSharded = sharded;
+    b.probeLeft = PROBE_RUN;
+    b.since = 0;
+    b.lastProbe = now;
   }
 }

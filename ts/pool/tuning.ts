@@ -39,16 +39,18 @@ export const STREAM_BELOW = Number.POSITIVE_INFINITY;
  * timers and I/O: between queued calls, and between chunks of one call. A 20 ms timer then
  * fires within a few ms of its time even during a burst of queued calls.
  */
-export const SLICE_MS = 4;
+export const SLICE_MS = 2;
 
 /**
  * Polls (one Atomics.load each, about 5 ns in optimized V8 code) a worker spends waiting for
- * the next job before it sleeps in Atomics.wait, when jobs are arriving back to back: about
- * 50 µs, the order of a futex wake-up on a small VM (40 µs here). Bounded and short, so that a
- * worker never holds a core that a busy machine (another process, the calling thread) needs
- * for longer than that.
+ * the next job before it sleeps in Atomics.wait, and the calling thread for the workers' last
+ * chunks: about 100 µs, more than a futex wake-up on this VM (40–80 µs), so that calls arriving
+ * back to back find the workers awake. With 50 µs, a 128×2048 call (65 µs) often found them
+ * asleep and sharding it stopped paying (1.0× instead of 1.6×, A/B in one run). Polling is
+ * bounded, and under contention the pool stops handing work to the workers (choice.ts), so they
+ * sleep instead of taking a core a busy machine needs.
  */
-export const SPIN_POLLS = 10_000;
+export const SPIN_POLLS = 20_000;
 
 /** Chunks per participant: enough to balance a late or descheduled thread, few enough to be cheap. */
 export const CHUNKS_PER_THREAD = 4;
@@ -79,4 +81,5 @@ export const EXIT_GRACE_MS = 50;
 export const SAMPLES = 5;
 export const INLINE_MARGIN = 0.8;
 export const PROBE_EVERY = 16;
-export const PROBE_MS = 50;
+export const PROBE_MS = 100;
+export const PROBE_RUN = 3;
