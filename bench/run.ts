@@ -21,7 +21,7 @@ import { copies } from './contenders/copy.js';
 import { jsNaive } from './contenders/js-naive.js';
 import { jsOptimized } from './contenders/js-optimized.js';
 import { layerNorm } from './contenders/layernorm.js';
-import { poolContenders, poolFactory, Pools } from './contenders/pool.js';
+import { poolContenders, Pools } from './contenders/pool.js';
 import { wasmSync } from './contenders/wasm.js';
 import { DEFAULT_SHAPES, QUICK_SHAPES } from './defaults.js';
 import { makeCase, parseShapes, shapeName } from './data.js';
@@ -60,8 +60,7 @@ const log = (s: string) => process.stderr.write(s + '\n');
 
 // Order within a shape: the copy first (the roof every row is compared with), then forward,
 // backward, LayerNorm; onnxruntime afterwards, in child processes.
-const create = poolFactory();
-const pools = create ? new Pools(create) : null;
+const pools = new Pools();
 const byOp = (ks: Contender[], op: string) => ks.filter((k) => k.op === op);
 const sync = [...jsNaive(), ...jsOptimized(), ...(await wasmSync())];
 const pooled = poolContenders(pools, cores);
@@ -86,10 +85,9 @@ for (const s of shapes) {
     rows.push(row);
   }
 }
-await pools?.destroy();
+await pools.destroy();
 
 const notes: string[] = [];
-if (!create) notes.push('Pool rows missing: dist/index.js does not export createPool.');
 if (!args['no-ort']) {
   const specs = [
     { engine: 'web' as const, threads: 1 },

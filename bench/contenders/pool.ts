@@ -1,34 +1,15 @@
 /**
- * The Worker pool (`createPool`, issue 3) with N = 1 … cores threads, on plain Float32Arrays
+ * The Worker pool (`createPool`) with N = 1 … cores threads, on plain Float32Arrays
  * (`pool-N`) and on views of the simd-threads instance's shared memory, the one the pool's
  * workers run on (`pool-N-zero-copy`). Calls return promises, so these are async tasks.
- *
- * Written against the pool's documented API and guarded: if dist/index.js does not export
- * createPool, there are no pool contenders and the report says so.
  * @module
  */
 import * as lib from '../../dist/index.js';
+import type { RmsNormPool as Pool } from '../../dist/index.js';
 import type { Case, Contender, Instance } from '../types.js';
 import { wasmBuffers } from './wasm-buffers.js';
 
-/** The slice of the pool API the benchmark uses. */
-interface Pool {
-  readonly threads: number;
-  readonly mode: 'threads' | 'single';
-  rmsNorm(x: Float32Array, w: Float32Array | null, o?: { out?: Float32Array; eps?: number }): Promise<Float32Array>;
-  rmsNormBackward(
-    dy: Float32Array, x: Float32Array, w: Float32Array | null,
-    o?: { dx?: Float32Array; dweight?: Float32Array; eps?: number },
-  ): Promise<unknown>;
-  destroy(): Promise<void>;
-}
 type CreatePool = (o?: { threads?: number }) => Promise<Pool>;
-
-/** createPool if the built library has it, else null. */
-export function poolFactory(): CreatePool | null {
-  const f = (lib as Record<string, unknown>).createPool;
-  return typeof f === 'function' ? (f as CreatePool) : null;
-}
 
 function forward(p: Pool, c: Case, zc: boolean): Instance | Promise<Instance> {
   if (!zc) {
@@ -70,7 +51,7 @@ function backward(p: Pool, c: Case, zc: boolean): Instance | Promise<Instance> {
 /** Pools by thread count, created on first use and shared by that count's contenders. */
 export class Pools {
   private readonly pools = new Map<number, Promise<Pool>>();
-  constructor(private readonly create: CreatePool) {}
+  constructor(private readonly create: CreatePool = lib.createPool) {}
 
   get(threads: number): Promise<Pool> {
     let p = this.pools.get(threads);
@@ -85,12 +66,8 @@ export class Pools {
   }
 }
 
-/**
- * The pool contenders for N = 1 … `cores`, forward and backward, plain and zero-copy; empty
- * when `pools` is null (no createPool).
- */
-export function poolContenders(pools: Pools | null, cores: number): Contender[] {
-  if (!pools) return [];
+/** The pool contenders for N = 1 … `cores`, forward and backward, plain and zero-copy. */
+export function poolContenders(pools: Pools, cores: number): Contender[] {
   const out: Contender[] = [];
   for (const op of ['forward', 'backward'] as const) {
     for (let n = 1; n <= cores; n++) {

@@ -107,18 +107,27 @@ export function work(ctl: Int32Array, k: KernelExports, job: number, once: boole
     if (index >= 0) for (let h; (h = Atomics.load(ctl, HOLD)) === index + 1; ) Atomics.wait(ctl, HOLD, h);
     const stream = ctl[STREAM] === 1;
     if (stream) waitReady(ctl, c);
-    runChunk(ctl, k, c);
-    if (stream) {
-      const at = ctl[FLAG0]! + c;
-      Atomics.store(ctl, at, job | 0x10000);
-      Atomics.notify(ctl, at);
-    }
-    if (Atomics.add(ctl, COMPLETED, 1) + 1 === ctl[N_CHUNKS]) {
-      complete(ctl, k);
-      return true;
-    }
+    if (finishChunk(ctl, k, job, c)) return true;
     if (once) return false;
   }
+}
+
+/**
+ * Runs claimed chunk `c` of `job`, raises its done flag (streaming), and completes the job if
+ * it was the last chunk; returns whether it did.
+ */
+function finishChunk(ctl: Int32Array, k: KernelExports, job: number, c: number): boolean {
+  runChunk(ctl, k, c);
+  if (ctl[STREAM] === 1) {
+    const at = ctl[FLAG0]! + c;
+    Atomics.store(ctl, at, job | 0x10000);
+    Atomics.notify(ctl, at);
+  }
+  if (Atomics.add(ctl, COMPLETED, 1) + 1 === ctl[N_CHUNKS]) {
+    complete(ctl, k);
+    return true;
+  }
+  return false;
 }
 
 /** {@link workOne}'s answers. */
@@ -140,17 +149,7 @@ export function workOne(ctl: Int32Array, k: KernelExports, job: number): number 
     if (c >= ctl[N_CHUNKS]!) return NONE_LEFT;
     if (!chunkReady(ctl, c)) return NOT_READY;
     if (Atomics.compareExchange(ctl, NEXT, cur, cur + 1) !== cur) continue;
-    runChunk(ctl, k, c);
-    if (ctl[STREAM] === 1) {
-      const at = ctl[FLAG0]! + c;
-      Atomics.store(ctl, at, job | 0x10000);
-      Atomics.notify(ctl, at);
-    }
-    if (Atomics.add(ctl, COMPLETED, 1) + 1 === ctl[N_CHUNKS]) {
-      complete(ctl, k);
-      return COMPLETED_JOB;
-    }
-    return RAN;
+    return finishChunk(ctl, k, job, c) ? COMPLETED_JOB : RAN;
   }
 }
 

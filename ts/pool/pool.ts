@@ -16,8 +16,6 @@ import { Scratch } from '../memory.js';
 import {
   checkBackward,
   checkForward,
-  describe,
-  options as checkOptions,
   type BackwardArgs,
   type ForwardArgs,
   type RmsNormBackwardOptions,
@@ -26,60 +24,15 @@ import {
 } from '../validate.js';
 import * as C from './control.js';
 import { Dispatcher } from './dispatch.js';
-import { prepareBackward, prepareForward, type Placement } from './operands.js';
+import { prepareBackward, prepareForward, type Placement, type Prepared } from './operands.js';
 import { Choice } from './choice.js';
 import { CallQueue, abortReason, type Settle } from './queue.js';
 import { INLINE_BELOW, SLICE_MS, STREAM_BELOW } from './tuning.js';
 import { Workers } from './workers.js';
 
 export { INLINE_BELOW, JOIN_BELOW, STREAM_BELOW } from './tuning.js';
-
-/** Options of {@link createPool}. */
-export interface PoolOptions {
-  /**
-   * Threads that compute a job. Default: the number of logical cores
-   * (`os.availableParallelism()` / `navigator.hardwareConcurrency`). Integer 1–256. Where the
-   * calling thread may block (Node), it is one of them.
-   */
-  threads?: number;
-}
-
-/** Per-call option of the pool's methods, besides the sync API's options. */
-export interface PoolCallOptions {
-  /** Aborting rejects the call with the signal's reason (an AbortError) while it is queued. */
-  signal?: AbortSignal;
-}
-
-/** A pool of workers sharing one wasm memory; see {@link createPool}. */
-export interface RmsNormPool {
-  /** Workers running: `threads` in 'threads' mode, 0 in 'single' mode. */
-  readonly threads: number;
-  /** 'threads': workers on shared memory. 'single': no SharedArrayBuffer here, so every call
-   * runs on the calling thread with the `simd` build (same API and results). */
-  readonly mode: 'threads' | 'single';
-  /** As the sync {@link rmsNorm}, resolved when done. Arguments are checked before queueing. */
-  rmsNorm(x: Float32Array, weight: Float32Array | null, options?: RmsNormOptions & PoolCallOptions): Promise<Float32Array>;
-  /** As the sync {@link rmsNormBackward}; dweight has the same bits whatever the thread count. */
-  rmsNormBackward(
-    dy: Float32Array,
-    x: Float32Array,
-    weight: Float32Array | null,
-    options?: RmsNormBackwardOptions & PoolCallOptions,
-  ): Promise<RmsNormBackwardResult>;
-  /**
-   * Dispatches an empty job to every worker and resolves when all have answered: the pool's
-   * fixed cost per call, for benchmarks.
-   */
-  ping(): Promise<void>;
-  /**
-   * Rejects queued and running calls at once, stops the workers and gives back the memory
-   * they and the pool held; later calls reject at once. Resolves when the workers are gone
-   * (within about 50 ms plus a termination).
-   */
-  destroy(): Promise<void>;
-  /** destroy(), for `await using pool = await createPool()` (TypeScript ≥ 5.2). */
-  [Symbol.asyncDispose](): Promise<void>;
-}
+export type { PoolCallOptions, PoolOptions, RmsNormPool } from './api.js';
+import { checkCreateOptions, checkSignal, POOL_KEYS, type PoolCallOptions, type PoolOptions, type RmsNormPool } from './api.js';
 
 type Job =
   | { kind: 'forward'; check: () => ForwardArgs; settle: Settle<Float32Array>; signal?: AbortSignal }
@@ -91,19 +44,6 @@ type Job =
 const TEST_HOOKS: unique symbol = Symbol.for('rmsnorm-wasm.test');
 
 const destroyedError = () => new Error('rmsnorm-wasm pool: the pool was destroyed');
-
-/** Options the pool's methods take beyond the sync API's. */
-const POOL_KEYS: readonly string[] = ['signal'];
-const CREATE_KEYS: readonly string[] = ['threads'];
-
-function checkSignal(fn: string, o: unknown): AbortSignal | undefined {
-  const s = (o as { signal?: unknown } | undefined)?.signal;
-  if (s === undefined) return undefined;
-  if (typeof s !== 'object' || s === null || typeof (s as AbortSignal).addEventListener !== 'function' || typeof (s as AbortSignal).aborted !== 'boolean') {
-    throw new TypeError(`${fn}: options.signal must be an AbortSignal, got ${describe(s)}`);
-  }
-  return s as AbortSignal;
-}
 
 class Pool implements RmsNormPool, Placement {
   readonly threads: number;
@@ -258,35 +198,35 @@ class Pool implements RmsNormPool, Placement {
       return;
     }
     if (job.kind === 'forward') {
-      const a = job.check();
-      const work = a.rows * a.dim;
-      if (this.inline(a.rows, work, 'forward')) return job.settle.resolve(this.rn.forwardChecked(a));
-      const pick = this.choice.pick(false, !this.heap.holds(a.x), work);
-      let y: Float32Array;
-      if (pick.sharded) {
-        const p = prepareForward(this, a);
-        await this.dispatcher!.run(p.spec);
-        y = p.finish();
-      } else {
-        y = this.rn.forwardChecked(a);
-      }
-      this.choice.record(pick);
-      return job.settle.resolve(y);
-    }
-    const a = job.check();
-    const work = 2 * a.rows * a.dim;
-    if (this.inline(a.rows, a.rows * a.dim, 'backward')) return job.settle.resolve(this.rn.backwardChecked(a));
-    const pick = this.choice.pick(true, !this.heap.holds(a.x), work);
-    let g: RmsNormBackwardResult;
-    if (pick.sharded) {
-      const p = prepareBackward(this, a);
-      await this.dispatcher!.run(p.spec);
-      g = p.finish();
+      job.settle.resolve(await this.call(job.check(), false, (a) => this.rn.forwardChecked(a), prepareForward));
     } else {
-      g = this.rn.backwardChecked(a);
+      job.settle.resolve(await this.call(job.check(), true, (a) => this.rn.backwardChecked(a), prepareBackward));
+    }
+  }
+
+  /**
+   * One checked call: inline when too small to shard, else sharded or on this thread alone as
+   * `choice` decides from recent timings of calls of its kind.
+   */
+  private async call<A extends ForwardArgs | BackwardArgs, R>(
+    a: A,
+    backward: boolean,
+    alone: (a: A) => R,
+    prepare: (p: Placement, a: A) => Prepared<R>,
+  ): Promise<R> {
+    const elems = a.rows * a.dim;
+    if (this.inline(a.rows, elems, backward ? 'backward' : 'forward')) return alone(a);
+    const pick = this.choice.pick(backward, !this.heap.holds(a.x), backward ? 2 * elems : elems);
+    let r: R;
+    if (pick.sharded) {
+      const p = prepare(this, a);
+      await this.dispatcher!.run(p.spec);
+      r = p.finish();
+    } else {
+      r = alone(a);
     }
     this.choice.record(pick);
-    job.settle.resolve(g);
+    return r;
   }
 
   async destroy(): Promise<void> {
@@ -358,19 +298,12 @@ export async function createPool(
   options: PoolOptions | undefined,
   load: (build: 'simd-threads' | 'simd' | 'scalar') => Promise<RmsNorm>,
 ): Promise<RmsNormPool> {
-  const o = checkOptions('createPool', options, CREATE_KEYS);
-  const t = o.threads;
-  if (t !== undefined) {
-    if (typeof t !== 'number') throw new TypeError(`createPool: options.threads must be a number, got ${describe(t)}`);
-    if (!Number.isInteger(t) || t < 1 || t > 256) {
-      throw new RangeError(`createPool: options.threads must be an integer from 1 to 256, got ${t}`);
-    }
-  }
+  const t = checkCreateOptions(options);
   if (!threadsAvailable()) {
     return new Pool(await load(simdSupported() ? 'simd' : 'scalar'), 0, 1);
   }
   const cores = await coreCount();
-  const pool = new Pool(await load('simd-threads'), (t as number | undefined) ?? cores, cores);
+  const pool = new Pool(await load('simd-threads'), t ?? cores, cores);
   await pool.start();
   return pool;
 }

@@ -1,0 +1,78 @@
+/**
+ * The pool's public types: what createPool takes and what it returns.
+ * @module
+ */
+import { describe, options as checkOptions, type RmsNormBackwardOptions, type RmsNormBackwardResult, type RmsNormOptions } from '../validate.js';
+
+/** Options of {@link createPool}. */
+export interface PoolOptions {
+  /**
+   * Threads that compute a job. Default: the number of logical cores
+   * (`os.availableParallelism()` / `navigator.hardwareConcurrency`). Integer 1–256. Where the
+   * calling thread may block (Node), it is one of them.
+   */
+  threads?: number;
+}
+
+/** Per-call option of the pool's methods, besides the sync API's options. */
+export interface PoolCallOptions {
+  /** Aborting rejects the call with the signal's reason (an AbortError) while it is queued. */
+  signal?: AbortSignal;
+}
+
+/** A pool of workers sharing one wasm memory; see {@link createPool}. */
+export interface RmsNormPool {
+  /** Workers running: `threads` in 'threads' mode, 0 in 'single' mode. */
+  readonly threads: number;
+  /** 'threads': workers on shared memory. 'single': no SharedArrayBuffer here, so every call
+   * runs on the calling thread with the `simd` build (same API and results). */
+  readonly mode: 'threads' | 'single';
+  /** As the sync {@link rmsNorm}, resolved when done. Arguments are checked before queueing. */
+  rmsNorm(x: Float32Array, weight: Float32Array | null, options?: RmsNormOptions & PoolCallOptions): Promise<Float32Array>;
+  /** As the sync {@link rmsNormBackward}; dweight has the same bits whatever the thread count. */
+  rmsNormBackward(
+    dy: Float32Array,
+    x: Float32Array,
+    weight: Float32Array | null,
+    options?: RmsNormBackwardOptions & PoolCallOptions,
+  ): Promise<RmsNormBackwardResult>;
+  /**
+   * Dispatches an empty job to every worker and resolves when all have answered: the pool's
+   * fixed cost per call, for benchmarks.
+   */
+  ping(): Promise<void>;
+  /**
+   * Rejects queued and running calls at once, stops the workers and gives back the memory
+   * they and the pool held; later calls reject at once. Resolves when the workers are gone
+   * (within about 50 ms plus a termination).
+   */
+  destroy(): Promise<void>;
+  /** destroy(), for `await using pool = await createPool()` (TypeScript ≥ 5.2). */
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+
+/** Options the pool's methods take beyond the sync API's. */
+export const POOL_KEYS: readonly string[] = ['signal'];
+const CREATE_KEYS: readonly string[] = ['threads'];
+
+/** The AbortSignal of a pool call's options, checked; a TypeError naming `fn` otherwise. */
+export function checkSignal(fn: string, o: unknown): AbortSignal | undefined {
+  const s = (o as { signal?: unknown } | undefined)?.signal;
+  if (s === undefined) return undefined;
+  if (typeof s !== 'object' || s === null || typeof (s as AbortSignal).addEventListener !== 'function' || typeof (s as AbortSignal).aborted !== 'boolean') {
+    throw new TypeError(`${fn}: options.signal must be an AbortSignal, got ${describe(s)}`);
+  }
+  return s as AbortSignal;
+}
+
+/** createPool's options, checked (unknown keys and wrong types are TypeErrors); the thread count if given. */
+export function checkCreateOptions(options: unknown): number | undefined {
+  const t = checkOptions('createPool', options, CREATE_KEYS).threads;
+  if (t === undefined) return undefined;
+  if (typeof t !== 'number') throw new TypeError(`createPool: options.threads must be a number, got ${describe(t)}`);
+  if (!Number.isInteger(t) || t < 1 || t > 256) {
+    throw new RangeError(`createPool: options.threads must be an integer from 1 to 256, got ${t}`);
+  }
+  return t;
+}
