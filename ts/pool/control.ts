@@ -54,9 +54,9 @@ export const FLAG0 = 81;
 /** Test hook: worker `HOLD - 1` stops inside the next chunk it claims until HOLD changes. */
 export const HOLD = 82;
 /**
- * Worker w's line: its wake-up word at SEQ0 + w·STRIDE, then its busy flag, then EXITING (1
- * once it has left its serve loop and is releasing its own stack and TLS: the pool must not
- * release them again).
+ * Worker w's line: its wake-up word at SEQ0 + w·STRIDE, then its busy flag, then EXITING: 1
+ * once it has left its serve loop and is releasing its own stack and TLS (the pool must not
+ * release them again, nor terminate it: it holds the shared allocator's lock), 2 when done.
  */
 export const SEQ0 = 96;
 export const STRIDE = 16;

@@ -57,6 +57,9 @@ function serve(port: Port, ctl: Int32Array, k: KernelExports & ThreadExports, in
       // this worker meanwhile does not release them a second time (a leak is the worst case).
       Atomics.store(ctl, seqAt + EXITING, 1);
       k.__wbindgen_thread_destroy();
+      // Done with the allocator: only now may the pool terminate this thread (terminating it
+      // inside free() would leave the shared allocator's lock held and hang every thread).
+      Atomics.store(ctl, seqAt + EXITING, 2);
       return;
     }
     if (op === Op.FAIL) {

@@ -154,9 +154,13 @@ export class Workers {
     this.stopped = true;
     Atomics.store(this.ctl, C.OP, C.Op.EXIT);
     for (let i = 0; i < this.slots.length; i++) this.wake(i);
-    const exited = (i: number) => Atomics.load(this.ctl, C.SEQ0 + C.STRIDE * i + C.EXITING) !== 0;
+    const state = (i: number) => Atomics.load(this.ctl, C.SEQ0 + C.STRIDE * i + C.EXITING);
+    const exited = (i: number) => state(i) === 2;
+    // Workers still in a chunk after the grace period are terminated; one that has started
+    // releasing its memory (state 1) holds the allocator's lock and is always waited for.
     const deadline = Date.now() + EXIT_GRACE_MS;
-    while (this.slots.some((s, i) => s.handle && !exited(i)) && Date.now() < deadline) {
+    const waiting = (i: number) => !exited(i) && (state(i) === 1 || Date.now() < deadline);
+    for (let t0 = Date.now(); this.slots.some((s, i) => s.handle && waiting(i)) && Date.now() - t0 < 10_000; ) {
       await new Promise((r) => setTimeout(r, 1));
     }
     let allStopped = true;
