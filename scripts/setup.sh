@@ -4,7 +4,9 @@
 # build-std), Chromium for the browser tests, wasm-bindgen-cli at the crate's pinned version,
 # wasm-pack at a pinned version, the npm packages; checks that each tool comes from what it
 # installed (scripts/check-tools.sh); then builds the three wasm variants and the TypeScript.
-# The list of tools and packages lives in scripts/tools.sh.
+# The list of tools and packages lives in scripts/tools.sh; the Debian packages are:
+#   rustc-web cargo-web rust-web-src rust-web-llvm lld-22 chromium
+# (test/setup-check.test.ts keeps this line equal to that list).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"

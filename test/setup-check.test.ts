@@ -7,7 +7,7 @@
  * closing notes record a real removal run).
  */
 import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -59,6 +59,12 @@ describe('scripts/check-tools.sh', () => {
   it('lists rust-web-llvm and lld-22 (rust-lld) among the packages setup.sh installs', () => {
     expect(packages).toEqual(expect.arrayContaining(['rustc-web', 'cargo-web', 'rust-web-src', 'rust-web-llvm', 'lld-22', 'chromium']));
     expect(tools.some((t) => t.startsWith('rust-lld:'))).toBe(true);
+  });
+
+  it("setup.sh's header names exactly the Debian packages of scripts/tools.sh", () => {
+    const setup = readFileSync(join(ROOT, 'scripts', 'setup.sh'), 'utf8');
+    const line = /^#\s+((?:[a-z0-9.+-]+ ?)+)$/m.exec(setup.split('the Debian packages are:')[1] ?? '');
+    expect(line?.[1]!.trim().split(' ').sort()).toEqual([...packages].sort());
   });
 
   it('passes on this set-up machine', () => {
