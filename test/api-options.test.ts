@@ -3,28 +3,13 @@
 // TypeError naming the function, the argument and what it got, and the module keeps working.
 import { beforeAll, describe, expect, it } from 'vitest';
 import * as pkg from '../dist/index.js';
+import { rejection, thrown } from './thrown.js';
 
 beforeAll(async () => {
   await pkg.init({ build: 'simd' });
 });
 
-async function rejection(p: Promise<unknown>): Promise<Error> {
-  try {
-    await p;
-  } catch (e) {
-    return e as Error;
-  }
-  throw new Error('expected the promise to reject, it resolved');
-}
 
-function thrown(call: () => unknown): Error {
-  try {
-    call();
-  } catch (e) {
-    return e as Error;
-  }
-  throw new Error('expected the call to throw, it returned');
-}
 
 describe('init(options)', () => {
   it.each([

@@ -2,6 +2,7 @@
 // every test imports its own fresh copy of the package (vi.resetModules + dynamic import).
 import { describe, expect, it, vi } from 'vitest';
 import { allclose, mismatch, randn, refForward } from './reference.js';
+import { thrown } from './thrown.js';
 
 type Pkg = typeof import('../dist/index.js');
 
@@ -11,14 +12,6 @@ async function fresh(): Promise<Pkg> {
   return import('../dist/index.js');
 }
 
-function thrown(call: () => unknown): Error {
-  try {
-    call();
-  } catch (e) {
-    return e as Error;
-  }
-  throw new Error('expected the call to throw, it returned');
-}
 
 describe('before init()', () => {
   it('fresh imports really are separate module instances', async () => {

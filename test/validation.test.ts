@@ -5,6 +5,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadRmsNorm, type F32Buffer, type RmsNorm } from '../dist/index.js';
 import { allclose, firstBitDiff, mismatch, randn, refBackward, refForward, testWeight } from './reference.js';
+import { thrown } from './thrown.js';
 
 const ROWS = 4;
 const DIM = 8;
@@ -162,15 +163,6 @@ const BACKWARD: Bad[] = [
   },
 ];
 
-/** Runs `call`, which must throw: returns the error. */
-function thrown(call: () => unknown): Error {
-  try {
-    call();
-  } catch (e) {
-    return e as Error;
-  }
-  throw new Error('expected the call to throw, it returned');
-}
 
 describe.each(['simd', 'simd-threads'] as const)('%s build: bad arguments', (build) => {
   let m: RmsNorm;
