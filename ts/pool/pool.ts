@@ -205,8 +205,8 @@ class Pool implements RmsNormPool, Placement {
   }
 
   /**
-   * One checked call: inline when too small to shard, else sharded or on this thread alone as
-   * `choice` decides from recent timings of calls of its kind.
+   * One checked call: inline when too small to shard, else sharded or (where this thread may
+   * block) on this thread alone, as `choice` decides from recent timings of calls of its kind.
    */
   private async call<A extends ForwardArgs | BackwardArgs, R>(
     a: A,
@@ -216,16 +216,17 @@ class Pool implements RmsNormPool, Placement {
   ): Promise<R> {
     const elems = a.rows * a.dim;
     if (this.inline(a.rows, elems, backward ? 'backward' : 'forward')) return alone(a);
-    const pick = this.choice.pick(backward, !this.heap.holds(a.x), backward ? 2 * elems : elems);
+    // A page's main thread keeps sharding: keeping the page responsive is the point there.
+    const pick = this.joinAllowed ? this.choice.pick(backward, !this.heap.holds(a.x), backward ? 2 * elems : elems) : null;
     let r: R;
-    if (pick.sharded) {
+    if (!pick || pick.sharded) {
       const p = prepare(this, a);
       await this.dispatcher!.run(p.spec);
       r = p.finish();
     } else {
       r = alone(a);
     }
-    this.choice.record(pick);
+    if (pick) this.choice.record(pick);
     return r;
   }
 
