@@ -130,26 +130,19 @@ function finishChunk(ctl: Int32Array, k: KernelExports, job: number, c: number):
   return false;
 }
 
-/** {@link workOne}'s answers. */
-export const NONE_LEFT = -1;
-export const NOT_READY = -2;
-export const RAN = 0;
-export const COMPLETED_JOB = 1;
-
 /**
  * The calling thread's share of a job, one chunk at a time, so that it can copy results out
  * and yield to the event loop between chunks: claims the next chunk of `job` if there is one
- * whose input is in (streaming), runs it, and says what happened.
+ * whose input is in (streaming) and runs it. Returns whether it ran one.
  */
-export function workOne(ctl: Int32Array, k: KernelExports, job: number): number {
+export function workOne(ctl: Int32Array, k: KernelExports, job: number): boolean {
   for (;;) {
     const cur = Atomics.load(ctl, NEXT);
-    if (cur >>> 16 !== job) return NONE_LEFT;
     const c = cur & 0xffff;
-    if (c >= ctl[N_CHUNKS]!) return NONE_LEFT;
-    if (!chunkReady(ctl, c)) return NOT_READY;
+    if (cur >>> 16 !== job || c >= ctl[N_CHUNKS]! || !chunkReady(ctl, c)) return false;
     if (Atomics.compareExchange(ctl, NEXT, cur, cur + 1) !== cur) continue;
-    return finishChunk(ctl, k, job, c) ? COMPLETED_JOB : RAN;
+    finishChunk(ctl, k, job, c);
+    return true;
   }
 }
 
@@ -166,7 +159,7 @@ function waitReady(ctl: Int32Array, c: number): void {
 }
 
 /** Whether chunk `c` of a streaming job may be claimed now (its input is in). */
-export function chunkReady(ctl: Int32Array, c: number): boolean {
+function chunkReady(ctl: Int32Array, c: number): boolean {
   return ctl[STREAM] !== 1 || Atomics.load(ctl, READY) > c;
 }
 

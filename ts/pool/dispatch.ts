@@ -183,7 +183,7 @@ export class Dispatcher {
         Atomics.store(ctl, C.READY, ++copiedIn);
         Atomics.notify(ctl, C.READY);
         progressed = true;
-      } else if (callerHelps && C.workOne(ctl, this.k, job) >= 0) {
+      } else if (callerHelps && C.workOne(ctl, this.k, job)) {
         progressed = true;
       }
       if (stream) {
