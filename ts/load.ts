@@ -7,7 +7,10 @@ import { isNode, simdSupported, threadsAvailable } from './platform.js';
 /** The wasm builds: see build.sh. */
 export type Build = 'simd' | 'simd-threads' | 'scalar';
 
-/** The raw exports every build has (byte addresses in, status codes out; see crate/src/bindings.rs). */
+/**
+ * The raw exports every build has (byte addresses in, status codes out; see crate/src/bindings.rs).
+ * Called only through the operation records of ops.ts.
+ */
 export interface KernelExports {
   alloc_f32(len: number): number;
   free_f32(addr: number, len: number): void;
@@ -15,13 +18,13 @@ export interface KernelExports {
   rms_norm_forward(x: number, w: number, y: number, rstd: number, rows: number, dim: number, eps: number): number;
   rms_norm_backward(
     dy: number, x: number, w: number, rstd: number, dx: number, dw: number, work: number,
-    rows: number, dim: number, eps: number,
+    rows: number, dim: number, eps: number, row0: number, total: number,
   ): number;
   rms_norm_backward_rows(
     dy: number, x: number, w: number, rstd: number, dx: number, partials: number,
     rows: number, dim: number, eps: number, row0: number, row1: number,
   ): number;
-  reduce_partials(partials: number, blocks: number, dim: number, dw: number, col0: number, col1: number): number;
+  reduce_partials(partials: number, blocks: number, dim: number, dw: number, accumulate: number): number;
   layer_norm_forward(x: number, w: number, b: number, y: number, rows: number, dim: number, eps: number): number;
   copy_f32(src: number, dst: number, n: number): number;
 }

@@ -1,7 +1,7 @@
 /**
  * The module's linear memory seen from JavaScript: a Float32Array view that is re-made after
  * growth, the test "does this array live in wasm memory?", allocF32 handles, and the reused
- * scratch space that plain Float32Arrays are copied through.
+ * window that plain Float32Arrays are streamed through (see place.ts).
  * @module
  */
 import type { LoadedWasm } from './load.js';
@@ -36,9 +36,6 @@ export interface F32Buffer {
 const ALIGN = 4;
 const roundUp = (n: number) => Math.ceil(n / ALIGN) * ALIGN;
 
-/** Argument positions {@link Heap.remembered} knows a view for. */
-export const SLOTS = 10;
-
 /** The memory of one instantiated build. */
 export class Heap {
   readonly wasm: LoadedWasm;
@@ -46,10 +43,6 @@ export class Heap {
   // Buffers this memory had before it grew: views on them still address this memory
   // (shared memory), or are detached (non-shared); either way we recognize them.
   private readonly past = new WeakSet<ArrayBufferLike>();
-  // Per argument position of the zero-copy fast path, the last view of this memory and its address.
-  private readonly seen: (Float32Array | null)[] = new Array<Float32Array | null>(SLOTS).fill(null);
-  private readonly seenAt: number[] = new Array<number>(SLOTS).fill(0);
-
   private readonly shared: boolean;
 
   constructor(wasm: LoadedWasm) {
@@ -98,24 +91,6 @@ export class Heap {
     );
   }
 
-  /**
-   * The byte address remembered for `a` at argument position `slot` (0 to {@link SLOTS} − 1)
-   * by {@link remember}, or -1. The zero-copy fast path asks this first: a call repeated on the
-   * same views then reads no typed-array getter (buffer and byteOffset cost 10-15 ns each in
-   * Node 20; a view's byteOffset never changes). A remembered view of non-shared memory counts
-   * only while it has elements: growth detaches it. One of shared memory stays valid (the old
-   * buffers of shared memory address the same memory).
-   */
-  remembered(slot: number, a: Float32Array): number {
-    return a === this.seen[slot] && (this.shared || a.length !== 0) ? this.seenAt[slot]! : -1;
-  }
-
-  /** Notes that `a`, a view of this memory's current buffer, is at byte address `addr`. */
-  remember(slot: number, a: Float32Array, addr: number): void {
-    this.seen[slot] = a;
-    this.seenAt[slot] = addr;
-  }
-
   /** Allocates `length` floats; throws a RangeError when memory cannot grow that far. */
   alloc(length: number): number {
     const addr = this.wasm.exports.alloc_f32(length);
@@ -161,8 +136,8 @@ export class Heap {
 }
 
 /**
- * One reusable region of wasm memory for copies of plain arrays. It only ever grows (to the
- * largest call seen), so repeated calls of one shape allocate nothing.
+ * One reusable region of wasm memory (a placer's window, see place.ts). It only grows, and
+ * only when one segment needs more than it holds, so repeated calls allocate nothing.
  */
 export class Scratch {
   private addr = 0;

@@ -1,21 +1,17 @@
 /**
  * The synchronous API bound to one instantiated build: rmsNorm, rmsNormBackward, allocF32,
  * plus the LayerNorm forward and the memory copy that the benchmark compares against.
+ *
+ * Every call is: validate (validate.ts), place (place.ts), run the kernel on each segment
+ * (ops.ts), finish. See docs/architecture.md.
  * @module
  */
+import { resultArray } from './platform.js';
 import type { Build, LoadedWasm } from './load.js';
 import { Heap, Scratch, type F32Buffer } from './memory.js';
-import {
-  copyOut,
-  plainBackward,
-  plainForward,
-  residentBackward,
-  residentForward,
-  stage,
-  type Input,
-  type Output,
-  type Staged,
-} from './staging.js';
+import { BACKWARD, FORWARD, type Op } from './ops.js';
+import { Placer, SYNC_WINDOW_FLOATS, type Placement, type WindowRules } from './place.js';
+import { checkStatus } from './status.js';
 import {
   checkBackward,
   checkForward,
@@ -26,66 +22,33 @@ import {
   type RmsNormOptions,
 } from './validate.js';
 
-/** Throws on a non-zero kernel status: the JS checks should make that impossible. */
-export function checkStatus(fn: string, status: number): void {
-  if (status !== 0) {
-    throw new Error(`${fn}: the wasm kernel rejected its arguments (status ${status}); this is a bug in rmsnorm-wasm`);
-  }
-}
-
-/** Stages a checked forward call: inputs [x, weight?], outputs [y, rstd?]. */
-export function stageForward(fn: string, heap: Heap, scratch: Scratch, a: ForwardArgs, y: Float32Array): Staged {
-  const inputs: Input[] = [{ name: 'x', arr: a.x }];
-  if (a.weight) inputs.push({ name: 'weight', arr: a.weight });
-  const outputs: Output[] = [{ name: 'options.out', arr: y, alias: [a.x] }];
-  if (a.rstd) outputs.push({ name: 'options.rstd', arr: a.rstd });
-  return stage(fn, heap, scratch, inputs, outputs);
-}
-
-/**
- * Stages a checked backward call: inputs [dy, x, weight?, rstd?], outputs [dx, dweight?],
- * extra regions: `extra` float counts.
- */
-export function stageBackward(
-  fn: string,
-  heap: Heap,
-  scratch: Scratch,
-  a: BackwardArgs,
-  dx: Float32Array,
-  dweight: Float32Array | null,
-  extra: readonly number[],
-): Staged {
-  const inputs: Input[] = [{ name: 'dy', arr: a.dy }, { name: 'x', arr: a.x }];
-  if (a.weight) inputs.push({ name: 'weight', arr: a.weight });
-  if (a.rstd) inputs.push({ name: 'options.rstd', arr: a.rstd });
-  const outputs: Output[] = [{ name: 'options.dx', arr: dx, alias: [a.dy, a.x] }];
-  if (dweight) outputs.push({ name: 'options.dweight', arr: dweight });
-  return stage(fn, heap, scratch, inputs, outputs, extra);
-}
-
-/** Addresses of a staged backward in kernel argument order. */
-export function backwardAddrs(a: BackwardArgs, s: Staged) {
-  let i = 2;
-  const w = a.weight ? s.inputs[i++]! : 0;
-  const rstd = a.rstd ? s.inputs[i++]! : 0;
-  return { dy: s.inputs[0]!, x: s.inputs[1]!, w, rstd, dx: s.outputs[0]!, dw: a.weight ? s.outputs[1]! : 0 };
-}
+/** The sync API's window: segments of any row count (the backward carries its open dweight block). */
+const SYNC_RULES: WindowRules = {
+  floats: SYNC_WINDOW_FLOATS,
+  rowAlign: () => 1,
+  work: (op, _rows, dim, has) => op.syncWork(dim, has),
+};
 
 /** The sync API over one instantiated build (the package's top-level functions use one). */
 export class RmsNorm {
   /** Which build this is. */
   readonly build: Build;
-  /** The instantiated module (its memory, exports and compiled module). */
+  /** The instantiated module (its memory, exports and compiled module). @internal */
   readonly wasm: LoadedWasm;
   /** @internal */
   readonly heap: Heap;
-  private readonly scratch: Scratch;
+  private readonly window: Scratch;
+  private readonly placer: Placer;
 
   constructor(wasm: LoadedWasm) {
     this.wasm = wasm;
     this.build = wasm.build;
     this.heap = new Heap(wasm);
-    this.scratch = new Scratch(this.heap);
+    this.window = new Scratch(this.heap);
+    // Taken now, so that a call on plain arrays never grows the memory (which would detach
+    // the caller's views of non-shared memory) unless one segment needs more.
+    this.window.carveOne(SYNC_WINDOW_FLOATS);
+    this.placer = new Placer(this.heap, this.window, SYNC_RULES);
   }
 
   /**
@@ -103,30 +66,11 @@ export class RmsNorm {
   }
 
   /** The forward of arguments already checked by checkForward (the pool's inline path). @internal */
-  forwardChecked(a: ForwardArgs): Float32Array {
-    const y = a.out ?? new Float32Array(a.x.length);
+  forwardChecked(a: ForwardArgs, fn = 'rmsNorm'): Float32Array {
+    const y = a.out ?? resultArray(a.x.length);
     if (a.rows === 0) return y;
-    const exports = this.wasm.exports;
-    // Every array a view of wasm memory: no staging objects, no copies.
-    const r = residentForward(this.heap, a.x, a.weight, y, a.rstd);
-    if (r !== null) {
-      checkStatus('rmsNorm', exports.rms_norm_forward(r.x, r.w, r.y, r.rstd, a.rows, a.dim, a.eps));
-      return y;
-    }
-    // No array in wasm memory: copies through scratch, computed in place there.
-    const c = plainForward('rmsNorm', this.heap, this.scratch, a.x, a.weight, y, a.rstd);
-    if (c !== null) {
-      checkStatus('rmsNorm', exports.rms_norm_forward(c.x, c.w, c.x, c.rstd, a.rows, a.dim, a.eps));
-      copyOut(this.heap, c.x, y);
-      if (a.rstd) copyOut(this.heap, c.rstd, a.rstd);
-      return y;
-    }
-    const s = stageForward('rmsNorm', this.heap, this.scratch, a, y);
-    const [xa, wa] = [s.inputs[0]!, a.weight ? s.inputs[1]! : 0];
-    const [ya, ra] = [s.outputs[0]!, a.rstd ? s.outputs[1]! : 0];
-    checkStatus('rmsNorm', exports.rms_norm_forward(xa, wa, ya, ra, a.rows, a.dim, a.eps));
-    s.finish();
-    return y;
+    const p = this.run(fn, FORWARD, [a.x, a.weight, y, a.rstd], a.rows, a.dim, a.eps);
+    return p.result(2, y);
   }
 
   /**
@@ -152,46 +96,38 @@ export class RmsNorm {
   }
 
   /** The backward of arguments already checked by checkBackward (the pool's inline path). @internal */
-  backwardChecked(a: BackwardArgs): RmsNormBackwardResult {
-    const fn = 'rmsNormBackward';
-    const dx = a.dx ?? new Float32Array(a.x.length);
+  backwardChecked(a: BackwardArgs, fn = 'rmsNormBackward'): RmsNormBackwardResult {
+    const dx = a.dx ?? resultArray(a.x.length);
     const dweight = a.weight ? (a.dweight ?? new Float32Array(a.dim)) : null;
     if (a.rows === 0) {
       dweight?.fill(0);
       return { dx, dweight };
     }
-    const r = residentBackward(this.heap, a.dy, a.x, a.weight, a.rstd, dx, dweight);
-    if (r !== null) {
-      let work = 0;
-      if (a.weight) {
-        work = this.scratch.carveOne(a.dim);
-        this.heap.f32(); // as stage does after carving: notes the old buffer if memory grew
-      }
-      checkStatus(
-        fn,
-        this.wasm.exports.rms_norm_backward(r.dy, r.x, r.w, r.rstd, r.dx, r.dw, work, a.rows, a.dim, a.eps),
-      );
-      return { dx, dweight };
+    const p = this.run(fn, BACKWARD, [a.dy, a.x, a.weight, a.rstd, dx, dweight], a.rows, a.dim, a.eps);
+    return { dx: p.result(4, dx), dweight: dweight && p.result(5, dweight) };
+  }
+
+  /** Places a checked call and runs `op` on each segment of rows: copy in, kernel, copy out. */
+  private run(
+    fn: string,
+    op: Op,
+    arrs: readonly (Float32Array | null)[],
+    rows: number,
+    dim: number,
+    eps: number,
+  ): Placement {
+    const p = this.placer.place(fn, op, arrs, rows, dim);
+    const k = this.wasm.exports;
+    const seg = p.segRows;
+    for (let s = 0; s < rows; s += seg) {
+      const e = Math.min(rows, s + seg);
+      if (s > 0) p.seek(s);
+      p.copyIn(s, e);
+      checkStatus(fn, op.span(k, p.addrs, s, e - s, rows, dim, eps));
+      p.copyOut(s, e);
     }
-    const c = plainBackward(fn, this.heap, this.scratch, a.dy, a.x, a.weight, a.rstd, dx, dweight);
-    if (c !== null) {
-      checkStatus(
-        fn,
-        this.wasm.exports.rms_norm_backward(c.dy, c.x, c.w, c.rstd, c.dy, c.dw, c.work, a.rows, a.dim, a.eps),
-      );
-      copyOut(this.heap, c.dy, dx);
-      if (dweight) copyOut(this.heap, c.dw, dweight);
-      return { dx, dweight };
-    }
-    const s = stageBackward(fn, this.heap, this.scratch, a, dx, dweight, a.weight ? [a.dim] : []);
-    const p = backwardAddrs(a, s);
-    const work = a.weight ? s.extra[0]! : 0;
-    checkStatus(
-      fn,
-      this.wasm.exports.rms_norm_backward(p.dy, p.x, p.w, p.rstd, p.dx, p.dw, work, a.rows, a.dim, a.eps),
-    );
-    s.finish();
-    return { dx, dweight };
+    p.finish();
+    return p;
   }
 
   /**
@@ -204,20 +140,18 @@ export class RmsNorm {
 
   /**
    * LayerNorm forward through the same SIMD path (for the RMSNorm-vs-LayerNorm benchmark):
-   * `y = (x − mean) · rstd · weight + bias`. Arguments as {@link rmsNorm}; `bias` may be null.
+   * `y = (x − mean) · rstd · weight + bias`, on views of this module's memory only.
    * @internal
    */
   layerNorm(x: Float32Array, weight: Float32Array | null, bias: Float32Array | null, out: Float32Array, eps = 1e-5): Float32Array {
     const dim = weight?.length ?? bias?.length ?? 0;
     const a = checkForward('layerNorm', x, weight, { dim, eps, out });
-    const inputs: Input[] = [{ name: 'x', arr: a.x }];
-    if (weight) inputs.push({ name: 'weight', arr: weight });
-    if (bias) inputs.push({ name: 'bias', arr: bias });
-    const s = stage('layerNorm', this.heap, this.scratch, inputs, [{ name: 'out', arr: out, alias: [a.x] }]);
-    const w = weight ? s.inputs[1]! : 0;
-    const b = bias ? s.inputs[weight ? 2 : 1]! : 0;
-    checkStatus('layerNorm', this.wasm.exports.layer_norm_forward(s.inputs[0]!, w, b, s.outputs[0]!, a.rows, a.dim, a.eps));
-    s.finish();
+    const h = this.heap;
+    if (!h.holds(x) || !h.holds(out) || (weight && !h.holds(weight)) || (bias && !h.holds(bias))) {
+      throw new RangeError('layerNorm: every array must be a view of this module\'s memory');
+    }
+    const addr = (v: Float32Array | null) => (v ? v.byteOffset : 0);
+    checkStatus('layerNorm', this.wasm.exports.layer_norm_forward(x.byteOffset, addr(weight), addr(bias), out.byteOffset, a.rows, a.dim, a.eps));
     return out;
   }
 

@@ -21,7 +21,7 @@ const E_NULL: u32 = 2;
 const E_ALIGN: u32 = 3;
 /// A range runs past the end of memory, or its size overflows.
 const E_BOUNDS: u32 = 4;
-/// A shard does not start on a dweight block boundary, or its range is reversed.
+/// A shard does not start on a dweight block boundary, or a row range is reversed or past the end.
 const E_SHARD: u32 = 5;
 
 /// Checks that `len` floats at `addr` lie inside memory (`required`: `addr` may not be 0).
@@ -140,8 +140,11 @@ fn backward_args(
     })
 }
 
-/// RMSNorm backward over `rows × dim`, single-threaded: writes `dx` (may equal `dy` or `x`)
-/// and, when `w` is set, `dw` (`dim` floats) using `work` (`dim` floats of scratch).
+/// RMSNorm backward over rows `[row0, row0 + rows)` of a `total`-row matrix, single-threaded
+/// (see `kernel::backward_span`; the addresses point at row `row0`): writes `dx` (may equal
+/// `dy` or `x`) and, when `w` is set, adds the finished dweight blocks into `dw` (`dim`
+/// floats, zeroed first when `row0` is 0), carrying the open block in `work` (`dim` floats)
+/// from one span to the next. One call over everything: `row0 = 0`, `total = rows`.
 /// `rstd` (`rows`, from the forward) may be 0 to recompute it with `eps`.
 #[wasm_bindgen]
 #[allow(clippy::too_many_arguments)]
@@ -156,13 +159,18 @@ pub fn rms_norm_backward(
     rows: usize,
     dim: usize,
     eps: f32,
+    row0: usize,
+    total: usize,
 ) -> u32 {
     status((|| {
         let k = backward_args(dy, x, w, rstd, dx, rows, dim, eps)?;
         span(dw, dim, w != 0)?;
         span(work, dim, w != 0)?;
+        if row0.checked_add(rows).is_none_or(|end| end > total) {
+            return Err(E_SHARD);
+        }
         // SAFETY: every range was checked to lie inside memory.
-        unsafe { kernel::backward::<Native>(&k, rows, dw as *mut f32, work as *mut f32) };
+        unsafe { kernel::backward_span::<Native>(&k, row0, rows, total, dw as *mut f32, work as *mut f32) };
         Ok(())
     })())
 }
@@ -198,32 +206,16 @@ pub fn rms_norm_backward_rows(
     })())
 }
 
-/// `dw[c] = Σ_b partials[b·dim + c]` (blocks in order) for columns `[col0, col1)`.
+/// `dw = Σ_b partials[b·dim ..]` (blocks in order), onto zero or, when `accumulate` is 1, onto
+/// `dw` as it is (the pool's later segments of one streamed matrix).
 #[wasm_bindgen]
-pub fn reduce_partials(
-    partials: usize,
-    blocks: usize,
-    dim: usize,
-    dw: usize,
-    col0: usize,
-    col1: usize,
-) -> u32 {
+pub fn reduce_partials(partials: usize, blocks: usize, dim: usize, dw: usize, accumulate: u32) -> u32 {
     status((|| {
         span(partials, matrix(blocks, dim)?, true)?;
         span(dw, dim, true)?;
-        if col0 > col1 || col1 > dim {
-            return Err(E_SHARD);
-        }
         // SAFETY: checked above.
         unsafe {
-            kernel::reduce_partials::<Native>(
-                partials as *const f32,
-                blocks,
-                dim,
-                dw as *mut f32,
-                col0,
-                col1,
-            )
+            kernel::reduce_partials::<Native>(partials as *const f32, blocks, dim, dw as *mut f32, accumulate != 0)
         };
         Ok(())
     })())

@@ -406,32 +406,60 @@ macro_rules! with_flags {
     };
 }
 
-/// RMSNorm backward over all `rows`, single-threaded.
-///
-/// Writes `dx`; with a gain also `dg` (`dim` floats), summed per block of [`DG_BLOCK_ROWS`]
-/// rows into `work` (`dim` floats of scratch) and the blocks added into `dg` in order — the
-/// same bits as [`backward_rows`] followed by [`reduce_partials`].
+/// RMSNorm backward over all `rows`, single-threaded: [`backward_span`] over the whole matrix.
 ///
 /// # Safety
-/// Every non-null pointer must be valid for its shape; `dg` and `work` too when `k.g` is set.
+/// As [`backward_span`] with `row0 = 0`, `total = rows`.
 pub unsafe fn backward<V: F32x4>(k: &Backward, rows: usize, dg: *mut f32, work: *mut f32) {
+    backward_span::<V>(k, 0, rows, rows, dg, work)
+}
+
+/// RMSNorm backward over rows `[row0, row0 + rows)` of a `total`-row matrix, single-threaded;
+/// `k`'s pointers address row `row0` (so a caller can stream the matrix through a window,
+/// one span after another, in row order).
+///
+/// Writes `dx`; with a gain also `dg` (`dim` floats): the gradient is summed in f32 per block
+/// of [`DG_BLOCK_ROWS`] rows (block `b` = rows `[32b, 32b + 32)` of the whole matrix) into
+/// `work` (`dim` floats), and each finished block is added into `dg` in order; `dg` is zeroed
+/// when `row0 == 0`. Spans may end mid-block: `work` carries the open block to the next span
+/// (keep it). So any cut into spans gives the bits of one call over all rows — and of
+/// [`backward_rows`] followed by [`reduce_partials`].
+///
+/// # Safety
+/// Every non-null pointer must be valid for its shape (`rows` rows); `dg` and `work` too when
+/// `k.g` is set; `row0 + rows <= total`.
+pub unsafe fn backward_span<V: F32x4>(
+    k: &Backward,
+    row0: usize,
+    rows: usize,
+    total: usize,
+    dg: *mut f32,
+    work: *mut f32,
+) {
     unsafe fn go<V: F32x4, const W: bool, const R: bool>(
         k: &Backward,
+        row0: usize,
         rows: usize,
+        total: usize,
         dg: *mut f32,
         work: *mut f32,
     ) {
-        if W {
+        if W && row0 == 0 {
             core::ptr::write_bytes(dg, 0, k.dim);
         }
-        for_each_block(0, rows, |s, e, _| {
-            backward_block::<V, W, R>(k, s, e, work);
-            if W {
+        for_each_block(row0, row0 + rows, |s, e, _| {
+            if W && s % DG_BLOCK_ROWS == 0 {
+                core::ptr::write_bytes(work, 0, k.dim);
+            }
+            for row in s..e {
+                backward_row::<V, W, R>(k, row - row0, work);
+            }
+            if W && (e % DG_BLOCK_ROWS == 0 || e == total) {
                 add_into::<V>(dg, work, k.dim);
             }
         });
     }
-    with_flags!(k, go::<V>(k, rows, dg, work))
+    with_flags!(k, go::<V>(k, row0, rows, total, dg, work))
 }
 
 /// RMSNorm backward over rows `[row0, row1)` for one shard of the worker pool.
@@ -456,8 +484,9 @@ pub unsafe fn backward_rows<V: F32x4>(k: &Backward, row0: usize, row1: usize, pa
     with_flags!(k, go::<V>(k, row0, row1, partials))
 }
 
-/// `dg[c] = Σ_b partials[b·dim + c]`, blocks added in order from zero, for columns
-/// `[col0, col1)`: shards of columns give the same bits as one call over all of them.
+/// `dg = Σ_b partials[b·dim ..]`, the blocks added in order — onto zero, or with `accumulate`
+/// onto `dg` as it is (the pool's later segments of one matrix continue the same sum, so the
+/// bits equal one reduction over all blocks).
 ///
 /// # Safety
 /// `partials` holds `nblocks × dim` floats, `dg` holds `dim`.
@@ -466,13 +495,13 @@ pub unsafe fn reduce_partials<V: F32x4>(
     nblocks: usize,
     dim: usize,
     dg: *mut f32,
-    col0: usize,
-    col1: usize,
+    accumulate: bool,
 ) {
-    let n = col1 - col0;
-    core::ptr::write_bytes(dg.add(col0), 0, n);
+    if !accumulate {
+        core::ptr::write_bytes(dg, 0, dim);
+    }
     for b in 0..nblocks {
-        add_into::<V>(dg.add(col0), partials.add(b * dim + col0), n);
+        add_into::<V>(dg, partials.add(b * dim), dim);
     }
 }
 

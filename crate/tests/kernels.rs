@@ -552,7 +552,8 @@ fn in_place_aliasing_gives_the_same_bits() {
     }
 }
 
-/// backward_rows over `shards` (row boundaries) then reduce_partials over `col_shards`.
+/// backward_rows over `shards` (row boundaries) then reduce_partials over `seg_blocks`
+/// (boundaries in blocks, from 0 to all).
 #[allow(clippy::too_many_arguments)]
 fn sharded(
     dy: &[f32],
@@ -561,7 +562,7 @@ fn sharded(
     rstd: Option<&[f32]>,
     dim: usize,
     shards: &[usize],
-    col_shards: &[usize],
+    seg_blocks: &[usize],
 ) -> (Vec<f32>, Option<Vec<f32>>) {
     let rows = x.len() / dim;
     let nblocks = kernel::dg_blocks(rows);
@@ -575,17 +576,18 @@ fn sharded(
         unsafe { kernel::backward_rows::<V>(&k, w[0], w[1], partials.as_mut_ptr()) };
     }
     let dg = g.map(|_| {
+        // Blocks reduced in segments (later ones accumulating), as the pool does for a matrix
+        // streamed through its window: the bits must equal one reduction over all blocks.
         let mut dg = vec![f32::NAN; dim];
-        for c in col_shards.windows(2) {
+        for s in seg_blocks.windows(2) {
             // SAFETY: partials holds nblocks × dim, dg holds dim.
             unsafe {
                 kernel::reduce_partials::<V>(
-                    partials.as_ptr(),
-                    nblocks,
+                    partials.as_ptr().add(s[0] * dim),
+                    s[1] - s[0],
                     dim,
                     dg.as_mut_ptr(),
-                    c[0],
-                    c[1],
+                    s[0] > 0,
                 )
             };
         }
@@ -610,16 +612,20 @@ fn sharded_backward_gives_the_same_bits_as_the_single_threaded_one() {
             shardings.push(vec![0, b, 3 * b, rows]);
             shardings.push(vec![0, 2 * b, 2 * b, rows]);
         }
-        let col_shardings = [
-            vec![0, dim],
-            vec![0, dim / 3, dim / 2, dim],
-            vec![0, 0, 1.min(dim), dim],
+        // segments of blocks reduced one after another: all at once, one per block, uneven, an
+        // empty segment
+        let nb = rows.div_ceil(b);
+        let seg_shardings = [
+            vec![0, nb],
+            (0..=nb).collect::<Vec<_>>(),
+            vec![0, nb / 3, nb / 2, nb],
+            vec![0, 0, 1.min(nb), nb],
         ];
         for g in [Some(&w[..]), None] {
             for r in [None, Some(&rstd[..])] {
                 let (dx, dg) = backward(&dy, &x, g, r, dim, 1e-6);
                 for (si, s) in shardings.iter().enumerate() {
-                    for (ci, c) in col_shardings.iter().enumerate() {
+                    for (ci, c) in seg_shardings.iter().enumerate() {
                         let what = format!(
                             "rows {rows}, dim {dim}, gain {}, rstd {}, sharding {si}/{ci}",
                             g.is_some(),
@@ -725,5 +731,51 @@ fn copy_copies_exactly_and_nothing_more() {
             dst[n..].iter().all(|&v| v == -1.0),
             "n {n}: wrote past the end"
         );
+    }
+}
+
+/// The backward streamed through a window: spans of any length (not only whole blocks), in row
+/// order, each with its addresses at its first row and the open dweight block carried in `work`.
+#[test]
+fn backward_in_spans_gives_the_same_bits_as_one_call() {
+    for (rows, dim) in [(200, 17), (97, 64), (31, 5), (65, 4097)] {
+        let x = test_rows(rows, dim, 30);
+        let dy = Rng(31).normals(rows * dim, 1.0);
+        let w = test_weight(dim, 32);
+        let (_, rstd) = forward(&x, Some(&w), dim, 1e-6);
+        for g in [Some(&w[..]), None] {
+            for r in [None, Some(&rstd[..])] {
+                let (dx, dg) = backward(&dy, &x, g, r, dim, 1e-6);
+                for span in [1, 7, 32, 33, 64, 100, rows] {
+                    let mut dx2 = vec![f32::NAN; x.len()];
+                    let mut dg2 = vec![f32::NAN; dim];
+                    let mut work = vec![f32::NAN; dim];
+                    let mut r0 = 0;
+                    while r0 < rows {
+                        let n = span.min(rows - r0);
+                        let (a, e) = (r0 * dim, (r0 + n) * dim);
+                        let k = backward_args(
+                            &dy[a..e],
+                            &x[a..e],
+                            g,
+                            r.map(|r| &r[r0..r0 + n]),
+                            &mut dx2[a..e],
+                            dim,
+                            1e-6,
+                        );
+                        // SAFETY: every pointer is valid for n rows; dg2 and work hold dim.
+                        unsafe {
+                            kernel::backward_span::<V>(&k, r0, n, rows, dg2.as_mut_ptr(), work.as_mut_ptr())
+                        };
+                        r0 += n;
+                    }
+                    let what = format!("rows {rows}, dim {dim}, span {span}, gain {}, rstd {}", g.is_some(), r.is_some());
+                    assert!(same_bits(&dx, &dx2), "dx, {what}");
+                    if let Some(dg) = &dg {
+                        assert!(same_bits(dg, &dg2), "dg, {what}");
+                    }
+                }
+            }
+        }
     }
 }

@@ -11,18 +11,14 @@
  * @module
  */
 import type { KernelExports } from '../load.js';
+import { MAX_ADDRS, OPS } from '../ops.js';
 
 // Line 0: the job, written by the pool before it opens NEXT, read-only while the job runs.
 // Addresses fit in int32: the threads build's memory is at most 2 GiB.
 export const OP = 0;
-/** Operands. Forward: x, w, y, rstd. Backward: dy, x, w, rstd, dx, partials, dw. FAIL: worker. */
+/** Addresses A0..A6: the operation's operands in ops.ts's order, then its workspace. FAIL: worker. */
 export const A0 = 1;
-export const A1 = 2;
-export const A2 = 3;
-export const A3 = 4;
-export const A4 = 5;
-export const A5 = 6;
-export const A6 = 7;
+// A0 + 1 .. A0 + 6: the rest of the addresses (MAX_ADDRS in all).
 export const ROWS = 8;
 export const DIM = 9;
 /** eps as float32 bits. */
@@ -53,6 +49,8 @@ export const STREAM = 80;
 export const FLAG0 = 81;
 /** Test hook: worker `HOLD - 1` stops inside the next chunk it claims until HOLD changes. */
 export const HOLD = 82;
+/** 1: the job's completion adds onto dweight as it is (a later segment of a streamed call). */
+export const ACCUMULATE = 83;
 /**
  * Worker w's line: its wake-up word at SEQ0 + w·STRIDE, then its busy flag, then EXITING: 1
  * once it has left its serve loop and is releasing its own stack and TLS (the pool must not
@@ -76,8 +74,20 @@ export function flagsAt(workers: number): number {
   return SEQ0 + STRIDE * Math.max(workers, 1);
 }
 
-/** Opcodes. */
+/** Opcodes; a kernel job's is its operation's `id + 1` (ops.ts). */
 export const Op = { NOOP: 0, FORWARD: 1, BACKWARD: 2, EXIT: 3, FAIL: 4 } as const;
+
+/** The operation of a kernel opcode, or undefined. */
+function opOf(op: number) {
+  return op === Op.FORWARD || op === Op.BACKWARD ? OPS[op - 1] : undefined;
+}
+
+/** The job's addresses, read from A0.. (one array per thread, reused). */
+const addrs = new Array<number>(MAX_ADDRS).fill(0);
+function readAddrs(ctl: Int32Array): number[] {
+  for (let i = 0; i < MAX_ADDRS; i++) addrs[i] = ctl[A0 + i]!;
+  return addrs;
+}
 
 const f32bits = new Float32Array(1);
 const i32bits = new Int32Array(f32bits.buffer);
@@ -164,30 +174,20 @@ function chunkReady(ctl: Int32Array, c: number): boolean {
 }
 
 function runChunk(ctl: Int32Array, k: KernelExports, c: number): void {
-  const op = ctl[OP]!;
-  if (op !== Op.FORWARD && op !== Op.BACKWARD) return;
+  const op = opOf(ctl[OP]!);
+  if (!op) return;
   const rows = ctl[ROWS]!;
-  const dim = ctl[DIM]!;
   const r0 = c * ctl[CHUNK_ROWS]!;
   const r1 = Math.min(rows, r0 + ctl[CHUNK_ROWS]!);
-  const eps = bitsFloat(ctl[EPS]!);
-  let s: number;
-  if (op === Op.FORWARD) {
-    const off = r0 * dim * 4;
-    const rstd = ctl[A3]!;
-    s = k.rms_norm_forward(ctl[A0]! + off, ctl[A1]!, ctl[A2]! + off, rstd === 0 ? 0 : rstd + r0 * 4, r1 - r0, dim, eps);
-  } else {
-    s = k.rms_norm_backward_rows(ctl[A0]!, ctl[A1]!, ctl[A2]!, ctl[A3]!, ctl[A4]!, ctl[A5]!, rows, dim, eps, r0, r1);
-  }
+  const s = op.chunk(k, readAddrs(ctl), r0, r1, rows, ctl[DIM]!, bitsFloat(ctl[EPS]!));
   if (s !== 0) Atomics.compareExchange(ctl, STATUS, 0, s);
 }
 
-/** The last chunk is done: add the backward's dweight partials in block order, then signal. */
+/** The last chunk is done: the operation completes the job (the backward adds its dweight partials), then signal. */
 function complete(ctl: Int32Array, k: KernelExports): void {
-  if (ctl[OP] === Op.BACKWARD && ctl[A2] !== 0 && Atomics.load(ctl, STATUS) === 0) {
-    const dim = ctl[DIM]!;
-    const blocks = Math.ceil(ctl[ROWS]! / k.dg_block_rows());
-    const s = k.reduce_partials(ctl[A5]!, blocks, dim, ctl[A6]!, 0, dim);
+  const op = opOf(ctl[OP]!);
+  if (op && Atomics.load(ctl, STATUS) === 0) {
+    const s = op.complete(k, readAddrs(ctl), ctl[ROWS]!, ctl[DIM]!, k.dg_block_rows(), ctl[ACCUMULATE] === 1);
     if (s !== 0) Atomics.compareExchange(ctl, STATUS, 0, s);
   }
   Atomics.store(ctl, DONE, 1);

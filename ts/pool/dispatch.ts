@@ -6,7 +6,8 @@
  */
 import type { KernelExports } from '../load.js';
 import { yieldToEventLoop } from '../platform.js';
-import { checkStatus } from '../rmsnorm.js';
+import { MAX_ADDRS } from '../ops.js';
+import { checkStatus } from '../status.js';
 import * as C from './control.js';
 import {
   CHUNKS_PER_THREAD,
@@ -25,9 +26,10 @@ export interface Stream {
 
 /** Everything the dispatcher needs to run one job. */
 export interface JobSpec {
+  /** Opcode (control.ts's Op). */
   op: number;
-  /** Operand words A0.. in the kernel's order (see control.ts). */
-  operands: readonly number[];
+  /** Addresses A0.. in the operation's order (ops.ts): operands, then workspace. */
+  operands: ArrayLike<number>;
   rows: number;
   dim: number;
   eps: number;
@@ -35,6 +37,8 @@ export interface JobSpec {
   work: number;
   /** Chunks must be whole dweight blocks (the backward). */
   blockAligned: boolean;
+  /** The completion adds onto dweight as it is (a later segment of a streamed call). */
+  accumulate?: boolean;
   /** Wake only this worker (the FAIL test job). */
   only?: number;
   /** Set when the inputs are copied in and results out chunk by chunk. */
@@ -112,7 +116,8 @@ export class Dispatcher {
     }
     if (spec.op === C.Op.FAIL) chunks = 1;
     ctl[C.OP] = spec.op;
-    for (let i = 0; i < 7; i++) ctl[C.A0 + i] = spec.operands[i] ?? 0;
+    for (let i = 0; i < MAX_ADDRS; i++) ctl[C.A0 + i] = spec.operands[i] ?? 0;
+    ctl[C.ACCUMULATE] = spec.accumulate ? 1 : 0;
     if (spec.op === C.Op.FAIL) ctl[C.A0] = spec.only!;
     ctl[C.ROWS] = rows;
     ctl[C.DIM] = dim;

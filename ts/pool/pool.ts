@@ -10,7 +10,7 @@
  * - control.ts: the control block the threads share; serve.ts: the worker's loop.
  * @module
  */
-import { canBlock, coreCount, simdSupported, threadsAvailable, yieldToEventLoop } from '../platform.js';
+import { canBlock, coreCount, resultArray, simdSupported, threadsAvailable, yieldToEventLoop } from '../platform.js';
 import type { RmsNorm } from '../rmsnorm.js';
 import { Scratch } from '../memory.js';
 import {
@@ -24,7 +24,8 @@ import {
 } from '../validate.js';
 import * as C from './control.js';
 import { Dispatcher } from './dispatch.js';
-import { prepareBackward, prepareForward, type Placement, type Prepared } from './operands.js';
+import { BACKWARD, FORWARD } from '../ops.js';
+import { PoolCalls } from './operands.js';
 import { Choice } from './choice.js';
 import { CallQueue, abortReason, type Settle } from './queue.js';
 import { INLINE_BELOW, SLICE_MS, STREAM_BELOW } from './tuning.js';
@@ -43,14 +44,18 @@ type Job =
 /** Key of the pool's test hooks (see Pool[TEST_HOOKS]). */
 const TEST_HOOKS: unique symbol = Symbol.for('rmsnorm-wasm.test');
 
+const FN_FORWARD = 'pool.rmsNorm';
+const FN_BACKWARD = 'pool.rmsNormBackward';
+
 const destroyedError = () => new Error('rmsnorm-wasm pool: the pool was destroyed');
 
-class Pool implements RmsNormPool, Placement {
+class Pool implements RmsNormPool {
   readonly threads: number;
   readonly mode: 'threads' | 'single';
-  readonly heap;
-  readonly scratch: Scratch;
-  readonly blockRows: number;
+  private readonly heap;
+  private readonly scratch: Scratch;
+  private readonly blockRows: number;
+  private readonly calls: PoolCalls;
   private readonly rn: RmsNorm;
   private ctlAddr = 0;
   private ctl: Int32Array | null = null;
@@ -71,6 +76,7 @@ class Pool implements RmsNormPool, Placement {
     this.mode = threads > 0 ? 'threads' : 'single';
     this.threads = threads;
     this.scratch = new Scratch(rn.heap);
+    this.calls = new PoolCalls(rn.heap, this.scratch, this.blockRows);
   }
 
   /** Allocates the control block and starts the workers; resolves when all are ready. */
@@ -94,19 +100,19 @@ class Pool implements RmsNormPool, Placement {
     workers.keepAlive(false);
   }
 
-  /** Plain-array calls stream where this thread may block, below STREAM_BELOW (operands.ts). */
-  streams(work: number): boolean {
+  /** Plain-array calls are copied chunk by chunk while the job runs where this thread may block, below STREAM_BELOW. */
+  private streams(work: number): boolean {
     return this.joinAllowed && work < STREAM_BELOW;
   }
 
   rmsNorm(x: Float32Array, weight: Float32Array | null, options?: RmsNormOptions & PoolCallOptions): Promise<Float32Array> {
-    const fn = 'pool.rmsNorm';
+    const fn = FN_FORWARD;
     try {
       const a = checkForward(fn, x, weight, options, POOL_KEYS);
       const signal = checkSignal(fn, options);
       // A call too small to shard, with nothing ahead of it, runs now: no queue round trip.
       if (this.idle() && !signal?.aborted && this.inline(a.rows, a.rows * a.dim, 'forward')) {
-        return Promise.resolve(this.rn.forwardChecked(a));
+        return Promise.resolve(this.rn.forwardChecked(a, fn));
       }
       // Checked again when it runs: an input may have been detached while it was queued.
       const check = () => checkForward(fn, x, weight, options, POOL_KEYS);
@@ -122,12 +128,12 @@ class Pool implements RmsNormPool, Placement {
     weight: Float32Array | null,
     options?: RmsNormBackwardOptions & PoolCallOptions,
   ): Promise<RmsNormBackwardResult> {
-    const fn = 'pool.rmsNormBackward';
+    const fn = FN_BACKWARD;
     try {
       const a = checkBackward(fn, dy, x, weight, options, POOL_KEYS);
       const signal = checkSignal(fn, options);
       if (this.idle() && !signal?.aborted && this.inline(a.rows, a.rows * a.dim, 'backward')) {
-        return Promise.resolve(this.rn.backwardChecked(a));
+        return Promise.resolve(this.rn.backwardChecked(a, fn));
       }
       const check = () => checkBackward(fn, dy, x, weight, options, POOL_KEYS);
       return this.enqueue<RmsNormBackwardResult>((settle) => ({ kind: 'backward', check, settle, signal }), signal);
@@ -198,9 +204,11 @@ class Pool implements RmsNormPool, Placement {
       return;
     }
     if (job.kind === 'forward') {
-      job.settle.resolve(await this.call(job.check(), false, (a) => this.rn.forwardChecked(a), prepareForward));
+      const a = job.check();
+      job.settle.resolve(await this.call(a, false, () => this.rn.forwardChecked(a, FN_FORWARD), () => this.forwardSharded(a)));
     } else {
-      job.settle.resolve(await this.call(job.check(), true, (a) => this.rn.backwardChecked(a), prepareBackward));
+      const a = job.check();
+      job.settle.resolve(await this.call(a, true, () => this.rn.backwardChecked(a, FN_BACKWARD), () => this.backwardSharded(a)));
     }
   }
 
@@ -208,26 +216,29 @@ class Pool implements RmsNormPool, Placement {
    * One checked call: inline when too small to shard, else sharded or (where this thread may
    * block) on this thread alone, as `choice` decides from recent timings of calls of its kind.
    */
-  private async call<A extends ForwardArgs | BackwardArgs, R>(
-    a: A,
-    backward: boolean,
-    alone: (a: A) => R,
-    prepare: (p: Placement, a: A) => Prepared<R>,
-  ): Promise<R> {
+  private async call<R>(a: ForwardArgs | BackwardArgs, backward: boolean, alone: () => R, sharded: () => Promise<R>): Promise<R> {
     const elems = a.rows * a.dim;
-    if (this.inline(a.rows, elems, backward ? 'backward' : 'forward')) return alone(a);
+    if (this.inline(a.rows, elems, backward ? 'backward' : 'forward')) return alone();
     // A page's main thread keeps sharding: keeping the page responsive is the point there.
     const pick = this.joinAllowed ? this.choice.pick(backward, !this.heap.holds(a.x), backward ? 2 * elems : elems) : null;
-    let r: R;
-    if (!pick || pick.sharded) {
-      const p = prepare(this, a);
-      await this.dispatcher!.run(p.spec);
-      r = p.finish();
-    } else {
-      r = alone(a);
-    }
+    const r = !pick || pick.sharded ? await sharded() : alone();
     if (pick) this.choice.record(pick);
     return r;
+  }
+
+  private async forwardSharded(a: ForwardArgs): Promise<Float32Array> {
+    const y = a.out ?? resultArray(a.x.length);
+    const arrs = [a.x, a.weight, y, a.rstd];
+    const p = await this.calls.run(this.dispatcher!, FN_FORWARD, FORWARD, arrs, a.rows, a.dim, a.eps, this.streams(a.rows * a.dim));
+    return p.result(2, y);
+  }
+
+  private async backwardSharded(a: BackwardArgs): Promise<RmsNormBackwardResult> {
+    const dx = a.dx ?? resultArray(a.x.length);
+    const dweight = a.weight ? (a.dweight ?? new Float32Array(a.dim)) : null;
+    const arrs = [a.dy, a.x, a.weight, a.rstd, dx, dweight];
+    const p = await this.calls.run(this.dispatcher!, FN_BACKWARD, BACKWARD, arrs, a.rows, a.dim, a.eps, this.streams(2 * a.rows * a.dim));
+    return { dx: p.result(4, dx), dweight: dweight && p.result(5, dweight) };
   }
 
   async destroy(): Promise<void> {

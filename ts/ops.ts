@@ -1,0 +1,112 @@
+/**
+ * What each operation is, written once: its arrays in the kernel's operand order (name, shape,
+ * read or written, which inputs an output may be exactly), its workspace, and how its kernels
+ * are called on a span of rows, a pool chunk and a pool job's completion. The placement
+ * (place.ts), the sync API (rmsnorm.ts), the pool's control block (pool/control.ts) and its
+ * dispatch all go by these records; nothing else spells out a kernel's argument order.
+ *
+ * Addresses are byte addresses in wasm memory, 0 for an absent array.
+ * @module
+ */
+import type { KernelExports } from './load.js';
+
+/** A row-major `rows × dim` matrix. */
+export const MATRIX = 0;
+/** One float per row (`rows`). */
+export const PER_ROW = 1;
+/** One row (`dim` floats): the same for every row. */
+export const ROW = 2;
+export type Shape = typeof MATRIX | typeof PER_ROW | typeof ROW;
+
+/** One array of an operation. */
+export interface Operand {
+  /** Its name in error messages (`x`, `options.out`). */
+  readonly name: string;
+  readonly shape: Shape;
+  /** Written by the kernel. */
+  readonly out: boolean;
+  /**
+   * Outputs: operand indices of the inputs this output may be exactly (same range) — the
+   * kernel reads each element before writing it, so `y == x` is an in-place call.
+   */
+  readonly alias: readonly number[];
+}
+
+/** An operation: see the module doc. */
+export interface Op {
+  /** Index into per-operation tables (the placement's remembered views, the control block's opcode). */
+  readonly id: number;
+  readonly operands: readonly Operand[];
+  /**
+   * Floats of workspace for a sync span (after the operands): the backward's open dweight
+   * block, a row, when there is a weight.
+   */
+  syncWork(dim: number, has: (i: number) => boolean): number;
+  /** Floats of workspace for a pool job of `rows` rows: the backward's per-block dweight partials. */
+  poolWork(rows: number, dim: number, blockRows: number, has: (i: number) => boolean): number;
+  /** Chunks of a pool job must be whole dweight blocks. */
+  readonly blockAligned: boolean;
+  /** Elements of work per element of input (sizes chunks and thresholds). */
+  readonly cost: number;
+  /**
+   * Rows `[row0, row0 + rows)` of a `total`-row matrix on this thread; `a` holds the operands
+   * then the workspace, matrix and per-row operands addressed at row `row0`. Returns the
+   * kernel's status.
+   */
+  span(k: KernelExports, a: ArrayLike<number>, row0: number, rows: number, total: number, dim: number, eps: number): number;
+  /**
+   * Rows `[r0, r1)` of a pool job of `rows` rows; `a` as for {@link span} at row 0 of the job,
+   * the workspace being {@link poolWork}'s.
+   */
+  chunk(k: KernelExports, a: ArrayLike<number>, r0: number, r1: number, rows: number, dim: number, eps: number): number;
+  /** After a pool job's last chunk (the backward adds its dweight partials); `accumulate`: onto dweight as it is. */
+  complete(k: KernelExports, a: ArrayLike<number>, rows: number, dim: number, blockRows: number, accumulate: boolean): number;
+}
+
+const operand = (name: string, shape: Shape, out = false, alias: readonly number[] = []): Operand => ({ name, shape, out, alias });
+
+/** Forward: x, weight?, y (may be x), rstd?. */
+export const FORWARD: Op = {
+  id: 0,
+  operands: [operand('x', MATRIX), operand('weight', ROW), operand('options.out', MATRIX, true, [0]), operand('options.rstd', PER_ROW, true)],
+  syncWork: () => 0,
+  poolWork: () => 0,
+  blockAligned: false,
+  cost: 1,
+  span: (k, a, _row0, rows, _total, dim, eps) => k.rms_norm_forward(a[0]!, a[1]!, a[2]!, a[3]!, rows, dim, eps),
+  chunk(k, a, r0, r1, _rows, dim, eps) {
+    const off = r0 * dim * 4;
+    const rstd = a[3]!;
+    return k.rms_norm_forward(a[0]! + off, a[1]!, a[2]! + off, rstd === 0 ? 0 : rstd + r0 * 4, r1 - r0, dim, eps);
+  },
+  complete: () => 0,
+};
+
+/** Backward: dy, x, weight?, rstd?, dx (may be dy or x), dweight? (with weight), then the workspace. */
+export const BACKWARD: Op = {
+  id: 1,
+  operands: [
+    operand('dy', MATRIX),
+    operand('x', MATRIX),
+    operand('weight', ROW),
+    operand('options.rstd', PER_ROW),
+    operand('options.dx', MATRIX, true, [0, 1]),
+    operand('options.dweight', ROW, true),
+  ],
+  syncWork: (dim, has) => (has(2) ? dim : 0),
+  poolWork: (rows, dim, blockRows, has) => (has(2) ? Math.ceil(rows / blockRows) * dim : 0),
+  blockAligned: true,
+  cost: 2,
+  span: (k, a, row0, rows, total, dim, eps) =>
+    k.rms_norm_backward(a[0]!, a[1]!, a[2]!, a[3]!, a[4]!, a[5]!, a[6]!, rows, dim, eps, row0, total),
+  chunk: (k, a, r0, r1, rows, dim, eps) =>
+    k.rms_norm_backward_rows(a[0]!, a[1]!, a[2]!, a[3]!, a[4]!, a[6]!, rows, dim, eps, r0, r1),
+  complete: (k, a, rows, dim, blockRows, accumulate) =>
+    a[2] === 0 ? 0 : k.reduce_partials(a[6]!, Math.ceil(rows / blockRows), dim, a[5]!, accumulate ? 1 : 0),
+};
+
+/** Operations by {@link Op.id} (the pool's opcode for a kernel job is `id + 1`). */
+export const OPS: readonly Op[] = [FORWARD, BACKWARD];
+
+/** Most addresses an operation has (operands + workspace): the control block's operand words. */
+export const MAX_ADDRS = 7;

@@ -1,0 +1,322 @@
+/**
+ * Where a call's arrays are while the kernel runs — decided here and nowhere else, for the
+ * sync API and the pool alike.
+ *
+ * - An array that is a view of the module's memory (allocF32) is used **in place**.
+ * - Any other array is **streamed through a window**: a fixed region of wasm memory that holds
+ *   a segment of rows of every such array at once. Rows are copied in, the kernel runs on the
+ *   segment, results are copied out, next segment. One-row operands (the weight) are copied
+ *   in once, one-row results (dweight) out at the end. So a call on plain arrays uses a fixed
+ *   amount of wasm memory whatever its size, and a segment's copies and the kernel's pass over
+ *   it stay in the core's L2 cache.
+ * - An input that an output would overwrite before it is read (a partial overlap; an exact
+ *   match is an in-place call the kernel allows) is first copied aside in JavaScript — a
+ *   snapshot, then streamed like any plain array.
+ *
+ * A placement is the operands' addresses for the current segment ({@link Placement.addrs},
+ * in the kernel's order, then the workspace) plus the copies; see {@link Placement}.
+ * @module
+ */
+import type { Heap, Scratch } from './memory.js';
+import { MATRIX, MAX_ADDRS, PER_ROW, ROW, type Op } from './ops.js';
+
+/**
+ * The sync API's window: 256 KiB (65536 floats). Chosen by `npm run bench:window` (bench/window.ts) on this
+ * project's machine (1 MiB L2 per core): from 128 KiB to 1 MiB the plain-array call is within a few percent;
+ * smaller windows pay the per-segment cost, larger ones leave L2.
+ */
+export const SYNC_WINDOW_FLOATS = 1 << 16;
+/**
+ * The pool's window: 32 MiB. The calling thread copies a chunk in while workers compute the chunk
+ * before, so a segment must hold several chunks per thread; larger windows buy nothing.
+ */
+export const POOL_WINDOW_FLOATS = 1 << 23;
+
+const ABSENT = 0;
+const RESIDENT = 1;
+const COPIED = 2;
+
+/** Rules for one placer: window size, segment alignment, which workspace. */
+export interface WindowRules {
+  /** Floats the window holds (it grows past this only when a single segment needs more). */
+  floats: number;
+  /** Segments start on multiples of this many rows (the pool's backward: dweight blocks). */
+  rowAlign(op: Op): number;
+  /** Workspace floats for a segment of `rows` rows (after the operands). */
+  work(op: Op, rows: number, dim: number, has: (i: number) => boolean): number;
+}
+
+/** A placed call: see the module doc. One at a time per {@link Placer}: the object is reused. */
+export class Placement {
+  op!: Op;
+  rows = 0;
+  dim = 0;
+  /** Rows per segment (all rows when nothing streams). */
+  segRows = 0;
+  /** Whether any array is streamed through the window. */
+  streams = false;
+  /** Operand addresses for the current segment ({@link seek}), then the workspace's. */
+  readonly addrs: number[] = new Array<number>(MAX_ADDRS).fill(0);
+  /** The arrays (inputs that had to be copied aside replaced by their snapshots). */
+  readonly arrs: (Float32Array | null)[] = [];
+  private readonly kind: number[] = [];
+  /** Resident: the array's byte address. Copied: its region's. */
+  private readonly base: number[] = [];
+  private start = 0;
+
+  constructor(private readonly heap: Heap) {}
+
+  /** The addresses for the segment that starts at row `s`. */
+  seek(s: number): void {
+    this.start = s;
+    const { dim, op } = this;
+    for (let i = 0; i < op.operands.length; i++) {
+      const b = this.base[i]!;
+      if (this.kind[i] !== RESIDENT) this.addrs[i] = b;
+      else {
+        const shape = op.operands[i]!.shape;
+        this.addrs[i] = shape === MATRIX ? b + s * dim * 4 : shape === PER_ROW ? b + s * 4 : b;
+      }
+    }
+  }
+
+  /** Copies the streamed inputs' rows `[r0, r1)` (inside the current segment) into the window. */
+  copyIn(r0: number, r1: number): void {
+    if (!this.streams) return;
+    const { dim, op } = this;
+    let mem: Float32Array | null = null;
+    for (let i = 0; i < op.operands.length; i++) {
+      const o = op.operands[i]!;
+      if (this.kind[i] !== COPIED || o.out || o.shape === ROW) continue;
+      mem ??= this.heap.f32();
+      const w = o.shape === MATRIX ? dim : 1;
+      mem.set(this.arrs[i]!.subarray(r0 * w, r1 * w), (this.base[i]! >>> 2) + (r0 - this.start) * w);
+    }
+  }
+
+  /** Copies the streamed outputs' rows `[r0, r1)` (inside the current segment) out of the window. */
+  copyOut(r0: number, r1: number): void {
+    if (!this.streams) return;
+    const { dim, op } = this;
+    let mem: Float32Array | null = null;
+    for (let i = 0; i < op.operands.length; i++) {
+      const o = op.operands[i]!;
+      if (this.kind[i] !== COPIED || !o.out || o.shape === ROW) continue;
+      mem ??= this.heap.f32();
+      const w = o.shape === MATRIX ? dim : 1;
+      const at = (this.base[i]! >>> 2) + (r0 - this.start) * w;
+      this.arrs[i]!.set(mem.subarray(at, at + (r1 - r0) * w), r0 * w);
+    }
+  }
+
+  /**
+   * After the last segment: copies one-row results (dweight) out. Returns output `i` as the
+   * caller should see it: the array given, or — when it is a view of non-shared memory that
+   * this call's growth detached — a fresh view of the same storage (never an empty array).
+   */
+  finish(): void {
+    const { op } = this;
+    for (let i = 0; i < op.operands.length; i++) {
+      const o = op.operands[i]!;
+      if (this.kind[i] !== COPIED || !o.out || o.shape !== ROW) continue;
+      const at = this.base[i]! >>> 2;
+      this.arrs[i]!.set(this.heap.f32().subarray(at, at + this.dim));
+    }
+  }
+
+  /** Output `i` as the caller should see it (see {@link finish}). */
+  result(i: number, given: Float32Array): Float32Array {
+    if (this.kind[i] !== RESIDENT || given.length !== 0) return given;
+    const shape = this.op.operands[i]!.shape;
+    const n = shape === MATRIX ? this.rows * this.dim : shape === PER_ROW ? this.rows : this.dim;
+    return n === 0 ? given : new Float32Array(this.heap.f32().buffer, this.base[i]!, n);
+  }
+
+  /** @internal Used by Placer. */
+  set(i: number, kind: number, base: number): void {
+    this.kind[i] = kind;
+    this.base[i] = base;
+  }
+
+  /** @internal */
+  kindOf(i: number): number {
+    return this.kind[i]!;
+  }
+
+  /** @internal */
+  baseOf(i: number): number {
+    return this.base[i]!;
+  }
+}
+
+/** Places calls in one module's memory through one window; see the module doc. */
+export class Placer {
+  private readonly p: Placement;
+  // Per operation and operand, the last view of wasm memory placed there and its address: a
+  // call repeated on the same views reads no typed-array getter (buffer and byteOffset cost
+  // 10-15 ns each in Node 20; a view's byteOffset never changes).
+  private readonly seen: (Float32Array | null)[] = [];
+  private readonly seenAt: number[] = [];
+  private readonly sizes: number[] = [];
+  private readonly region: number[] = [];
+
+  constructor(
+    private readonly heap: Heap,
+    private readonly window: Scratch,
+    private readonly rules: WindowRules,
+  ) {
+    this.p = new Placement(heap);
+  }
+
+  /**
+   * Places `arrs` (in `op`'s operand order, null for absent) for a call of `rows × dim`
+   * (`rows` ≥ 1) and seeks to row 0. Throws a TypeError naming `fn` and the array on a stale
+   * view of wasm memory, before anything is written.
+   */
+  place(fn: string, op: Op, arrs: readonly (Float32Array | null)[], rows: number, dim: number): Placement {
+    const p = this.p;
+    const heap = this.heap;
+    const n = op.operands.length;
+    p.op = op;
+    p.rows = rows;
+    p.dim = dim;
+    p.arrs.length = n;
+    let copied = false;
+    let cur: ArrayBufferLike | null = null;
+    for (let i = 0; i < n; i++) {
+      const a = arrs[i]!;
+      p.arrs[i] = a;
+      if (a === null) {
+        p.set(i, ABSENT, 0);
+        continue;
+      }
+      const slot = op.id * MAX_ADDRS + i;
+      let off = a === this.seen[slot] && (heap.wasm.shared || a.length !== 0) ? this.seenAt[slot]! : -1;
+      if (off < 0) {
+        // Read before the window is carved: growing non-shared memory detaches its views.
+        off = heap.addressOf(fn, op.operands[i]!.name, a, (cur ??= heap.f32().buffer));
+        if (off >= 0) {
+          this.seen[slot] = a;
+          this.seenAt[slot] = off;
+        }
+      }
+      if (off >= 0) p.set(i, RESIDENT, off);
+      else {
+        p.set(i, COPIED, -1);
+        copied = true;
+      }
+    }
+    if (this.snapshotConflicts(p)) copied = true;
+    p.streams = copied;
+    const has = (i: number) => p.arrs[i] !== null;
+    if (!copied) {
+      // Everything in place: one segment, only the workspace to find.
+      p.segRows = rows;
+      const w = this.rules.work(op, rows, dim, has);
+      p.addrs[n] = w === 0 ? 0 : this.window.carveOne(w);
+      p.seek(0);
+      return p;
+    }
+    this.carveWindow(p, has);
+    p.seek(0);
+    // One-row inputs (the weight) once, now.
+    const mem = heap.f32();
+    for (let i = 0; i < n; i++) {
+      const o = op.operands[i]!;
+      if (p.kindOf(i) === COPIED && !o.out && o.shape === ROW) mem.set(p.arrs[i]!, p.baseOf(i) >>> 2);
+    }
+    return p;
+  }
+
+  /**
+   * Replaces each input that some output would overwrite before the kernel reads it by a
+   * snapshot (a JavaScript copy, then streamed). Safe pairs: disjoint ranges, or exactly the
+   * same range where the operation allows that alias. One-row inputs copied into the window
+   * and one-row outputs copied out at the end cannot be overwritten early. Returns whether it
+   * made a snapshot.
+   */
+  private snapshotConflicts(p: Placement): boolean {
+    const ops = p.op.operands;
+    let made = false;
+    for (let i = 0; i < ops.length; i++) {
+      const inp = ops[i]!;
+      const a = p.arrs[i]!;
+      if (inp.out || a === null) continue;
+      const ki = p.kindOf(i);
+      for (let o = 0; o < ops.length; o++) {
+        const out = ops[o]!;
+        const b = p.arrs[o]!;
+        if (!out.out || b === null || p.kindOf(o) !== ki) continue;
+        if (ki === COPIED && (inp.shape === ROW || out.shape === ROW)) continue;
+        const io = ki === RESIDENT ? p.baseOf(i) : a.byteOffset;
+        const oo = ki === RESIDENT ? p.baseOf(o) : b.byteOffset;
+        const il = 4 * a.length;
+        const ol = 4 * b.length;
+        if (io >= oo + ol || oo >= io + il) continue;
+        if (ki === COPIED && a.buffer !== b.buffer) continue;
+        if (io === oo && il === ol && out.alias.includes(i)) continue;
+        p.arrs[i] = a.slice();
+        p.set(i, COPIED, -1);
+        made = true;
+        break;
+      }
+    }
+    return made;
+  }
+
+  /** Sizes the segment to the window and gives each copied array its region. */
+  private carveWindow(p: Placement, has: (i: number) => boolean): void {
+    const { op, rows, dim } = p;
+    const ops = op.operands;
+    const n = ops.length;
+    // Floats per row of the segment, and fixed: a copied output computed where the input it
+    // may alias was copied (y at x's copy) needs no region of its own.
+    let perRow = 0;
+    let fixed = 0;
+    const shareOf = this.region;
+    shareOf.length = n;
+    for (let i = 0; i < n; i++) {
+      shareOf[i] = -1;
+      if (p.kindOf(i) !== COPIED) continue;
+      const o = ops[i]!;
+      if (o.out && o.shape === MATRIX) {
+        for (const j of o.alias) {
+          if (p.kindOf(j) === COPIED && shareOf.indexOf(j) < 0 && ops[j]!.shape === MATRIX) {
+            shareOf[i] = j;
+            break;
+          }
+        }
+        if (shareOf[i]! >= 0) continue;
+      }
+      if (o.shape === MATRIX) perRow += dim;
+      else if (o.shape === PER_ROW) perRow += 1;
+      else fixed += dim;
+    }
+    const align = this.rules.rowAlign(op);
+    // The workspace may grow with the segment (the pool's partials): size by one aligned block.
+    const workPerBlock = this.rules.work(op, align, dim, has);
+    const workFixed = this.rules.work(op, 0, dim, has);
+    const perAligned = perRow * align + workPerBlock - workFixed;
+    let seg = Math.floor(Math.max(0, this.rules.floats - fixed - workFixed) / Math.max(1, perAligned)) * align;
+    seg = Math.max(align, seg);
+    if (seg >= rows) seg = rows;
+    p.segRows = seg;
+    const sizes = this.sizes;
+    sizes.length = 0;
+    const slotOf: number[] = [];
+    for (let i = 0; i < n; i++) {
+      if (p.kindOf(i) !== COPIED || shareOf[i]! >= 0) {
+        slotOf.push(-1);
+        continue;
+      }
+      const shape = ops[i]!.shape;
+      slotOf.push(sizes.push(shape === MATRIX ? seg * dim : shape === PER_ROW ? seg : dim) - 1);
+    }
+    const work = this.rules.work(op, seg, dim, has);
+    if (work > 0) sizes.push(work);
+    const at = this.window.carve(sizes);
+    for (let i = 0; i < n; i++) if (slotOf[i]! >= 0) p.set(i, COPIED, at[slotOf[i]!]!);
+    for (let i = 0; i < n; i++) if (shareOf[i]! >= 0) p.set(i, COPIED, p.baseOf(shareOf[i]!));
+    p.addrs[n] = work > 0 ? at[sizes.length - 1]! : 0;
+  }
+}
