@@ -10,7 +10,7 @@
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg } from 'node:os';
-import { createPool, init, instance, type RmsNormPool } from '../dist/index.js';
+import { createPool, init, instance, loadRmsNorm, type RmsNormPool } from '../dist/index.js';
 
 interface Hooks {
   setInlineBelow(elems: number): void;
@@ -37,7 +37,9 @@ async function median(f: () => unknown, budgetMs = 300): Promise<number> {
 
 const fmt = (v: number, w = 9) => v.toFixed(1).padStart(w);
 await init();
+// The sync default (init(): the simd build) for plain arrays; the pool's shared instance for views.
 const rn = instance()!;
+const shared = await loadRmsNorm('simd-threads');
 const threads = Number(process.env.THREADS ?? availableParallelism());
 const out: Record<string, unknown> = {
   date: new Date().toISOString(),
@@ -50,7 +52,7 @@ const out: Record<string, unknown> = {
 
 function buffers(rows: number, dim: number) {
   const n = rows * dim;
-  const bufs = [rn.allocF32(n), rn.allocF32(n), rn.allocF32(n), rn.allocF32(dim), rn.allocF32(dim)];
+  const bufs = [n, n, n, dim, dim].map((k) => shared.allocF32(k));
   return {
     free: () => bufs.forEach((b) => b.free()),
     // Views after all allocations: growth detaches earlier views of non-shared memory (this is
@@ -74,9 +76,10 @@ async function compare(pool: RmsNormPool, rows: number, dim: number, plain: bool
   const { x, y, dy, w, dw } = plain
     ? { x: v.x.slice(), y: v.y.slice(), dy: v.dy.slice(), w: v.w.slice(), dw: v.dw.slice() }
     : v;
-  const fs = await median(() => rn.rmsNorm(x, w, { out: y }));
+  const sync = plain ? rn : shared;
+  const fs = await median(() => sync.rmsNorm(x, w, { out: y }));
   const fp = await median(() => pool.rmsNorm(x, w, { out: y }));
-  const bs = await median(() => rn.rmsNormBackward(dy, x, w, { dx: y, dweight: dw }));
+  const bs = await median(() => sync.rmsNormBackward(dy, x, w, { dx: y, dweight: dw }));
   const bp = await median(() => pool.rmsNormBackward(dy, x, w, { dx: y, dweight: dw }));
   b.free();
   return { rows, dim, plain, fwdSync: fs, fwdPool: fp, fwdRatio: fs / fp, bwdSync: bs, bwdPool: bp, bwdRatio: bs / bp };
@@ -231,14 +234,14 @@ async function service() {
   console.log('\nservice: 1000 createPool + call + destroy cycles');
   {
     const { x, w } = plainCase(256, 1024);
-    const before = rn.wasm.memory.buffer.byteLength;
+    const before = shared.wasm.memory.buffer.byteLength;
     const t0 = performance.now();
     for (let i = 0; i < 1000; i++) {
       const p = await createPool({ threads });
       await p.rmsNorm(x, w);
       await p.destroy();
     }
-    const growth = (rn.wasm.memory.buffer.byteLength - before) / 2 ** 20;
+    const growth = (shared.wasm.memory.buffer.byteLength - before) / 2 ** 20;
     r.cycles = { cycles: 1000, memoryGrowthMiB: growth, seconds: (performance.now() - t0) / 1000 };
     console.log(`  wasm memory grew by ${growth.toFixed(2)} MiB in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
   }

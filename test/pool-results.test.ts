@@ -9,7 +9,8 @@ import { randn, rng } from './reference.js';
 
 let sync: RmsNorm;
 beforeAll(async () => {
-  await init();
+  // the pool's shared instance, so that its views are used in place by the pool
+  await init({ build: 'simd-threads' });
   sync = instance()!;
   expect(sync.build).toBe('simd-threads');
 });

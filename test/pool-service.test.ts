@@ -16,7 +16,8 @@ import { randn } from './reference.js';
 
 let sync: RmsNorm;
 beforeAll(async () => {
-  await init();
+  // the pool's shared instance, so that its views are used in place by the pool
+  await init({ build: 'simd-threads' });
   sync = instance()!;
 });
 

@@ -45,9 +45,9 @@ export function loadRmsNorm(build: Build = defaultBuild()): Promise<RmsNorm> {
 
 /**
  * Loads and instantiates the wasm module; the other functions throw until it has resolved.
- * Calling it again is cheap. `options.build` picks a build (default: `simd-threads` where
- * threads are available — always in Node, in browsers when `crossOriginIsolated` — else
- * `simd`, else `scalar`).
+ * Calling it again is cheap. `options.build` picks a build (default: `simd` wherever SIMD128
+ * runs, else `scalar`; `simd-threads` only when asked for — its shared memory is what the pool
+ * uses, and copies plain arrays more slowly; see load.ts's defaultBuild).
  */
 export async function init(options?: { build?: Build }): Promise<void> {
   const o = checkOptions('init', options, INIT_KEYS);

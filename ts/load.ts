@@ -2,7 +2,7 @@
  * Finding, compiling and instantiating one of the three wasm builds, in Node or a browser.
  * @module
  */
-import { isNode, simdSupported, threadsAvailable } from './platform.js';
+import { isNode, simdSupported } from './platform.js';
 
 /** The wasm builds: see build.sh. */
 export type Build = 'simd' | 'simd-threads' | 'scalar';
@@ -54,10 +54,14 @@ const WASM_URL: Record<Build, () => URL> = {
   scalar: () => new URL('../wasm/scalar/rmsnorm_wasm_bg.wasm', import.meta.url),
 };
 
-/** The build `init()` picks here: threads where possible, else SIMD, else scalar. */
+/**
+ * The build `init()` picks: `simd` wherever SIMD128 runs, else `scalar`. Not `simd-threads`,
+ * even where it could run: its memory is a SharedArrayBuffer, which V8 copies plain arrays
+ * into and out of at about half the speed (`npm run bench:window` compares the two), and the
+ * sync API gains nothing from sharing. The pool loads `simd-threads` itself.
+ */
 export function defaultBuild(): Build {
-  if (!simdSupported()) return 'scalar';
-  return threadsAvailable() ? 'simd-threads' : 'simd';
+  return simdSupported() ? 'simd' : 'scalar';
 }
 
 async function wasmBytes(build: Build): Promise<ArrayBuffer | Uint8Array> {

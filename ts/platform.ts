@@ -72,10 +72,20 @@ export function yieldToEventLoop(): Promise<void> {
   });
 }
 
+/** Node's Buffer, when there is one (its allocUnsafeSlow gives an ArrayBuffer of its own, not zeroed). */
+const NodeBuffer = (globalThis as { Buffer?: { allocUnsafeSlow(n: number): { buffer: ArrayBuffer } } }).Buffer;
+
+/** Below this many floats a zeroed array costs the same (bench/alloc.ts). */
+const UNZEROED_FROM = 4096;
+
 /**
- * A Float32Array of `n` floats for a result the library allocates, every element of which the
- * call overwrites. Plain `new Float32Array(n)`: see bench/alloc.ts for the alternatives measured.
+ * A new Float32Array of `n` floats, for a result the library allocates and the call then
+ * overwrites in full. In Node from 16 KiB up, memory that is not zeroed first
+ * (`Buffer.allocUnsafeSlow`: an ArrayBuffer of its own, never a slice of Node's shared pool):
+ * measured by `npm run bench:alloc`, zeroing is up to a third of allocating and writing 1–16 MiB. Browsers
+ * have no such allocation; a new array's pages are faulted in as the results are written.
  */
 export function resultArray(n: number): Float32Array {
+  if (NodeBuffer !== undefined && n >= UNZEROED_FROM) return new Float32Array(NodeBuffer.allocUnsafeSlow(4 * n).buffer, 0, n);
   return new Float32Array(n);
 }

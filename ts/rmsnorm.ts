@@ -22,12 +22,12 @@ import {
   type RmsNormOptions,
 } from './validate.js';
 
-/** The sync API's window: segments of any row count (the backward carries its open dweight block). */
-const SYNC_RULES: WindowRules = {
-  floats: SYNC_WINDOW_FLOATS,
+/** The sync API's window rules: segments of any row count (the backward carries its open dweight block). */
+const syncRules = (floats: number): WindowRules => ({
+  floats,
   rowAlign: () => 1,
   work: (op, _rows, dim, has) => op.syncWork(dim, has),
-};
+});
 
 /** The sync API over one instantiated build (the package's top-level functions use one). */
 export class RmsNorm {
@@ -40,15 +40,16 @@ export class RmsNorm {
   private readonly window: Scratch;
   private readonly placer: Placer;
 
-  constructor(wasm: LoadedWasm) {
+  /** @param windowFloats The window's size (bench/window.ts measures others). @internal */
+  constructor(wasm: LoadedWasm, windowFloats = SYNC_WINDOW_FLOATS) {
     this.wasm = wasm;
     this.build = wasm.build;
     this.heap = new Heap(wasm);
     this.window = new Scratch(this.heap);
     // Taken now, so that a call on plain arrays never grows the memory (which would detach
     // the caller's views of non-shared memory) unless one segment needs more.
-    this.window.carveOne(SYNC_WINDOW_FLOATS);
-    this.placer = new Placer(this.heap, this.window, SYNC_RULES);
+    this.window.carveOne(windowFloats);
+    this.placer = new Placer(this.heap, this.window, syncRules(windowFloats));
   }
 
   /**

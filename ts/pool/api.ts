@@ -2,6 +2,7 @@
  * The pool's public types: what createPool takes and what it returns.
  * @module
  */
+import type { F32Buffer } from '../memory.js';
 import { describe, options as checkOptions, type RmsNormBackwardOptions, type RmsNormBackwardResult, type RmsNormOptions } from '../validate.js';
 
 /** Options of {@link createPool}. */
@@ -36,6 +37,15 @@ export interface RmsNormPool {
     weight: Float32Array | null,
     options?: RmsNormBackwardOptions & PoolCallOptions,
   ): Promise<RmsNormBackwardResult>;
+  /**
+   * Allocates `length` floats in the pool's shared memory: views of it are used in place by
+   * the pool's calls (no copies), and accepted by the sync API too (which copies them, as any
+   * array outside its own memory). Views of `allocF32()`'s memory (the sync API's) are likewise
+   * accepted by the pool and copied. Re-make views after anything that may grow memory;
+   * `free()` when done (before `destroy()`; the memory outlives the pool).
+   * @throws RangeError when memory cannot grow that far; Error after destroy().
+   */
+  allocF32(length: number): F32Buffer;
   /**
    * Dispatches an empty job to every worker and resolves when all have answered: the pool's
    * fixed cost per call, for benchmarks.

@@ -12,7 +12,7 @@
  */
 import { canBlock, coreCount, resultArray, simdSupported, threadsAvailable, yieldToEventLoop } from '../platform.js';
 import type { RmsNorm } from '../rmsnorm.js';
-import { Scratch } from '../memory.js';
+import { Scratch, type F32Buffer } from '../memory.js';
 import {
   checkBackward,
   checkForward,
@@ -56,7 +56,10 @@ class Pool implements RmsNormPool {
   private readonly scratch: Scratch;
   private readonly blockRows: number;
   private readonly calls: PoolCalls;
+  /** The instance whose memory the workers share (`simd-threads`; `simd` in single mode). */
   private readonly rn: RmsNorm;
+  /** Runs inline calls on plain arrays: non-shared memory copies them faster (load.ts, defaultBuild). */
+  private readonly plain: RmsNorm;
   private ctlAddr = 0;
   private ctl: Int32Array | null = null;
   private workers: Workers | null = null;
@@ -69,8 +72,9 @@ class Pool implements RmsNormPool {
   /** INLINE_BELOW, changeable through the test hooks (to measure the threshold). */
   private inlineBelow: { forward: number; backward: number } = INLINE_BELOW[canBlock() ? 'join' : 'async'];
 
-  constructor(rn: RmsNorm, threads: number, private readonly cores: number) {
+  constructor(rn: RmsNorm, plain: RmsNorm, threads: number, private readonly cores: number) {
     this.rn = rn;
+    this.plain = plain;
     this.heap = rn.heap;
     this.blockRows = rn.wasm.exports.dg_block_rows();
     this.mode = threads > 0 ? 'threads' : 'single';
@@ -112,7 +116,7 @@ class Pool implements RmsNormPool {
       const signal = checkSignal(fn, options);
       // A call too small to shard, with nothing ahead of it, runs now: no queue round trip.
       if (this.idle() && !signal?.aborted && this.inline(a.rows, a.rows * a.dim, 'forward')) {
-        return Promise.resolve(this.rn.forwardChecked(a, fn));
+        return Promise.resolve(this.inlineFor(a).forwardChecked(a, fn));
       }
       // Checked again when it runs: an input may have been detached while it was queued.
       const check = () => checkForward(fn, x, weight, options, POOL_KEYS);
@@ -133,13 +137,26 @@ class Pool implements RmsNormPool {
       const a = checkBackward(fn, dy, x, weight, options, POOL_KEYS);
       const signal = checkSignal(fn, options);
       if (this.idle() && !signal?.aborted && this.inline(a.rows, a.rows * a.dim, 'backward')) {
-        return Promise.resolve(this.rn.backwardChecked(a, fn));
+        return Promise.resolve(this.inlineFor(a).backwardChecked(a, fn));
       }
       const check = () => checkBackward(fn, dy, x, weight, options, POOL_KEYS);
       return this.enqueue<RmsNormBackwardResult>((settle) => ({ kind: 'backward', check, settle, signal }), signal);
     } catch (e) {
       return Promise.reject(e);
     }
+  }
+
+  /**
+   * The instance an inline call runs on: the shared one when its input is a view of the shared
+   * memory (used in place), else the non-shared one.
+   */
+  private inlineFor(a: ForwardArgs | BackwardArgs): RmsNorm {
+    return this.heap.holds(a.x) ? this.rn : this.plain;
+  }
+
+  allocF32(length: number): F32Buffer {
+    if (this.destroyed) throw destroyedError();
+    return this.rn.allocF32(length);
   }
 
   /** Nothing queued or running, and not destroyed. */
@@ -205,10 +222,10 @@ class Pool implements RmsNormPool {
     }
     if (job.kind === 'forward') {
       const a = job.check();
-      job.settle.resolve(await this.call(a, false, () => this.rn.forwardChecked(a, FN_FORWARD), () => this.forwardSharded(a)));
+      job.settle.resolve(await this.call(a, false, () => this.inlineFor(a).forwardChecked(a, FN_FORWARD), () => this.forwardSharded(a)));
     } else {
       const a = job.check();
-      job.settle.resolve(await this.call(a, true, () => this.rn.backwardChecked(a, FN_BACKWARD), () => this.backwardSharded(a)));
+      job.settle.resolve(await this.call(a, true, () => this.inlineFor(a).backwardChecked(a, FN_BACKWARD), () => this.backwardSharded(a)));
     }
   }
 
@@ -297,8 +314,8 @@ class Pool implements RmsNormPool {
 
 /**
  * Starts a pool of workers that share the `simd-threads` module and its memory with this
- * thread. Views from {@link allocF32} (after `init()` picked `simd-threads`) are used in place;
- * plain Float32Arrays are copied in once and out once.
+ * thread. Views from the pool's `allocF32` (or from `loadRmsNorm('simd-threads')`'s) are used
+ * in place; any other Float32Array streams through the pool's 32 MiB window (place.ts).
  *
  * Where SharedArrayBuffer is unavailable (a page without COOP/COEP headers) the pool is
  * created in `mode: 'single'`: no workers, calls run on the calling thread with the `simd`
@@ -311,11 +328,10 @@ export async function createPool(
   load: (build: 'simd-threads' | 'simd' | 'scalar') => Promise<RmsNorm>,
 ): Promise<RmsNormPool> {
   const t = checkCreateOptions(options);
-  if (!threadsAvailable()) {
-    return new Pool(await load(simdSupported() ? 'simd' : 'scalar'), 0, 1);
-  }
+  const plain = await load(simdSupported() ? 'simd' : 'scalar');
+  if (!threadsAvailable()) return new Pool(plain, plain, 0, 1);
   const cores = await coreCount();
-  const pool = new Pool(await load('simd-threads'), t ?? cores, cores);
+  const pool = new Pool(await load('simd-threads'), plain, t ?? cores, cores);
   await pool.start();
   return pool;
 }
