@@ -8,6 +8,7 @@
  */
 import { resultArray } from './platform.js';
 import type { Build, LoadedWasm } from './load.js';
+import { RmsNormLayer, type RmsNormLayerOptions } from './layer.js';
 import { Heap, Scratch, type F32Buffer } from './memory.js';
 import { BACKWARD, FORWARD, type Op } from './ops.js';
 import { Placer, SYNC_WINDOW_FLOATS, type Placement, type WindowRules } from './place.js';
@@ -129,6 +130,15 @@ export class RmsNorm {
     }
     p.finish();
     return p;
+  }
+
+  /**
+   * An RMSNorm bound to `weight` (copied into this module's memory; `null` for none) and
+   * options, owning its outputs: see {@link RmsNormLayer}.
+   * @param options `dim` (default `weight.length`), `eps` (default 1e-6).
+   */
+  createLayer(weight: Float32Array | null, options?: RmsNormLayerOptions): RmsNormLayer {
+    return new RmsNormLayer(this, weight, options);
   }
 
   /**

@@ -270,3 +270,24 @@ export function checkBackward(
 
 /** Whether `a` and `b` share bytes (same buffer, overlapping ranges). */
 export { overlaps };
+
+const LAYER_KEYS: readonly string[] = ['dim', 'eps'];
+
+/** Checks createRmsNorm's arguments: the weight (or null), dim and eps, as the forward checks them. */
+export function checkLayerOptions(fn: string, weight: unknown, opts: unknown): { weight: Float32Array | null; dim: number; eps: number } {
+  const o = options(fn, opts, LAYER_KEYS);
+  const w = weightOf(fn, weight);
+  return { weight: w, dim: dimOf(fn, w, o.dim), eps: eps(fn, o.eps) };
+}
+
+const LAYER_BACKWARD_KEYS: readonly string[] = ['rstd'];
+
+/** The rstd option of a layer's backward (one float per row), or null. */
+export function checkLayerRstd(fn: string, opts: unknown, rows: number): Float32Array | null {
+  return optF32(fn, 'options.rstd', options(fn, opts, LAYER_BACKWARD_KEYS).rstd, rows, 'one per row');
+}
+
+/** A layer call's matrix argument: a Float32Array of whole rows of `dim`; returns the row count. */
+export function checkRows(fn: string, name: string, a: unknown, dim: number): number {
+  return rowsOf(fn, name, f32(fn, name, a), dim);
+}

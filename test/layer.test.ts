@@ -1,0 +1,102 @@
+/**
+ * createRmsNorm: a layer bound to its weight that owns and reuses its outputs. Same bits as the
+ * one-off calls; nothing allocated per call (same arrays back, no wasm growth); the weight's
+ * view survives memory growth; bad input is refused before anything is written.
+ */
+import { beforeAll, describe, expect, it } from 'vitest';
+import { allocF32, createRmsNorm, init, instance, rmsNorm, rmsNormBackward } from '../dist/index.js';
+import { firstBitDiff, randn, testRows, testWeight } from './reference.js';
+import { thrown } from './thrown.js';
+
+beforeAll(async () => {
+  await init();
+});
+
+describe('createRmsNorm', () => {
+  const dim = 96;
+  const w = testWeight(dim, 1);
+
+  it('forward and backward have the bits of rmsNorm / rmsNormBackward, for any row count', () => {
+    const layer = createRmsNorm(w, { eps: 1e-5 });
+    for (const rows of [1, 7, 300, 7]) {
+      const x = testRows(rows, dim, rows);
+      const dy = randn(rows * dim, rows + 1);
+      const rstd = new Float32Array(rows);
+      const want = rmsNorm(x, w, { eps: 1e-5, rstd });
+      const y = layer.forward(x);
+      expect(y.length).toBe(x.length);
+      expect(firstBitDiff(y, want)).toBe(-1);
+      expect(firstBitDiff(layer.rstd, rstd)).toBe(-1);
+      const wantB = rmsNormBackward(dy, x, w, { eps: 1e-5 });
+      for (const opts of [undefined, { rstd: layer.rstd }]) {
+        const b = layer.backward(dy, x, opts);
+        expect(firstBitDiff(b.dx, wantB.dx)).toBe(-1);
+        expect(firstBitDiff(b.dweight!, wantB.dweight!)).toBe(-1);
+      }
+    }
+    layer.free();
+  });
+
+  it('without a weight (dim given): dweight is null', () => {
+    const layer = createRmsNorm(null, { dim });
+    const x = testRows(5, dim, 3);
+    expect(firstBitDiff(layer.forward(x), rmsNorm(x, null, { dim }))).toBe(-1);
+    const b = layer.backward(x, x);
+    expect(b.dweight).toBeNull();
+    expect(firstBitDiff(b.dx, rmsNormBackward(x, x, null, { dim }).dx)).toBe(-1);
+  });
+
+  it('reuses its outputs: the same arrays come back, and wasm memory does not grow over 1000 calls', () => {
+    const layer = createRmsNorm(w);
+    const x = testRows(32, dim, 4);
+    const y0 = layer.forward(x);
+    const b0 = layer.backward(x, x);
+    const mem = instance()!.wasm.memory;
+    const before = mem.buffer.byteLength;
+    for (let i = 0; i < 1000; i++) {
+      expect(layer.forward(x) === y0).toBe(true);
+      const b = layer.backward(x, x, { rstd: layer.rstd });
+      expect(b.dx === b0.dx && b.dweight === b0.dweight).toBe(true);
+    }
+    expect(mem.buffer.byteLength).toBe(before);
+    layer.free();
+  });
+
+  it('the weight is copied at creation; setWeight replaces it', () => {
+    const w2 = w.slice();
+    const layer = createRmsNorm(w2);
+    const x = testRows(3, dim, 5);
+    w2.fill(7); // the caller's array changing does not change the layer
+    expect(firstBitDiff(layer.forward(x), rmsNorm(x, w))).toBe(-1);
+    layer.setWeight(w2);
+    expect(firstBitDiff(layer.forward(x), rmsNorm(x, w2))).toBe(-1);
+  });
+
+  it('keeps working after the memory grows (its weight view is re-made)', () => {
+    const layer = createRmsNorm(w);
+    const x = testRows(4, dim, 6);
+    layer.forward(x);
+    const big = allocF32(16 << 20); // 64 MiB: grows the memory, detaching the simd build's views
+    expect(firstBitDiff(layer.forward(x), rmsNorm(x, w))).toBe(-1);
+    big.free();
+    layer.free();
+  });
+
+  it('bad arguments throw TypeError / RangeError naming them; a freed layer throws', () => {
+    expect(thrown(() => createRmsNorm(null))).toMatchObject({ name: 'TypeError', message: expect.stringMatching(/options.dim is required/) });
+    expect(thrown(() => createRmsNorm(w, { dim: 5 }))).toMatchObject({ name: 'RangeError' });
+    expect(thrown(() => createRmsNorm(w, { epsilon: 1 } as never))).toMatchObject({ name: 'TypeError', message: expect.stringMatching(/unknown option "epsilon"/) });
+    expect(thrown(() => createRmsNorm(w, { eps: -1 }))).toMatchObject({ name: 'RangeError', message: expect.stringMatching(/eps/) });
+    const layer = createRmsNorm(w);
+    expect(thrown(() => layer.forward([1, 2] as never))).toMatchObject({ name: 'TypeError', message: expect.stringMatching(/layer.forward: x must be a Float32Array/) });
+    expect(thrown(() => layer.forward(new Float32Array(dim + 1)))).toMatchObject({ name: 'RangeError', message: expect.stringMatching(/multiple of dim \(96\)/) });
+    const x = testRows(2, dim, 7);
+    expect(thrown(() => layer.backward(new Float32Array(dim), x))).toMatchObject({ name: 'RangeError', message: expect.stringMatching(/dy.length/) });
+    expect(thrown(() => layer.backward(x, x, { rstd: new Float32Array(3) }))).toMatchObject({ name: 'RangeError', message: expect.stringMatching(/options.rstd.length must be 2/) });
+    expect(thrown(() => layer.setWeight(new Float32Array(3)))).toMatchObject({ name: 'TypeError', message: expect.stringMatching(/96 floats/) });
+    // nothing was written, and the layer still works
+    expect(firstBitDiff(layer.forward(x), rmsNorm(x, w))).toBe(-1);
+    layer.free();
+    expect(thrown(() => layer.forward(x))).toMatchObject({ message: expect.stringMatching(/freed/) });
+  });
+});

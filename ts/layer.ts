@@ -1,0 +1,147 @@
+/**
+ * The call to repeat: an RMSNorm bound to its weight and options that owns its outputs. The
+ * common loop — same weight, every layer, every token — then allocates nothing per call: no
+ * result array (a fresh large one is zero pages the first writes fault in, which in a browser
+ * costs more than the normalization), no weight copy (the weight lives in wasm memory), no
+ * options object to check.
+ * @module
+ */
+import type { F32Buffer } from './memory.js';
+import type { RmsNorm } from './rmsnorm.js';
+import { checkLayerOptions, checkLayerRstd, checkRows, describe, type RmsNormBackwardResult } from './validate.js';
+
+/** Options of {@link RmsNormLayer}'s creation. */
+export interface RmsNormLayerOptions {
+  /** Row length. Default `weight.length`; required when `weight` is null. */
+  dim?: number;
+  /** Added to mean(x²) inside the root. Default 1e-6; ≥ 0 and finite as a float32. */
+  eps?: number;
+}
+
+/** Options of {@link RmsNormLayer.backward}. */
+export interface RmsNormLayerBackwardOptions {
+  /** The forward's rstd (e.g. `layer.rstd` right after `forward(x)`); recomputed when absent. */
+  rstd?: Float32Array;
+}
+
+/**
+ * RMSNorm bound to a weight, `eps` and row length, owning its outputs; see
+ * {@link createRmsNorm}. Results are arrays the layer reuses: **valid until the next call of
+ * the same method** on this layer (copy them, e.g. `y.slice()`, to keep them longer). The
+ * bits are those of the one-off {@link rmsNorm} / {@link rmsNormBackward} calls.
+ */
+export class RmsNormLayer {
+  /** Row length (floats). */
+  readonly dim: number;
+  /** eps, inside the root. */
+  readonly eps: number;
+  private readonly rn: RmsNorm;
+  private w: F32Buffer | null;
+  private wView: Float32Array | null = null;
+  private readonly y = new Owned();
+  private readonly rstdOut = new Owned();
+  private readonly dx = new Owned();
+  private dw: Float32Array | null;
+  private freed = false;
+
+  /** @internal Use {@link createRmsNorm} or `RmsNorm.createLayer`. */
+  constructor(rn: RmsNorm, weight: unknown, options: unknown) {
+    const o = checkLayerOptions('createRmsNorm', weight, options);
+    this.rn = rn;
+    this.dim = o.dim;
+    this.eps = o.eps;
+    this.w = o.weight ? rn.allocF32(o.dim) : null;
+    this.dw = o.weight ? new Float32Array(o.dim) : null;
+    if (o.weight) this.weight()!.set(o.weight);
+  }
+
+  /**
+   * Forward over `x` (`rows × dim`, any number of rows). Returns the layer's output array
+   * (`x.length` floats), valid until the next `forward`; {@link rstd} then holds one rstd per row.
+   * @throws TypeError / RangeError on a bad `x`, before anything is written.
+   */
+  forward(x: Float32Array): Float32Array {
+    const rows = this.rows('forward', 'x', x);
+    const y = this.y.take(x.length);
+    const rstd = this.rstdOut.take(rows);
+    return this.rn.forwardChecked({ x, weight: this.weight(), out: y, rstd, rows, dim: this.dim, eps: this.eps }, 'layer.forward');
+  }
+
+  /** The rstd of each row of the last {@link forward} (valid until the next one). */
+  get rstd(): Float32Array {
+    return this.rstdOut.last;
+  }
+
+  /**
+   * Backward for `dy` and the forward's input `x` (both `rows × dim`). Returns the layer's
+   * `dx` and `dweight` (null without a weight), valid until the next `backward`.
+   * @param options `rstd`: the forward's (`layer.rstd`), else recomputed from `x`.
+   * @throws TypeError / RangeError on bad arguments, before anything is written.
+   */
+  backward(dy: Float32Array, x: Float32Array, options?: RmsNormLayerBackwardOptions): RmsNormBackwardResult {
+    const rows = this.rows('backward', 'x', x);
+    this.rows('backward', 'dy', dy);
+    if (dy.length !== x.length) throw new RangeError(`layer.backward: dy.length (${dy.length}) must equal x.length (${x.length})`);
+    const rstd = checkLayerRstd('layer.backward', options, rows);
+    const dx = this.dx.take(x.length);
+    const weight = this.w ? this.weight() : null;
+    return this.rn.backwardChecked({ dy, x, weight, rstd, dx, dweight: this.dw, rows, dim: this.dim, eps: this.eps }, 'layer.backward');
+  }
+
+  /** Replaces the weight's values (`dim` floats; the layer was created with a weight). */
+  setWeight(weight: Float32Array): void {
+    if (!this.w) throw new TypeError('layer.setWeight: this layer was created without a weight');
+    if (!ArrayBuffer.isView(weight) || !(weight instanceof Float32Array) || weight.length !== this.dim) {
+      throw new TypeError(`layer.setWeight: weight must be a Float32Array of ${this.dim} floats, got ${describe(weight)}`);
+    }
+    this.weight()!.set(weight);
+  }
+
+  /** Gives the weight's wasm memory back; the layer throws afterwards. */
+  free(): void {
+    if (this.freed) return;
+    this.freed = true;
+    this.w?.free();
+    this.w = null;
+    this.wView = null;
+  }
+
+  /** free(), for `using layer = createRmsNorm(w)`. */
+  [Symbol.dispose](): void {
+    this.free();
+  }
+
+  /** Rows of `a`, checked: a Float32Array whose length is a multiple of dim. */
+  private rows(fn: string, name: string, a: unknown): number {
+    if (this.freed) throw new Error(`layer.${fn}: the layer was freed`);
+    return checkRows(`layer.${fn}`, name, a, this.dim);
+  }
+
+  /**
+   * The weight's view of wasm memory (null without a weight), re-made when the memory grew:
+   * growth detaches the views of non-shared memory, and a detached view has length 0.
+   */
+  private weight(): Float32Array | null {
+    if (this.w === null) return null;
+    if (this.wView === null || this.wView.length === 0) this.wView = this.w.view();
+    return this.wView;
+  }
+}
+
+/**
+ * An output array the layer reuses: it grows to the largest size asked for, and a smaller
+ * size is a view of its start (kept while the size repeats), so alternating shapes do not
+ * allocate either.
+ */
+class Owned {
+  private backing = new Float32Array(0);
+  /** The array last handed out. */
+  last = new Float32Array(0);
+
+  take(n: number): Float32Array {
+    if (this.last.length === n) return this.last;
+    if (this.backing.length < n) this.backing = new Float32Array(n);
+    this.last = n === this.backing.length ? this.backing : this.backing.subarray(0, n);
+    return this.last;
+  }
+}
