@@ -156,6 +156,21 @@ export function goals(rows: Row[], shapes: Shape[]): Goal[] {
     ratioGoal('i2-bwd-8x', 'issue 2, 64×4096, 1 thread: backward on plain Float32Arrays (wasm-simd) ≥ 8× js-naive', i2, 8,
       (s) => ({ num: best(s, 'backward', named('wasm-simd')), den: naive('backward')(s) })),
   );
+  // Issue 9: the call users make, on the same terms as the peers (results allocated by the callee).
+  const dflt = (op: Op) => (s: string) => best(s, op, named('wasm-default'));
+  const bigs = ['512x4096', '4096x4096'].filter((s) => shapes.some((t) => shapeName(t) === s));
+  out.push(
+    ratioGoal('i9-default-ort-node-1.5x', 'issue 9: default call (init(); rmsNorm(x, w)) ≥ 1.5× onnxruntime-node (its best) at every default shape', defaults, 1.5,
+      (s) => ({ num: dflt('forward')(s), den: best(s, 'forward', (r) => r.family === 'ort-node') })),
+    ratioGoal('i9-default-ort-web-4x', 'issue 9: default call ≥ 4× onnxruntime-web (its best) at every default shape', defaults, 4,
+      (s) => ({ num: dflt('forward')(s), den: best(s, 'forward', (r) => r.family === 'ort-web') })),
+    ratioGoal('i9-default-js-4x', 'issue 9: default call ≥ 4× the plain JS loop (js-naive) at every shape, 1×896 included', shapes.map(shapeName), 4,
+      (s) => ({ num: dflt('forward')(s), den: naive('forward')(s) })),
+    ratioGoal('i9-plain-fwd-70pct', 'issue 9: plain-array forward (wasm-simd, out given) ≥ 70% of the zero-copy forward at 512×4096 and 4096×4096', bigs, 0.7,
+      (s) => ({ num: best(s, 'forward', named('wasm-simd')), den: zcFwd(s) })),
+    ratioGoal('i9-plain-bwd-65pct', 'issue 9: plain-array backward ≥ 65% of the zero-copy backward at 512×4096 and 4096×4096', bigs, 0.65,
+      (s) => ({ num: best(s, 'backward', named('wasm-simd')), den: best(s, 'backward', named('wasm-simd-zero-copy')) })),
+  );
   return out;
 }
 

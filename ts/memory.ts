@@ -142,6 +142,8 @@ export class Heap {
 export class Scratch {
   private addr = 0;
   private floats = 0;
+  /** Changes whenever the region moves (a carve that needed more room): addresses kept from before are stale. */
+  generation = 0;
   constructor(private readonly heap: Heap) {}
 
   /** Makes room for regions of the given float counts; returns each one's byte address. */
@@ -170,6 +172,7 @@ export class Scratch {
       this.floats = 0;
       this.addr = this.heap.alloc(total);
       this.floats = total;
+      this.generation++;
     }
     return this.addr;
   }
@@ -179,5 +182,6 @@ export class Scratch {
     if (this.addr !== 0) this.heap.free(this.addr, this.floats);
     this.addr = 0;
     this.floats = 0;
+    this.generation++;
   }
 }

@@ -63,6 +63,8 @@ export class Placement {
   /** Resident: the array's byte address. Copied: its region's. */
   private readonly base: number[] = [];
   private start = 0;
+  private readonly views: (Float32Array | undefined)[] = [];
+  private readonly viewAt: number[] = [];
 
   constructor(private readonly heap: Heap) {}
 
@@ -84,13 +86,16 @@ export class Placement {
   copyIn(r0: number, r1: number): void {
     if (!this.streams) return;
     const { dim, op } = this;
+    const whole = r0 === 0 && r1 === this.rows;
     let mem: Float32Array | null = null;
     for (let i = 0; i < op.operands.length; i++) {
       const o = op.operands[i]!;
       if (this.kind[i] !== COPIED || o.out || o.shape === ROW) continue;
       mem ??= this.heap.f32();
       const w = o.shape === MATRIX ? dim : 1;
-      mem.set(this.arrs[i]!.subarray(r0 * w, r1 * w), (this.base[i]! >>> 2) + (r0 - this.start) * w);
+      const a = this.arrs[i]!;
+      // A call that fits the window (most small ones) copies whole arrays: no subarray to make.
+      mem.set(whole ? a : a.subarray(r0 * w, r1 * w), (this.base[i]! >>> 2) + (r0 - this.start) * w);
     }
   }
 
@@ -98,15 +103,27 @@ export class Placement {
   copyOut(r0: number, r1: number): void {
     if (!this.streams) return;
     const { dim, op } = this;
-    let mem: Float32Array | null = null;
     for (let i = 0; i < op.operands.length; i++) {
       const o = op.operands[i]!;
       if (this.kind[i] !== COPIED || !o.out || o.shape === ROW) continue;
-      mem ??= this.heap.f32();
       const w = o.shape === MATRIX ? dim : 1;
-      const at = (this.base[i]! >>> 2) + (r0 - this.start) * w;
-      this.arrs[i]!.set(mem.subarray(at, at + (r1 - r0) * w), r0 * w);
+      this.arrs[i]!.set(this.windowView(i, (this.base[i]! >>> 2) + (r0 - this.start) * w, (r1 - r0) * w), r0 * w);
     }
+  }
+
+  /**
+   * A view of `len` floats of wasm memory at float index `at`, kept per operand: calls that
+   * repeat a shape copy results out through the same view instead of making one per call. A
+   * kept view of non-shared memory that growth detached has length 0 and is re-made.
+   */
+  private windowView(i: number, at: number, len: number): Float32Array {
+    const v = this.views[i];
+    if (v !== undefined && v.length === len && this.viewAt[i] === at) return v;
+    const mem = this.heap.f32();
+    const nv = mem.subarray(at, at + len);
+    this.views[i] = nv;
+    this.viewAt[i] = at;
+    return nv;
   }
 
   /**
@@ -159,6 +176,14 @@ export class Placer {
   private readonly seenAt: number[] = [];
   private readonly sizes: number[] = [];
   private readonly region: number[] = [];
+  // The last window layout, reused while a call of the same kind and shape repeats.
+  private lastKey = -1;
+  private lastRows = 0;
+  private lastDim = 0;
+  private lastGen = -1;
+  private lastSeg = 0;
+  private lastWork = 0;
+  private readonly lastBase: number[] = [];
 
   constructor(
     private readonly heap: Heap,
@@ -170,10 +195,12 @@ export class Placer {
 
   /**
    * Places `arrs` (in `op`'s operand order, null for absent) for a call of `rows × dim`
-   * (`rows` ≥ 1) and seeks to row 0. Throws a TypeError naming `fn` and the array on a stale
-   * view of wasm memory, before anything is written.
+   * (`rows` ≥ 1) and seeks to row 0. `fresh`: bit i set when operand i is an output the
+   * library has just allocated (a plain array that overlaps nothing: no checks needed).
+   * Throws a TypeError naming `fn` and the array on a stale view of wasm memory, before
+   * anything is written.
    */
-  place(fn: string, op: Op, arrs: readonly (Float32Array | null)[], rows: number, dim: number): Placement {
+  place(fn: string, op: Op, arrs: readonly (Float32Array | null)[], rows: number, dim: number, fresh = 0): Placement {
     const p = this.p;
     const heap = this.heap;
     const n = op.operands.length;
@@ -188,6 +215,11 @@ export class Placer {
       p.arrs[i] = a;
       if (a === null) {
         p.set(i, ABSENT, 0);
+        continue;
+      }
+      if (fresh & (1 << i)) {
+        p.set(i, COPIED, -1);
+        copied = true;
         continue;
       }
       const slot = op.id * MAX_ADDRS + i;
@@ -206,7 +238,7 @@ export class Placer {
         copied = true;
       }
     }
-    if (this.snapshotConflicts(p)) copied = true;
+    if (this.snapshotConflicts(p, fresh)) copied = true;
     p.streams = copied;
     const has = (i: number) => p.arrs[i] !== null;
     if (!copied) {
@@ -235,8 +267,11 @@ export class Placer {
    * and one-row outputs copied out at the end cannot be overwritten early. Returns whether it
    * made a snapshot.
    */
-  private snapshotConflicts(p: Placement): boolean {
+  private snapshotConflicts(p: Placement, fresh: number): boolean {
     const ops = p.op.operands;
+    let given = false;
+    for (let o = 0; o < ops.length; o++) if (ops[o]!.out && p.arrs[o] !== null && !(fresh & (1 << o))) given = true;
+    if (!given) return false;
     let made = false;
     for (let i = 0; i < ops.length; i++) {
       const inp = ops[i]!;
@@ -246,7 +281,7 @@ export class Placer {
       for (let o = 0; o < ops.length; o++) {
         const out = ops[o]!;
         const b = p.arrs[o]!;
-        if (!out.out || b === null || p.kindOf(o) !== ki) continue;
+        if (!out.out || b === null || p.kindOf(o) !== ki || fresh & (1 << o)) continue;
         if (ki === COPIED && (inp.shape === ROW || out.shape === ROW)) continue;
         const io = ki === RESIDENT ? p.baseOf(i) : a.byteOffset;
         const oo = ki === RESIDENT ? p.baseOf(o) : b.byteOffset;
@@ -269,6 +304,14 @@ export class Placer {
     const { op, rows, dim } = p;
     const ops = op.operands;
     const n = ops.length;
+    let key = op.id;
+    for (let i = 0; i < n; i++) key = key * 4 + p.kindOf(i);
+    if (key === this.lastKey && rows === this.lastRows && dim === this.lastDim && this.window.generation === this.lastGen) {
+      for (let i = 0; i < n; i++) if (p.kindOf(i) === COPIED) p.set(i, COPIED, this.lastBase[i]!);
+      p.segRows = this.lastSeg;
+      p.addrs[n] = this.lastWork;
+      return;
+    }
     // Floats per row of the segment, and fixed: a copied output computed where the input it
     // may alias was copied (y at x's copy) needs no region of its own.
     let perRow = 0;
@@ -318,5 +361,12 @@ export class Placer {
     for (let i = 0; i < n; i++) if (slotOf[i]! >= 0) p.set(i, COPIED, at[slotOf[i]!]!);
     for (let i = 0; i < n; i++) if (shareOf[i]! >= 0) p.set(i, COPIED, p.baseOf(shareOf[i]!));
     p.addrs[n] = work > 0 ? at[sizes.length - 1]! : 0;
+    this.lastKey = key;
+    this.lastRows = rows;
+    this.lastDim = dim;
+    this.lastGen = this.window.generation;
+    this.lastSeg = seg;
+    this.lastWork = p.addrs[n]!;
+    for (let i = 0; i < n; i++) this.lastBase[i] = p.baseOf(i);
   }
 }

@@ -71,7 +71,7 @@ export class RmsNorm {
   forwardChecked(a: ForwardArgs, fn = 'rmsNorm'): Float32Array {
     const y = a.out ?? resultArray(a.x.length);
     if (a.rows === 0) return y;
-    const p = this.run(fn, FORWARD, [a.x, a.weight, y, a.rstd], a.rows, a.dim, a.eps);
+    const p = this.run(fn, FORWARD, [a.x, a.weight, y, a.rstd], a.rows, a.dim, a.eps, a.out ? 0 : 1 << 2);
     return p.result(2, y);
   }
 
@@ -105,11 +105,12 @@ export class RmsNorm {
       dweight?.fill(0);
       return { dx, dweight };
     }
-    const p = this.run(fn, BACKWARD, [a.dy, a.x, a.weight, a.rstd, dx, dweight], a.rows, a.dim, a.eps);
+    const fresh = (a.dx ? 0 : 1 << 4) | (a.weight && !a.dweight ? 1 << 5 : 0);
+    const p = this.run(fn, BACKWARD, [a.dy, a.x, a.weight, a.rstd, dx, dweight], a.rows, a.dim, a.eps, fresh);
     return { dx: p.result(4, dx), dweight: dweight && p.result(5, dweight) };
   }
 
-  /** Places a checked call and runs `op` on each segment of rows: copy in, kernel, copy out. */
+  /** Places a checked call (`fresh`: outputs the library allocated, see Placer.place) and runs `op` on each segment of rows: copy in, kernel, copy out. */
   private run(
     fn: string,
     op: Op,
@@ -117,8 +118,9 @@ export class RmsNorm {
     rows: number,
     dim: number,
     eps: number,
+    fresh: number,
   ): Placement {
-    const p = this.placer.place(fn, op, arrs, rows, dim);
+    const p = this.placer.place(fn, op, arrs, rows, dim, fresh);
     const k = this.wasm.exports;
     const seg = p.segRows;
     for (let s = 0; s < rows; s += seg) {

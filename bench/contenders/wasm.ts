@@ -1,10 +1,13 @@
 /**
- * The library's synchronous API: `wasm-scalar` (the crate built without SIMD128, zero-copy
- * views), `wasm-simd` (plain Float32Arrays, copied through scratch by the library) and
- * `wasm-simd-zero-copy` (allocF32 views of the simd instance's memory).
+ * The library's synchronous API, from the call most users make to the fastest:
+ * `wasm-default` (`await init(); rmsNorm(x, w)`: plain arrays, the result allocated by the
+ * library — what onnxruntime's rows do too), `wasm-layer` (`createRmsNorm(w).forward(x)`: the
+ * layer reuses its outputs), `wasm-simd` (plain arrays, `out` given), `wasm-simd-zero-copy`
+ * (allocF32 views of the simd instance's memory) and `wasm-scalar` (the crate built without
+ * SIMD128, zero-copy views).
  * @module
  */
-import { loadRmsNorm, type RmsNorm } from '../../dist/index.js';
+import { createRmsNorm, init, loadRmsNorm, rmsNorm, rmsNormBackward, type RmsNorm } from '../../dist/index.js';
 import type { Case, Contender, Instance } from '../types.js';
 import { wasmBuffers } from './wasm-buffers.js';
 
@@ -43,12 +46,46 @@ function backwardZeroCopy(m: RmsNorm, c: Case): Instance {
   };
 }
 
-/** The sync-API contenders, forward and backward (loads the simd and scalar builds). */
+function forwardDefault(c: Case): Instance {
+  let y: Float32Array | undefined;
+  const opts = { eps: c.eps };
+  return { async: false, fn: () => (y = rmsNorm(c.x, c.w, opts)), outputs: () => ({ y }) };
+}
+
+function backwardDefault(c: Case): Instance {
+  let r: { dx: Float32Array; dweight: Float32Array | null } | undefined;
+  const opts = { eps: c.eps };
+  return { async: false, fn: () => (r = rmsNormBackward(c.dy, c.x, c.w, opts)), outputs: () => ({ dx: r?.dx, dw: r?.dweight ?? undefined }) };
+}
+
+function forwardLayer(c: Case): Instance {
+  const layer = createRmsNorm(c.w, { eps: c.eps });
+  let y: Float32Array | undefined;
+  return { async: false, fn: () => (y = layer.forward(c.x)), outputs: () => ({ y }), dispose: () => layer.free() };
+}
+
+function backwardLayer(c: Case): Instance {
+  const layer = createRmsNorm(c.w, { eps: c.eps });
+  let r: { dx: Float32Array; dweight: Float32Array | null } | undefined;
+  return {
+    async: false,
+    fn: () => (r = layer.backward(c.dy, c.x)),
+    outputs: () => ({ dx: r?.dx, dw: r?.dweight ?? undefined }),
+    dispose: () => layer.free(),
+  };
+}
+
+/** The sync-API contenders, forward and backward (loads the default, simd and scalar builds). */
 export async function wasmSync(): Promise<Contender[]> {
+  await init();
   const simd = await loadRmsNorm('simd');
   const scalar = await loadRmsNorm('scalar');
   const base = { family: 'wasm', threads: 1 };
   return [
+    { ...base, name: 'wasm-default', op: 'forward', zeroCopy: false, note: 'init(); rmsNorm(x, w): plain arrays, result allocated by the library', make: forwardDefault },
+    { ...base, name: 'wasm-layer', op: 'forward', zeroCopy: false, note: 'createRmsNorm(w).forward(x): plain arrays, outputs reused', make: forwardLayer },
+    { ...base, name: 'wasm-default', op: 'backward', zeroCopy: false, note: 'rmsNormBackward(dy, x, w): plain arrays, results allocated by the library', make: backwardDefault },
+    { ...base, name: 'wasm-layer', op: 'backward', zeroCopy: false, note: 'layer.backward(dy, x): plain arrays, outputs reused', make: backwardLayer },
     { ...base, name: 'wasm-scalar', op: 'forward', zeroCopy: true, note: 'no SIMD128 build, allocF32 views', make: (c) => forwardZeroCopy(scalar, c) },
     { ...base, name: 'wasm-simd', op: 'forward', zeroCopy: false, note: 'plain Float32Arrays', make: (c) => forwardPlain(simd, c) },
     { ...base, name: 'wasm-simd-zero-copy', op: 'forward', zeroCopy: true, note: 'allocF32 views', make: (c) => forwardZeroCopy(simd, c) },
