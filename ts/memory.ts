@@ -93,7 +93,9 @@ export class Heap {
 
   /** Allocates `length` floats; throws a RangeError when memory cannot grow that far. */
   alloc(length: number): number {
-    const addr = this.wasm.exports.alloc_f32(length);
+    // The raw export returns an i32: addresses past 2 GiB (the simd build's memory reaches
+    // 4 GiB) come back negative unless read as unsigned.
+    const addr = this.wasm.exports.alloc_f32(length) >>> 0;
     if (addr === 0) {
       throw new RangeError(
         `rmsnorm-wasm: cannot allocate ${length} floats (${length * 4} bytes) in wasm memory ` +
