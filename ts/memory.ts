@@ -148,26 +148,35 @@ export class Scratch {
   generation = 0;
   constructor(private readonly heap: Heap) {}
 
-  /** Makes room for regions of the given float counts; returns each one's byte address. */
+  /**
+   * Makes room for regions of the given float counts; returns each one's byte address.
+   *
+   * Where regions start matters for the copies in and out: a copy whose source and
+   * destination addresses are a few bytes apart modulo 4 KiB runs up to 15× slower (loads
+   * are taken to depend on the stores just made: "4K aliasing"; `npm run bench:window`
+   * shows it), and large JavaScript arrays start just past a page boundary, as do their
+   * rows when a row is a multiple of 1 KiB floats. So the first region starts 2 KiB into a
+   * page, and each region after it is a whole number of pages plus 256 bytes further on.
+   */
   carve(sizes: readonly number[]): number[] {
     let total = 0;
-    for (let i = 0; i < sizes.length; i++) total += roundUp(sizes[i]!);
+    for (let i = 0; i < sizes.length; i++) total += regionFloats(sizes[i]!);
     const base = this.carveOne(total);
     const addrs: number[] = [];
     let off = base;
     for (let i = 0; i < sizes.length; i++) {
       addrs.push(off);
-      off += roundUp(sizes[i]!) * 4;
+      off += regionFloats(sizes[i]!) * 4;
     }
     return addrs;
   }
 
   /**
    * `carve([floats])[0]` without the arrays: the byte address of room for `floats` floats at
-   * the start of the region (the zero-copy backward's workspace).
+   * the start of the region (2 KiB into a page, see {@link carve}).
    */
   carveOne(floats: number): number {
-    const total = roundUp(floats);
+    const total = roundUp(floats) + SLACK_FLOATS;
     if (total > this.floats) {
       if (this.addr !== 0) this.heap.free(this.addr, this.floats);
       this.addr = 0;
@@ -176,7 +185,7 @@ export class Scratch {
       this.floats = total;
       this.generation++;
     }
-    return this.addr;
+    return Math.ceil(this.addr / PAGE) * PAGE + PAGE / 2;
   }
 
   /** Returns the region to the allocator. */
@@ -187,3 +196,11 @@ export class Scratch {
     this.generation++;
   }
 }
+
+const PAGE = 4096;
+/** Most floats {@link Scratch.carve} adds to one region (its padding): budgets subtract it per region. */
+export const REGION_PAD_FLOATS = (PAGE + 256) / 4;
+/** Room to move the start to 2 KiB into a page. */
+const SLACK_FLOATS = (PAGE + PAGE / 2) / 4;
+/** A region's floats, padded to whole pages plus 256 bytes (see Scratch.carve). */
+const regionFloats = (n: number) => (Math.ceil((n * 4) / PAGE) * PAGE + 256) / 4;

@@ -17,7 +17,7 @@
  * in the kernel's order, then the workspace) plus the copies; see {@link Placement}.
  * @module
  */
-import type { Heap, Scratch } from './memory.js';
+import { REGION_PAD_FLOATS, type Heap, type Scratch } from './memory.js';
 import { MATRIX, MAX_ADDRS, PER_ROW, ROW, type Op } from './ops.js';
 
 /**
@@ -316,6 +316,7 @@ export class Placer {
     // may alias was copied (y at x's copy) needs no region of its own.
     let perRow = 0;
     let fixed = 0;
+    let regions = 1; // the workspace's, if any
     const shareOf = this.region;
     shareOf.length = n;
     for (let i = 0; i < n; i++) {
@@ -331,6 +332,7 @@ export class Placer {
         }
         if (shareOf[i]! >= 0) continue;
       }
+      regions++;
       if (o.shape === MATRIX) perRow += dim;
       else if (o.shape === PER_ROW) perRow += 1;
       else fixed += dim;
@@ -340,7 +342,9 @@ export class Placer {
     const workPerBlock = this.rules.work(op, align, dim, has);
     const workFixed = this.rules.work(op, 0, dim, has);
     const perAligned = perRow * align + workPerBlock - workFixed;
-    let seg = Math.floor(Math.max(0, this.rules.floats - fixed - workFixed) / Math.max(1, perAligned)) * align;
+    // Each region may be padded (Scratch.carve): the window holds the regions with their padding.
+    const room = this.rules.floats - fixed - workFixed - regions * REGION_PAD_FLOATS;
+    let seg = Math.floor(Math.max(0, room) / Math.max(1, perAligned)) * align;
     seg = Math.max(align, seg);
     if (seg >= rows) seg = rows;
     p.segRows = seg;
