@@ -6,8 +6,10 @@
 #   simd-threads  SIMD128 + atomics + shared memory: the worker pool's build.
 #   scalar        no SIMD: the fallback for engines without SIMD128, and the benchmark's
 #                 "wasm-scalar" row.
+#   bench-simd    simd plus the LayerNorm forward and the copy loop the benchmark compares
+#                 against (feature bench-kernels); not part of the package.
 #
-# Usage: bash build.sh [variant ...]   (default: all three)
+# Usage: bash build.sh [variant ...]   (default: all four)
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -29,11 +31,11 @@ THREADS_FLAGS="-C target-feature=+atomics,+bulk-memory,+mutable-globals,+simd128
 SCALAR_FLAGS="-C target-feature=-simd128"
 
 build() {
-  local variant=$1 flags=$2
-  shift 2
+  local variant=$1 target=$2 flags=$3
+  shift 3
   echo "== building wasm/$variant" >&2
-  # Each variant gets its own target dir: different RUSTFLAGS would rebuild std every time.
-  CARGO_TARGET_DIR="target/wasm-$variant" RUSTFLAGS="$flags" \
+  # A target dir per set of RUSTFLAGS: different flags would rebuild std every time.
+  CARGO_TARGET_DIR="target/wasm-$target" RUSTFLAGS="$flags" \
     wasm-pack --quiet build crate --mode force --release --target web --no-pack \
       --out-dir "../wasm/$variant" --out-name rmsnorm_wasm \
       -- -Z build-std=std,panic_abort "$@"
@@ -41,12 +43,13 @@ build() {
 }
 
 variants=("$@")
-[ ${#variants[@]} -gt 0 ] || variants=(simd simd-threads scalar)
+[ ${#variants[@]} -gt 0 ] || variants=(simd simd-threads scalar bench-simd)
 for v in "${variants[@]}"; do
   case "$v" in
-    simd) build simd "$SIMD_FLAGS" ;;
-    simd-threads) build simd-threads "$THREADS_FLAGS" --features threads ;;
-    scalar) build scalar "$SCALAR_FLAGS" ;;
-    *) echo "unknown variant: $v (simd, simd-threads, scalar)" >&2; exit 2 ;;
+    simd) build simd simd "$SIMD_FLAGS" ;;
+    simd-threads) build simd-threads simd-threads "$THREADS_FLAGS" --features threads ;;
+    scalar) build scalar scalar "$SCALAR_FLAGS" ;;
+    bench-simd) build bench-simd simd "$SIMD_FLAGS" --features bench-kernels ;;
+    *) echo "unknown variant: $v (simd, simd-threads, scalar, bench-simd)" >&2; exit 2 ;;
   esac
 done

@@ -15,11 +15,11 @@ import { RmsNorm } from './rmsnorm.js';
 import { createPool as createPoolWith, type PoolOptions, type RmsNormPool } from './pool/pool.js';
 import { options as checkOptions, type RmsNormBackwardOptions, type RmsNormBackwardResult, type RmsNormOptions } from './validate.js';
 
-export type { Build } from './load.js';
+export type { Build, KernelExports, LoadedWasm } from './load.js';
 export type { F32Buffer } from './memory.js';
 export type { RmsNormBackwardOptions, RmsNormBackwardResult, RmsNormOptions } from './validate.js';
 export { RmsNorm } from './rmsnorm.js';
-export { RmsNormLayer, type RmsNormLayerBackwardOptions, type RmsNormLayerOptions } from './layer.js';
+export type { RmsNormLayer, RmsNormLayerBackwardOptions, RmsNormLayerOptions } from './layer.js';
 export { simdSupported, threadsAvailable } from './platform.js';
 export { DEFAULT_EPS } from './validate.js';
 

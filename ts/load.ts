@@ -25,8 +25,6 @@ export interface KernelExports {
     rows: number, dim: number, eps: number, row0: number, row1: number,
   ): number;
   reduce_partials(partials: number, blocks: number, dim: number, dw: number, accumulate: number): number;
-  layer_norm_forward(x: number, w: number, b: number, y: number, rows: number, dim: number, eps: number): number;
-  copy_f32(src: number, dst: number, n: number): number;
 }
 
 /** An instantiated build. `module` and (for `simd-threads`) `memory` are what workers need to join it. */

@@ -1,6 +1,6 @@
 /**
- * The synchronous API bound to one instantiated build: rmsNorm, rmsNormBackward, allocF32,
- * plus the LayerNorm forward and the memory copy that the benchmark compares against.
+ * The synchronous API bound to one instantiated build: rmsNorm, rmsNormBackward,
+ * createLayer, allocF32.
  *
  * Every call is: validate (validate.ts), place (place.ts), run the kernel on each segment
  * (ops.ts), finish. See docs/architecture.md.
@@ -34,14 +34,18 @@ const syncRules = (floats: number): WindowRules => ({
 export class RmsNorm {
   /** Which build this is. */
   readonly build: Build;
-  /** The instantiated module (its memory, exports and compiled module). @internal */
+  /** The instantiated module: its memory (what views of it are over), raw exports and compiled module. */
   readonly wasm: LoadedWasm;
   /** @internal */
   readonly heap: Heap;
   private readonly window: Scratch;
   private readonly placer: Placer;
 
-  /** @param windowFloats The window's size (bench/window.ts measures others). @internal */
+  /**
+   * An instance over a loaded module. Use {@link loadRmsNorm} / {@link init}, which make one
+   * per build; this constructor is for measuring other window sizes (bench/window.ts).
+   * @param windowFloats The plain-array window's size in floats (default 65536, 256 KiB).
+   */
   constructor(wasm: LoadedWasm, windowFloats = SYNC_WINDOW_FLOATS) {
     this.wasm = wasm;
     this.build = wasm.build;
@@ -149,34 +153,5 @@ export class RmsNorm {
    */
   allocF32(length: number): F32Buffer {
     return this.heap.allocBuffer(length);
-  }
-
-  /**
-   * LayerNorm forward through the same SIMD path (for the RMSNorm-vs-LayerNorm benchmark):
-   * `y = (x − mean) · rstd · weight + bias`, on views of this module's memory only.
-   * @internal
-   */
-  layerNorm(x: Float32Array, weight: Float32Array | null, bias: Float32Array | null, out: Float32Array, eps = 1e-5): Float32Array {
-    const dim = weight?.length ?? bias?.length ?? 0;
-    const a = checkForward('layerNorm', x, weight, { dim, eps, out });
-    const h = this.heap;
-    if (!h.holds(x) || !h.holds(out) || (weight && !h.holds(weight)) || (bias && !h.holds(bias))) {
-      throw new RangeError('layerNorm: every array must be a view of this module\'s memory');
-    }
-    const addr = (v: Float32Array | null) => (v ? v.byteOffset : 0);
-    checkStatus('layerNorm', this.wasm.exports.layer_norm_forward(x.byteOffset, addr(weight), addr(bias), out.byteOffset, a.rows, a.dim, a.eps));
-    return out;
-  }
-
-  /**
-   * Copies `src` to `dst` (views of this module's memory, equal lengths, not overlapping) with
-   * the kernel's vector loads and stores: the benchmark's memory-bandwidth roof.
-   * @internal
-   */
-  copyInWasm(src: Float32Array, dst: Float32Array): void {
-    if (!this.heap.holds(src) || !this.heap.holds(dst) || src.length !== dst.length) {
-      throw new RangeError('copyInWasm: src and dst must be equal-length views of this module\'s memory');
-    }
-    checkStatus('copyInWasm', this.wasm.exports.copy_f32(src.byteOffset, dst.byteOffset, src.length));
   }
 }

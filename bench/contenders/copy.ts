@@ -1,23 +1,25 @@
 /**
  * The memory-bandwidth roof: copying the forward's bytes (read n floats, write n floats, the
- * same 8 bytes per element as the forward) inside the simd instance's memory, with the
- * kernel's vector loop (`copy`) and with TypedArray.copyWithin (`memcpy`, V8's memmove).
+ * same 8 bytes per element as the forward) inside wasm memory (the benchmark's simd build,
+ * bench-kernels.ts), with the kernel's vector loop (`copy`) and with TypedArray.copyWithin
+ * (`memcpy`, V8's memmove).
  * @module
  */
-import { loadRmsNorm } from '../../dist/index.js';
+import { benchKernels } from '../bench-kernels.js';
 import type { Contender } from '../types.js';
 import { wasmBuffers } from './wasm-buffers.js';
 
 /** The copy contenders: `copy` (wasm v128 loop) and `memcpy` (copyWithin). */
 export async function copies(): Promise<Contender[]> {
-  const m = await loadRmsNorm('simd');
+  const k = await benchKernels();
+  const m = k.m;
   return [
     {
-      name: 'copy', family: 'copy', op: 'copy', threads: 1, zeroCopy: true, note: 'copyInWasm: v128 loads/stores in wasm memory',
+      name: 'copy', family: 'copy', op: 'copy', threads: 1, zeroCopy: true, note: 'copy_f32 (bench build): v128 loads/stores in wasm memory',
       make(c) {
         const b = wasmBuffers(m, { src: c.x, dst: c.x.length });
         const { src, dst } = b.views();
-        return { async: false, fn: () => m.copyInWasm(src, dst), outputs: () => ({ y: b.views().dst.slice() }), dispose: b.free };
+        return { async: false, fn: () => k.copy(src, dst), outputs: () => ({ y: b.views().dst.slice() }), dispose: b.free };
       },
     },
     {

@@ -222,6 +222,8 @@ pub fn reduce_partials(partials: usize, blocks: usize, dim: usize, dw: usize, ac
 }
 
 /// LayerNorm forward (benchmark comparison): `y = (x − mean)·rstd·w + b`; `w`, `b` may be 0.
+/// Only in the benchmark's build (feature `bench-kernels`): the package does not ship it.
+#[cfg(feature = "bench-kernels")]
 #[wasm_bindgen]
 pub fn layer_norm_forward(
     x: usize,
@@ -255,7 +257,8 @@ pub fn layer_norm_forward(
 }
 
 /// Copies `n` floats from `src` to `dst` (no overlap) with vector loads and stores: the
-/// benchmark's memory-bandwidth roof.
+/// benchmark's memory-bandwidth roof. Only in the benchmark's build (feature `bench-kernels`).
+#[cfg(feature = "bench-kernels")]
 #[wasm_bindgen]
 pub fn copy_f32(src: usize, dst: usize, n: usize) -> u32 {
     status((|| {

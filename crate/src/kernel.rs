@@ -6,7 +6,8 @@
 //! ones array. All pointers may be unaligned; outputs may alias an input of the same shape
 //! exactly (`y == x`, `dx == dy`, `dx == x`), since each element is read before it is written.
 //!
-//! Numerics: the sum of squares takes one pass with 4 vector accumulators (16 partial sums),
+//! Numerics: the sum of squares takes one pass with 4 vector accumulators (16 partial sums, in
+//! the order [`fold`] fixes for every reduction),
 //! then `rstd = 1 / sqrt(ss / dim + eps)`. Rows where f32 cannot hold that sum faithfully (it
 //! overflowed to inf, or it is so small that subnormal squares lost bits and eps does not hide
 //! it) are redone in f64 by a slow path that only such rows pay. A NaN stays in its row.
@@ -33,38 +34,103 @@ fn ss_is_fast(ss: f32, eps: f32) -> bool {
     ss.is_finite() && (ss >= SS_TINY || eps >= EPS_TINY)
 }
 
-/// Sum of `x[i]²` over `n` floats: 4 vector accumulators, then the tail in order.
+/// The one summation order of every reduction here, on which the same-bits promise rests
+/// (every build, every thread count, the host tests): for `i` in steps of 16, four vector
+/// accumulators take `term(i)`, `term(i + 4)`, `term(i + 8)`, `term(i + 12)`; then one step of
+/// 4 at a time into the first; the accumulators are combined as `(a0 + a1) + (a2 + a3)` and
+/// summed across lanes ([`F32x4::hsum`]); then the last `n % 4` scalar terms `tail(i)` are
+/// added in order. `K` sums are folded side by side in one pass (the backward needs two).
 #[inline(always)]
-unsafe fn sum_sq<V: F32x4>(x: *const f32, n: usize) -> f32 {
-    let (mut a0, mut a1, mut a2, mut a3) = (V::zero(), V::zero(), V::zero(), V::zero());
+unsafe fn fold<V: F32x4, const K: usize>(
+    n: usize,
+    term: impl Fn(usize) -> [V; K],
+    tail: impl Fn(usize) -> [f32; K],
+) -> [f32; K] {
+    let mut a = [[V::zero(); 4]; K];
     let mut i = 0;
     while i + 16 <= n {
-        let v0 = V::load(x.add(i));
-        let v1 = V::load(x.add(i + 4));
-        let v2 = V::load(x.add(i + 8));
-        let v3 = V::load(x.add(i + 12));
-        a0 = a0.add(v0.mul(v0));
-        a1 = a1.add(v1.mul(v1));
-        a2 = a2.add(v2.mul(v2));
-        a3 = a3.add(v3.mul(v3));
+        let t = [term(i), term(i + 4), term(i + 8), term(i + 12)];
+        for k in 0..K {
+            for (j, tj) in t.iter().enumerate() {
+                a[k][j] = a[k][j].add(tj[k]);
+            }
+        }
         i += 16;
     }
     while i + 4 <= n {
-        let v = V::load(x.add(i));
-        a0 = a0.add(v.mul(v));
+        let t = term(i);
+        for k in 0..K {
+            a[k][0] = a[k][0].add(t[k]);
+        }
         i += 4;
     }
-    let mut s = a0.add(a1).add(a2.add(a3)).hsum();
+    let mut s = [0f32; K];
+    for k in 0..K {
+        s[k] = a[k][0].add(a[k][1]).add(a[k][2].add(a[k][3])).hsum();
+    }
     while i < n {
-        let v = *x.add(i);
-        s += v * v;
+        let t = tail(i);
+        for k in 0..K {
+            s[k] += t[k];
+        }
         i += 1;
     }
     s
 }
 
+/// Rows longer than this are summed in blocks by [`fold_long`]; up to it, [`fold`] alone (the
+/// same bits as ever, and no cost).
+pub const LONG_ROW: usize = 8192;
+/// Floats per block of a long row's sums: each of the 16 partial sums then adds at most 64
+/// terms in f32.
+const SUM_BLOCK: usize = 1024;
+
+/// [`fold`] for rows of any length: up to [`LONG_ROW`] exactly `fold`; beyond, `fold` over
+/// each block of [`SUM_BLOCK`] floats, the blocks' sums added in f64 in order. With 16 f32
+/// partial sums over a whole row of 2^27 floats, each adds 2^23 terms and rstd's relative
+/// error reached 2.9e-3; per block it stays near f32's rounding (test/long-rows.test.ts).
+#[inline(always)]
+unsafe fn fold_long<V: F32x4, const K: usize>(
+    n: usize,
+    term: impl Fn(usize) -> [V; K],
+    tail: impl Fn(usize) -> [f32; K],
+) -> [f32; K] {
+    if n <= LONG_ROW {
+        return fold::<V, K>(n, term, tail);
+    }
+    let mut acc = [0f64; K];
+    let mut b = 0;
+    while b < n {
+        let len = SUM_BLOCK.min(n - b);
+        let part = fold::<V, K>(len, |i| term(b + i), |i| tail(b + i));
+        for k in 0..K {
+            acc[k] += part[k] as f64;
+        }
+        b += len;
+    }
+    acc.map(|a| a as f32)
+}
+
+/// Sum of `x[i]²` over `n` floats (blocked past [`LONG_ROW`]).
+#[inline(always)]
+unsafe fn sum_sq<V: F32x4>(x: *const f32, n: usize) -> f32 {
+    let [s] = fold_long::<V, 1>(
+        n,
+        |i| {
+            let v = V::load(x.add(i));
+            [v.mul(v)]
+        },
+        |i| {
+            let v = *x.add(i);
+            [v * v]
+        },
+    );
+    s
+}
+
 /// One pass over a row for the backward: `Σ gy·x` (gy = dy·g, or dy without gain) and, when
-/// `with_ss` (a constant at every call site), `Σ x²` for a recomputed rstd.
+/// `with_ss` (a constant at every call site, so the unused sum is compiled away), `Σ x²` for a
+/// recomputed rstd.
 #[inline(always)]
 unsafe fn dot_gy_x<V: F32x4, const W: bool>(
     dy: *const f32,
@@ -73,53 +139,20 @@ unsafe fn dot_gy_x<V: F32x4, const W: bool>(
     n: usize,
     with_ss: bool,
 ) -> (f32, f32) {
-    let (mut c0, mut c1, mut c2, mut c3) = (V::zero(), V::zero(), V::zero(), V::zero());
-    let (mut s0, mut s1, mut s2, mut s3) = (V::zero(), V::zero(), V::zero(), V::zero());
-    let gy = |i: usize| {
-        let d = V::load(dy.add(i));
-        if W {
-            d.mul(V::load(g.add(i)))
-        } else {
-            d
-        }
-    };
-    let mut i = 0;
-    while i + 16 <= n {
-        let x0 = V::load(x.add(i));
-        let x1 = V::load(x.add(i + 4));
-        let x2 = V::load(x.add(i + 8));
-        let x3 = V::load(x.add(i + 12));
-        c0 = c0.add(gy(i).mul(x0));
-        c1 = c1.add(gy(i + 4).mul(x1));
-        c2 = c2.add(gy(i + 8).mul(x2));
-        c3 = c3.add(gy(i + 12).mul(x3));
-        if with_ss {
-            s0 = s0.add(x0.mul(x0));
-            s1 = s1.add(x1.mul(x1));
-            s2 = s2.add(x2.mul(x2));
-            s3 = s3.add(x3.mul(x3));
-        }
-        i += 16;
-    }
-    while i + 4 <= n {
-        let xv = V::load(x.add(i));
-        c0 = c0.add(gy(i).mul(xv));
-        if with_ss {
-            s0 = s0.add(xv.mul(xv));
-        }
-        i += 4;
-    }
-    let mut c = c0.add(c1).add(c2.add(c3)).hsum();
-    let mut s = s0.add(s1).add(s2.add(s3)).hsum();
-    while i < n {
-        let xv = *x.add(i);
-        let gyv = if W { *dy.add(i) * *g.add(i) } else { *dy.add(i) };
-        c += gyv * xv;
-        if with_ss {
-            s += xv * xv;
-        }
-        i += 1;
-    }
+    let [c, s] = fold_long::<V, 2>(
+        n,
+        |i| {
+            let d = V::load(dy.add(i));
+            let gy = if W { d.mul(V::load(g.add(i))) } else { d };
+            let xv = V::load(x.add(i));
+            [gy.mul(xv), if with_ss { xv.mul(xv) } else { V::zero() }]
+        },
+        |i| {
+            let xv = *x.add(i);
+            let gy = if W { *dy.add(i) * *g.add(i) } else { *dy.add(i) };
+            [gy * xv, if with_ss { xv * xv } else { 0.0 }]
+        },
+    );
     (c, s)
 }
 
@@ -528,51 +561,21 @@ pub unsafe fn layer_norm_forward<V: F32x4>(
     for r in 0..rows {
         let (x, y) = (x.add(r * n), y.add(r * n));
         // pass 1: mean
-        let (mut a0, mut a1, mut a2, mut a3) = (V::zero(), V::zero(), V::zero(), V::zero());
-        let mut i = 0;
-        while i + 16 <= n {
-            a0 = a0.add(V::load(x.add(i)));
-            a1 = a1.add(V::load(x.add(i + 4)));
-            a2 = a2.add(V::load(x.add(i + 8)));
-            a3 = a3.add(V::load(x.add(i + 12)));
-            i += 16;
-        }
-        while i + 4 <= n {
-            a0 = a0.add(V::load(x.add(i)));
-            i += 4;
-        }
-        let mut s = a0.add(a1).add(a2.add(a3)).hsum();
-        while i < n {
-            s += *x.add(i);
-            i += 1;
-        }
+        let [s] = fold::<V, 1>(n, |i| [V::load(x.add(i))], |i| [*x.add(i)]);
         let mean = s / n as f32;
         // pass 2: variance around the mean (two-pass, as LayerNorm implementations do)
         let m = V::splat(mean);
-        let (mut a0, mut a1, mut a2, mut a3) = (V::zero(), V::zero(), V::zero(), V::zero());
-        let mut i = 0;
-        while i + 16 <= n {
-            let v0 = V::load(x.add(i)).sub(m);
-            let v1 = V::load(x.add(i + 4)).sub(m);
-            let v2 = V::load(x.add(i + 8)).sub(m);
-            let v3 = V::load(x.add(i + 12)).sub(m);
-            a0 = a0.add(v0.mul(v0));
-            a1 = a1.add(v1.mul(v1));
-            a2 = a2.add(v2.mul(v2));
-            a3 = a3.add(v3.mul(v3));
-            i += 16;
-        }
-        while i + 4 <= n {
-            let v = V::load(x.add(i)).sub(m);
-            a0 = a0.add(v.mul(v));
-            i += 4;
-        }
-        let mut s = a0.add(a1).add(a2.add(a3)).hsum();
-        while i < n {
-            let v = *x.add(i) - mean;
-            s += v * v;
-            i += 1;
-        }
+        let [s] = fold::<V, 1>(
+            n,
+            |i| {
+                let v = V::load(x.add(i)).sub(m);
+                [v.mul(v)]
+            },
+            |i| {
+                let v = *x.add(i) - mean;
+                [v * v]
+            },
+        );
         let rstd = 1.0 / (s / n as f32 + eps).sqrt();
         // pass 3: normalize, scale, shift
         let rv = V::splat(rstd);

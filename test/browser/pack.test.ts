@@ -84,6 +84,23 @@ describe('npm pack', () => {
     expect(broken).toEqual([]);
   });
 
+  test('the published types are the public API: no benchmark-only or internal members', async () => {
+    const dts = packed.files.filter((f) => f.endsWith('.d.ts') && f.startsWith('dist/'));
+    const leaks: string[] = [];
+    for (const f of dts) {
+      const text = await readFile(join(unpacked, f), 'utf8');
+      for (const name of ['layerNorm', 'copyInWasm', 'layer_norm_forward', 'copy_f32', 'forwardChecked', 'backwardChecked', 'readonly heap']) {
+        if (text.includes(name)) leaks.push(`${f}: ${name}`);
+      }
+    }
+    // the shipped wasm builds do not export the benchmark's kernels either
+    for (const b of BUILDS) {
+      const glue = await readFile(join(unpacked, `wasm/${b}/rmsnorm_wasm.js`), 'utf8');
+      if (/layer_norm_forward|copy_f32/.test(glue)) leaks.push(`wasm/${b}/rmsnorm_wasm.js exports a benchmark kernel`);
+    }
+    expect(leaks).toEqual([]);
+  });
+
   test('package.json points at shipped files', async () => {
     const pkg = JSON.parse(await readFile(join(unpacked, 'package.json'), 'utf8')) as {
       type: string;

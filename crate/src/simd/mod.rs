@@ -11,8 +11,6 @@ pub mod wasm32;
 
 /// Lane-wise f32 arithmetic on four lanes.
 pub trait F32x4: Copy {
-    /// Number of lanes (always 4: the kernels' rounding order depends on it).
-    const LANES: usize = 4;
     /// All lanes zero.
     fn zero() -> Self;
     /// All lanes `v`.
