@@ -7,6 +7,7 @@
  * @module
  */
 import * as lib from '../dist/index.js';
+import { benchKernels } from './bench-kernels.js';
 import { clockResolution, contenders, derive, makeCase, measure, parseShape, reference } from './runner.js';
 
 const $ = (/** @type {string} */ id) => /** @type {HTMLElement} */ (document.getElementById(id));
@@ -37,7 +38,7 @@ const env = {
   clockResolutionMs: 0,
 };
 
-let ctx = /** @type {{ simd: any, scalar: any, pool: any, poolInstance: any } | null} */ (null);
+let ctx = /** @type {{ lib: any, bench: any, simd: any, scalar: any, pool: any, poolInstance: any } | null} */ (null);
 
 /**
  * Loads the default build (what init() picks), the simd and scalar builds, and a pool with one
@@ -45,9 +46,9 @@ let ctx = /** @type {{ simd: any, scalar: any, pool: any, poolInstance: any } | 
  */
 async function setup() {
   await lib.init();
-  const [simd, scalar, pool] = await Promise.all([lib.loadRmsNorm('simd'), lib.loadRmsNorm('scalar'), lib.createPool()]);
+  const [simd, scalar, pool, bench] = await Promise.all([lib.loadRmsNorm('simd'), lib.loadRmsNorm('scalar'), lib.createPool(), benchKernels()]);
   const poolInstance = pool.mode === 'threads' ? await lib.loadRmsNorm('simd-threads') : simd;
-  ctx = { simd, scalar, pool, poolInstance };
+  ctx = { lib, bench, simd, scalar, pool, poolInstance };
   env.build = lib.instance()?.build ?? '?';
   env.poolMode = pool.mode;
   env.poolThreads = pool.threads;

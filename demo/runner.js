@@ -246,26 +246,45 @@ function zeroCopyBackward(owner, m, c, async) {
 }
 
 /**
- * The contenders, named as in bench/contenders: js-naive; wasm-scalar (zero-copy, the build
- * without SIMD128); wasm-simd (plain Float32Arrays) and wasm-simd-zero-copy (allocF32 views);
- * pool-N and pool-N-zero-copy (views of the instance the pool computes on; N = the pool's
- * workers, or 1 in single mode); `copy` (the memory roof, for pctOfCopy) and
- * layernorm-wasm-simd-zero-copy (RMSNorm's saving over LayerNorm).
- * @param {{ simd: any, scalar: any, pool: any, poolInstance: any }} ctx instances of the simd
- *   and scalar builds, a pool, and the instance whose memory the pool works on
+ * The contenders, named as in bench/contenders: js-naive; wasm-default (`init(); rmsNorm(x, w)`,
+ * the result allocated by the library) and wasm-layer (`createRmsNorm(w).forward(x)`, outputs
+ * reused); wasm-scalar (zero-copy, the build without SIMD128); wasm-simd (plain Float32Arrays,
+ * out given) and wasm-simd-zero-copy (allocF32 views); pool-N and pool-N-zero-copy (views of
+ * the instance the pool computes on; N = the pool's workers, or 1 in single mode); `copy` (the
+ * memory roof, for pctOfCopy) and layernorm-wasm-simd-zero-copy (RMSNorm's saving over
+ * LayerNorm), both on the benchmark's own build (bench-kernels.js).
+ * @param {{ lib: any, bench: any, simd: any, scalar: any, pool: any, poolInstance: any }} ctx the
+ *   package (after init()), the benchmark build, instances of the simd and scalar builds, a
+ *   pool, and the instance whose memory the pool works on
  */
 export function contenders(ctx) {
-  const { simd, scalar, pool, poolInstance } = ctx;
+  const { lib, bench, simd, scalar, pool, poolInstance } = ctx;
   const n = pool.mode === 'threads' ? pool.threads : 1;
   const single = `pool mode 'single' (no workers)`;
   const base = (name, family, op, zeroCopy, note, threads = 1) => ({ name, family, op, threads, zeroCopy, note });
   return [
     {
-      ...base('copy', 'copy', 'copy', true, 'copyInWasm: v128 loads/stores in wasm memory'),
+      ...base('copy', 'copy', 'copy', true, 'copy_f32 (bench build): v128 loads/stores in wasm memory'),
       make(c) {
-        const b = wasmBuffers(simd, { src: c.x, dst: c.x.length });
+        const b = wasmBuffers(bench.m, { src: c.x, dst: c.x.length });
         const { src, dst } = b.views();
-        return { async: false, fn: () => simd.copyInWasm(src, dst), outputs: () => ({ y: b.views().dst.slice() }), dispose: b.free };
+        return { async: false, fn: () => bench.copy(src, dst), outputs: () => ({ y: b.views().dst.slice() }), dispose: b.free };
+      },
+    },
+    {
+      ...base('wasm-default', 'wasm', 'forward', false, 'init(); rmsNorm(x, w): plain arrays, result allocated by the library'),
+      make(c) {
+        let y;
+        const o = { eps: c.eps };
+        return { async: false, fn: () => (y = lib.rmsNorm(c.x, c.w, o)), outputs: () => ({ y }) };
+      },
+    },
+    {
+      ...base('wasm-layer', 'wasm', 'forward', false, 'createRmsNorm(w).forward(x): plain arrays, outputs reused'),
+      make(c) {
+        const layer = lib.createRmsNorm(c.w, { eps: c.eps });
+        let y;
+        return { async: false, fn: () => (y = layer.forward(c.x)), outputs: () => ({ y }), dispose: () => layer.free() };
       },
     },
     {
@@ -292,6 +311,22 @@ export function contenders(ctx) {
       },
     },
     { ...base('wasm-scalar', 'wasm', 'backward', true, 'no SIMD128 build, allocF32 views'), make: (c) => zeroCopyBackward(scalar, scalar, c, false) },
+    {
+      ...base('wasm-default', 'wasm', 'backward', false, 'rmsNormBackward(dy, x, w): results allocated by the library'),
+      make(c) {
+        let r;
+        const o = { eps: c.eps };
+        return { async: false, fn: () => (r = lib.rmsNormBackward(c.dy, c.x, c.w, o)), outputs: () => ({ dx: r?.dx, dw: r?.dweight }) };
+      },
+    },
+    {
+      ...base('wasm-layer', 'wasm', 'backward', false, 'layer.backward(dy, x): outputs reused'),
+      make(c) {
+        const layer = lib.createRmsNorm(c.w, { eps: c.eps });
+        let r;
+        return { async: false, fn: () => (r = layer.backward(c.dy, c.x)), outputs: () => ({ dx: r?.dx, dw: r?.dweight }), dispose: () => layer.free() };
+      },
+    },
     { ...base('wasm-simd', 'wasm', 'backward', false, 'plain Float32Arrays'), make: (c) => plainBackward(simd, c, false) },
     { ...base('wasm-simd-zero-copy', 'wasm', 'backward', true, 'allocF32 views'), make: (c) => zeroCopyBackward(simd, simd, c, false) },
     { ...base(`pool-${n}`, 'pool', 'backward', false, pool.mode === 'threads' ? 'plain Float32Arrays' : single, n), make: (c) => plainBackward(pool, c, true) },
@@ -300,11 +335,11 @@ export function contenders(ctx) {
       make: (c) => zeroCopyBackward(poolInstance, pool, c, true),
     },
     {
-      ...base('layernorm-wasm-simd-zero-copy', 'layernorm', 'layernorm', true, 'LayerNorm (mean and variance) via m.layerNorm, allocF32 views'),
+      ...base('layernorm-wasm-simd-zero-copy', 'layernorm', 'layernorm', true, 'LayerNorm (mean and variance), bench build, allocF32 views'),
       make(c) {
-        const b = wasmBuffers(simd, { x: c.x, w: c.w, b: c.b, y: c.x.length });
+        const b = wasmBuffers(bench.m, { x: c.x, w: c.w, b: c.b, y: c.x.length });
         const v = b.views();
-        return { async: false, fn: () => simd.layerNorm(v.x, v.w, v.b, v.y, c.eps), outputs: () => ({ y: b.views().y.slice() }), dispose: b.free };
+        return { async: false, fn: () => bench.layerNorm(v.x, v.w, v.b, v.y, c.eps), outputs: () => ({ y: b.views().y.slice() }), dispose: b.free };
       },
     },
   ];

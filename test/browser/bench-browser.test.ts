@@ -29,7 +29,7 @@ test('quick headless run writes bench-format JSON with every row checked and tim
   expect(json.browser.poolMode).toBe('threads');
   const rows = json.rows as Record<string, unknown>[];
   // Per shape: copy, 6 forward, 6 backward, layernorm.
-  expect(rows).toHaveLength(json.shapes.length * 14);
+  expect(rows).toHaveLength(json.shapes.length * 18);
   for (const r of rows) {
     const label = `${r.shape} ${r.op} ${r.contender}`;
     expect((r.check as { passed: boolean }).passed, label).toBe(true);

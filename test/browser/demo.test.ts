@@ -58,7 +58,8 @@ describe('demo page', () => {
   test('cross-origin isolated: shows simd-threads and threads mode; a run checks, times and charts every contender', async () => {
     const { page, errors } = await openDemo(isolated);
     expect(await page.textContent('#env-isolated')).toMatch(/^yes/);
-    expect(await page.textContent('#env-build')).toBe('simd-threads');
+    // init() picks simd even where threads run (load.ts, defaultBuild); the pool has simd-threads
+    expect(await page.textContent('#env-build')).toBe('simd');
     expect(await page.textContent('#env-pool')).toMatch(/^threads × \d+$/);
 
     await page.selectOption('#preset', '64x4096');
@@ -73,18 +74,18 @@ describe('demo page', () => {
     expect(status).toMatch(/^done: all \d+ results passed/);
     expect(await page.textContent('#res-shape')).toContain('64 × 4096');
 
-    // 6 contenders × forward and backward, each passed and timed, each one bar.
+    // 8 contenders × forward and backward, each passed and timed, each one bar.
     const cells = await page.$$eval('#table tbody tr', (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent ?? '')));
-    expect(cells).toHaveLength(12);
+    expect(cells).toHaveLength(16);
     const names = new Set(cells.map((c) => c[1]));
-    for (const n of ['js-naive', 'wasm-scalar', 'wasm-simd', 'wasm-simd-zero-copy']) expect(names).toContain(n);
+    for (const n of ['js-naive', 'wasm-default', 'wasm-layer', 'wasm-scalar', 'wasm-simd', 'wasm-simd-zero-copy']) expect(names).toContain(n);
     expect([...names].filter((n) => /^pool-\d+(-zero-copy)?$/.test(n!))).toHaveLength(2);
     for (const c of cells) {
       expect(c[5]).toBe('✓ passed');
       expect(c[2]).toMatch(/^[\d.]+ (µs|ms)$/);
       expect(c[3]).toMatch(/^[\d.]+$/);
     }
-    expect(await page.$$eval('#chart rect', (r) => r.length)).toBe(12);
+    expect(await page.$$eval('#chart rect', (r) => r.length)).toBe(16);
     expect(errors).toEqual([]);
 
     await mkdir(join(REPO, 'test-results'), { recursive: true });
@@ -105,7 +106,7 @@ describe('demo page', () => {
     const rows = (await page.evaluate(
       `rmsnormDemo.run({ shapes: ['3x100', '33x257'], ops: ['copy', 'forward', 'backward', 'layernorm'], budgetMs: 5 })`,
     )) as { shape: string; op: string; contender: string; check: { passed: boolean }; medianMs: number | null; vsNaive: number | null }[];
-    expect(rows).toHaveLength(2 * 14);
+    expect(rows).toHaveLength(2 * 18);
     for (const r of rows) {
       expect(r.check.passed, `${r.shape} ${r.op} ${r.contender}`).toBe(true);
       expect(r.medianMs, `${r.shape} ${r.op} ${r.contender}`).toBeGreaterThan(0);

@@ -38,7 +38,9 @@ export interface Packed {
 /** Packs the repository as it is (build it first) into a fresh temporary folder. */
 export async function packRepo(prefix = 'rmsnorm-wasm-pack-'): Promise<Packed> {
   const dir = await mkdtemp(join(tmpdir(), prefix));
-  const out = await npm(['pack', '--json', '--pack-destination', dir], REPO);
+  // --ignore-scripts: `npm test` has built already, and prepack's rebuild would replace dist/ and
+  // wasm/ under the test files running beside this one.
+  const out = await npm(['pack', '--json', '--ignore-scripts', '--pack-destination', dir], REPO);
   const info = JSON.parse(out) as { filename: string; files: { path: string }[] }[];
   const first = info[0]!;
   return {
