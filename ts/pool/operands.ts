@@ -8,9 +8,15 @@
  * @module
  */
 import type { Heap, Scratch } from '../memory.js';
-import type { Op } from '../ops.js';
+import { BACKWARD, FORWARD, type Op } from '../ops.js';
+import { resultArray } from '../platform.js';
+import type { BackwardArgs, ForwardArgs, RmsNormBackwardResult } from '../validate.js';
 import { Placer, POOL_WINDOW_FLOATS, type Placement } from '../place.js';
 import type { Dispatcher } from './dispatch.js';
+
+/** The names pool calls give in their errors. */
+export const FN_FORWARD = 'pool.rmsNorm';
+export const FN_BACKWARD = 'pool.rmsNormBackward';
 
 /** Places and runs the pool's sharded calls (one at a time). */
 export class PoolCalls {
@@ -22,6 +28,22 @@ export class PoolCalls {
       rowAlign: (op) => (op.blockAligned ? blockRows : 1),
       work: (op, rows, dim, has) => op.poolWork(rows, dim, blockRows, has),
     });
+  }
+
+  /** A checked forward, sharded; `streamChunks` as for {@link run}. */
+  async forward(d: Dispatcher, a: ForwardArgs, streamChunks: boolean): Promise<Float32Array> {
+    const y = a.out ?? resultArray(a.x.length);
+    const p = await this.run(d, FN_FORWARD, FORWARD, [a.x, a.weight, y, a.rstd], a.rows, a.dim, a.eps, streamChunks);
+    return p.result(2, y);
+  }
+
+  /** A checked backward, sharded. */
+  async backward(d: Dispatcher, a: BackwardArgs, streamChunks: boolean): Promise<RmsNormBackwardResult> {
+    const dx = a.dx ?? resultArray(a.x.length);
+    const dweight = a.weight ? (a.dweight ?? new Float32Array(a.dim)) : null;
+    const arrs = [a.dy, a.x, a.weight, a.rstd, dx, dweight];
+    const p = await this.run(d, FN_BACKWARD, BACKWARD, arrs, a.rows, a.dim, a.eps, streamChunks);
+    return { dx: p.result(4, dx), dweight: dweight && p.result(5, dweight) };
   }
 
   /**

@@ -10,7 +10,7 @@
  * - control.ts: the control block the threads share; serve.ts: the worker's loop.
  * @module
  */
-import { canBlock, coreCount, resultArray, simdSupported, threadsAvailable, yieldToEventLoop } from '../platform.js';
+import { canBlock, coreCount, simdSupported, threadsAvailable, yieldToEventLoop } from '../platform.js';
 import type { RmsNorm } from '../rmsnorm.js';
 import { Scratch, type F32Buffer } from '../memory.js';
 import {
@@ -24,8 +24,7 @@ import {
 } from '../validate.js';
 import * as C from './control.js';
 import { Dispatcher } from './dispatch.js';
-import { BACKWARD, FORWARD } from '../ops.js';
-import { PoolCalls } from './operands.js';
+import { FN_BACKWARD, FN_FORWARD, PoolCalls } from './operands.js';
 import { Choice } from './choice.js';
 import { CallQueue, abortReason, type Settle } from './queue.js';
 import { INLINE_BELOW, SLICE_MS, STREAM_BELOW } from './tuning.js';
@@ -44,8 +43,6 @@ type Job =
 /** Key of the pool's test hooks (see Pool[TEST_HOOKS]). */
 const TEST_HOOKS: unique symbol = Symbol.for('rmsnorm-wasm.test');
 
-const FN_FORWARD = 'pool.rmsNorm';
-const FN_BACKWARD = 'pool.rmsNormBackward';
 
 const destroyedError = () => new Error('rmsnorm-wasm pool: the pool was destroyed');
 
@@ -222,10 +219,10 @@ class Pool implements RmsNormPool {
     }
     if (job.kind === 'forward') {
       const a = job.check();
-      job.settle.resolve(await this.call(a, false, () => this.inlineFor(a).forwardChecked(a, FN_FORWARD), () => this.forwardSharded(a)));
+      job.settle.resolve(await this.call(a, false, () => this.inlineFor(a).forwardChecked(a, FN_FORWARD), () => this.calls.forward(this.dispatcher!, a, this.streams(a.rows * a.dim))));
     } else {
       const a = job.check();
-      job.settle.resolve(await this.call(a, true, () => this.inlineFor(a).backwardChecked(a, FN_BACKWARD), () => this.backwardSharded(a)));
+      job.settle.resolve(await this.call(a, true, () => this.inlineFor(a).backwardChecked(a, FN_BACKWARD), () => this.calls.backward(this.dispatcher!, a, this.streams(2 * a.rows * a.dim))));
     }
   }
 
@@ -241,21 +238,6 @@ class Pool implements RmsNormPool {
     const r = !pick || pick.sharded ? await sharded() : alone();
     if (pick) this.choice.record(pick);
     return r;
-  }
-
-  private async forwardSharded(a: ForwardArgs): Promise<Float32Array> {
-    const y = a.out ?? resultArray(a.x.length);
-    const arrs = [a.x, a.weight, y, a.rstd];
-    const p = await this.calls.run(this.dispatcher!, FN_FORWARD, FORWARD, arrs, a.rows, a.dim, a.eps, this.streams(a.rows * a.dim));
-    return p.result(2, y);
-  }
-
-  private async backwardSharded(a: BackwardArgs): Promise<RmsNormBackwardResult> {
-    const dx = a.dx ?? resultArray(a.x.length);
-    const dweight = a.weight ? (a.dweight ?? new Float32Array(a.dim)) : null;
-    const arrs = [a.dy, a.x, a.weight, a.rstd, dx, dweight];
-    const p = await this.calls.run(this.dispatcher!, FN_BACKWARD, BACKWARD, arrs, a.rows, a.dim, a.eps, this.streams(2 * a.rows * a.dim));
-    return { dx: p.result(4, dx), dweight: dweight && p.result(5, dweight) };
   }
 
   async destroy(): Promise<void> {
