@@ -25,7 +25,7 @@ import { DEFAULT_SHAPES, QUICK_SHAPES } from '../bench/defaults.js';
 import { derive, goals, layerNormSavings, progressLine, shapeTable, summary } from '../bench/report.js';
 import { renderSvg } from '../bench/svg.js';
 import type { Row, Shape } from '../bench/types.js';
-import { launchChromium, openPage } from '../test/browser/chromium.js';
+import { launchChromium, openPage } from './chromium.js';
 import { startDemoServer } from './server.js';
 
 const RESULTS = fileURLToPath(new URL('../bench/results/', import.meta.url));

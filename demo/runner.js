@@ -4,10 +4,9 @@
  * timing. The page (app.js) drives it with buttons; `npm run bench:browser` drives the same
  * functions headless through `window.rmsnormDemo.run()`.
  *
- * Rows have the shape of bench/types.ts `Row` (the Node benchmark's JSON), and inputs,
- * reference, tolerances and contender names are the same as bench/ (data.ts, reference.ts,
- * contenders/*.ts), so the two result files can be compared line by line. They are repeated
- * here in plain JavaScript because the page loads without a build step.
+ * Rows have the shape of bench/types.ts `Row` (the Node benchmark's JSON); inputs, reference
+ * and tolerances come from shared/reference.js as the Node benchmark's do, and contender names
+ * are the same as bench/contenders/*.ts, so the two result files can be compared line by line.
  *
  * Timing differs from the Node run on purpose: browsers coarsen `performance.now()` (5 µs in a
  * cross-origin-isolated page, 100 µs otherwise), so calls are timed in batches long enough
@@ -15,52 +14,11 @@
  * @module
  */
 
-/** Epsilon of every contender (the library's default). */
-export const EPS = 1e-6;
-/** Tolerances of the check, as bench/reference.ts. */
-export const ATOL = 1e-4;
-export const RTOL = 1e-4;
+import { ATOL, RTOL, EPS, caseReference, checkOutputs, makeCase } from '../shared/reference.js';
+
+export { ATOL, RTOL, EPS, makeCase };
 /** Bytes per element of the GB/s column, as bench/runner.ts (compulsory traffic). */
 export const BYTES_PER_ELEM = { forward: 8, backward: 12, copy: 8, layernorm: 8 };
-
-/** mulberry32, as bench/data.ts. */
-function rng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-/** Standard normal floats (Box–Muller) × scale + shift, as bench/data.ts. */
-function normal(a, next, scale = 1, shift = 0) {
-  for (let i = 0; i < a.length; i += 2) {
-    const u = 1 - next();
-    const v = next();
-    const r = Math.sqrt(-2 * Math.log(u)) * scale;
-    a[i] = r * Math.cos(2 * Math.PI * v) + shift;
-    if (i + 1 < a.length) a[i + 1] = r * Math.sin(2 * Math.PI * v) + shift;
-  }
-  return a;
-}
-
-/**
- * The inputs of one shape, identical to bench/data.ts `makeCase`: x ~ N(0.1, 1), w ~ N(1, 0.1),
- * b ~ N(0, 0.1) (LayerNorm's bias), dy ~ N(0, 1), seeded by the shape.
- * @param {{ rows: number, dim: number }} s
- */
-export function makeCase(s) {
-  const next = rng(s.rows * 65599 + s.dim);
-  const n = s.rows * s.dim;
-  const x = normal(new Float32Array(n), next, 1, 0.1);
-  const w = normal(new Float32Array(s.dim), next, 0.1, 1);
-  const b = normal(new Float32Array(s.dim), next, 0.1, 0);
-  const dy = normal(new Float32Array(n), next);
-  return { rows: s.rows, dim: s.dim, eps: EPS, x, w, b, dy };
-}
 
 /** `ROWSxDIM` → shape; throws a RangeError like bench/data.ts `parseShapes`. */
 export function parseShape(item) {
@@ -73,98 +31,11 @@ export function parseShape(item) {
   return { rows, dim };
 }
 
-/** The float64 forward, backward and LayerNorm of a case (lazy), as bench/reference.ts. */
-export function reference(c) {
-  const { rows, dim, x, w, b, dy, eps } = c;
-  let fwd;
-  let bwd;
-  let ln;
-  const forward = () => {
-    if (fwd) return fwd;
-    const y = new Float64Array(rows * dim);
-    const rstd = new Float64Array(rows);
-    for (let r = 0, o = 0; r < rows; r++, o += dim) {
-      let ss = 0;
-      for (let i = 0; i < dim; i++) ss += x[o + i] * x[o + i];
-      const s = 1 / Math.sqrt(ss / dim + eps);
-      rstd[r] = s;
-      for (let i = 0; i < dim; i++) y[o + i] = x[o + i] * s * w[i];
-    }
-    return (fwd = { y, rstd });
-  };
-  const backward = () => {
-    if (bwd) return bwd;
-    const { rstd } = forward();
-    const dx = new Float64Array(rows * dim);
-    const dw = new Float64Array(dim);
-    for (let r = 0, o = 0; r < rows; r++, o += dim) {
-      const s = rstd[r];
-      let dot = 0;
-      for (let i = 0; i < dim; i++) dot += dy[o + i] * w[i] * x[o + i];
-      const k = (s * s * dot) / dim;
-      for (let i = 0; i < dim; i++) {
-        dx[o + i] = s * (dy[o + i] * w[i] - x[o + i] * k);
-        dw[i] += dy[o + i] * x[o + i] * s;
-      }
-    }
-    return (bwd = { dx, dw });
-  };
-  const layerNorm = () => {
-    if (ln) return ln;
-    const y = new Float64Array(rows * dim);
-    for (let r = 0, o = 0; r < rows; r++, o += dim) {
-      let sum = 0;
-      for (let i = 0; i < dim; i++) sum += x[o + i];
-      const mean = sum / dim;
-      let v = 0;
-      for (let i = 0; i < dim; i++) v += (x[o + i] - mean) ** 2;
-      const s = 1 / Math.sqrt(v / dim + eps);
-      for (let i = 0; i < dim; i++) y[o + i] = (x[o + i] - mean) * s * w[i] + b[i];
-    }
-    return (ln = { y });
-  };
-  return { forward, backward, layerNorm };
-}
+/** The float64 forward, backward and LayerNorm of a case (lazy): shared/reference.js, as the Node benchmark. */
+export const reference = caseReference;
 
-/**
- * Compares outputs with the reference: |got − ref| ≤ ATOL + RTOL·|ref| everywhere (NaN fails);
- * the copy must be bit-exact. Same fields as bench/types.ts `Check`.
- */
-export function check(op, out, c, ref) {
-  if (op === 'copy') {
-    const y = out.y;
-    const same = !!y && y.length === c.x.length && y.every((v, i) => Object.is(v, c.x[i]));
-    return { passed: same, maxAbsErr: same ? 0 : Infinity, worstToTolerance: same ? 0 : Infinity, atol: 0, rtol: 0, ...(same ? {} : { detail: 'copy differs from its source' }) };
-  }
-  let maxAbsErr = 0;
-  let worst = 0;
-  let detail;
-  const compare = (name, got, want) => {
-    if (!got || got.length !== want.length) {
-      worst = Infinity;
-      detail ??= `${name}: expected ${want.length} floats, got ${got ? got.length : 'none'}`;
-      return;
-    }
-    for (let i = 0; i < want.length; i++) {
-      const err = Math.abs(got[i] - want[i]);
-      const ratio = err / (ATOL + RTOL * Math.abs(want[i]));
-      if (!(ratio <= worst)) {
-        worst = Number.isNaN(ratio) ? Infinity : ratio;
-        if (!(ratio <= 1)) detail = `${name}[${i}] = ${got[i]}, reference ${want[i]}`;
-      }
-      if (err > maxAbsErr) maxAbsErr = err;
-    }
-  };
-  if (op === 'forward') compare('y', out.y, ref.forward().y);
-  else if (op === 'layernorm') compare('y', out.y, ref.layerNorm().y);
-  else {
-    const r = ref.backward();
-    compare('dx', out.dx, r.dx);
-    compare('dweight', out.dw, r.dw);
-  }
-  const passed = worst <= 1;
-  return { passed, maxAbsErr, worstToTolerance: worst, atol: ATOL, rtol: RTOL, ...(passed ? {} : { detail: detail ?? 'unknown' }) };
-}
+/** Compares outputs with the reference (shared/reference.js checkOutputs, as the Node benchmark). */
+export const check = checkOutputs;
 
 /** js-naive forward, as bench/contenders/js-naive.ts (the seed's PyTorch code, loop by loop). */
 export function naiveForward(x, w, y, rows, dim, eps) {

@@ -4,7 +4,7 @@
  * @module
  */
 import { fileURLToPath } from 'node:url';
-import { CSP, serveStatic, type StaticServer } from '../test/browser/server.js';
+import { CSP, serveStatic, type StaticServer } from './static-server.js';
 
 /** The repository root: the page imports ../dist and ../wasm from it. */
 export const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));

@@ -8,7 +8,7 @@ import { totalmem } from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { loadWasm } from '../dist/load.js';
 import { RmsNorm } from '../dist/rmsnorm.js';
-import { firstBitDiff, testRows, testWeight } from './reference.js';
+import { firstBitDiff, testRows, testWeight } from '../shared/reference.js';
 
 describe.runIf(totalmem() >= 16 * 2 ** 30)('simd build: memory past 2 GiB', () => {
   it('a block above 2 GiB: its view, zero-copy and plain calls work; a fourth 1 GiB block is a RangeError', async () => {

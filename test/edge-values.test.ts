@@ -3,7 +3,7 @@
 // rows in float64; these tests hold them to the same float64 reference as ordinary rows.
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadRmsNorm, type RmsNorm } from '../dist/index.js';
-import { allclose, firstBitDiff, mismatch, randn, refBackward, refForward, testWeight } from './reference.js';
+import { allclose, firstBitDiff, mismatch, randn, refBackward, refForward, testWeight } from '../shared/reference.js';
 
 const BUILDS = ['simd', 'simd-threads', 'scalar'] as const;
 /** PyTorch's float32 tolerances, as in numerics.test.ts. */

@@ -7,7 +7,7 @@
 // kernel, so the same bits).
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { loadRmsNorm, type F32Buffer, type RmsNorm } from '../dist/index.js';
-import { allclose, firstBitDiff, mismatch, randn, refBackward, refForward, testRows, testWeight } from './reference.js';
+import { allclose, firstBitDiff, mismatch, randn, refBackward, refForward, testRows, testWeight } from '../shared/reference.js';
 
 const BUILDS = ['simd', 'simd-threads', 'scalar'] as const;
 

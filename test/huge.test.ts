@@ -11,7 +11,7 @@
 import { totalmem } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPool, loadRmsNorm, type RmsNorm, type RmsNormPool } from '../dist/index.js';
-import { refBackward, testRows, testWeight, U32 } from './reference.js';
+import { refBackward, testRows, testWeight, U32 } from '../shared/reference.js';
 
 const DIM = 4096;
 const BLOCK = 1024;

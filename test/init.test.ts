@@ -1,7 +1,7 @@
 // The package's top-level functions before and after init(). init() sets module-level state, so
 // every test imports its own fresh copy of the package (vi.resetModules + dynamic import).
 import { describe, expect, it, vi } from 'vitest';
-import { allclose, mismatch, randn, refForward } from './reference.js';
+import { allclose, mismatch, randn, refForward } from '../shared/reference.js';
 import { thrown } from './thrown.js';
 
 type Pkg = typeof import('../dist/index.js');

@@ -5,7 +5,7 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { allocF32, createRmsNorm, init, instance, rmsNorm, rmsNormBackward } from '../dist/index.js';
-import { firstBitDiff, randn, testRows, testWeight } from './reference.js';
+import { firstBitDiff, randn, testRows, testWeight } from '../shared/reference.js';
 import { thrown } from './thrown.js';
 
 beforeAll(async () => {

@@ -9,7 +9,7 @@
 import { totalmem } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadRmsNorm, type F32Buffer, type RmsNorm } from '../dist/index.js';
-import { firstBitDiff, rng } from './reference.js';
+import { firstBitDiff, rng } from '../shared/reference.js';
 
 const RSTD_RTOL = 2e-6;
 const EPS = 1e-6;

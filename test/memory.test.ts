@@ -4,7 +4,7 @@
 // TypeError (non-shared memory, where growth detaches it) — never silently misused.
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { loadRmsNorm, type RmsNorm } from '../dist/index.js';
-import { firstBitDiff, randn, testWeight } from './reference.js';
+import { firstBitDiff, randn, testWeight } from '../shared/reference.js';
 
 const BUILDS = ['simd', 'simd-threads', 'scalar'] as const;
 const CALLS = 3000;

@@ -15,7 +15,7 @@ import {
   testRows,
   testWeight,
   U32,
-} from './reference.js';
+} from '../shared/reference.js';
 
 const BUILDS = ['simd', 'simd-threads', 'scalar'] as const;
 const LENGTHS = [1, 3, 4, 5, 15, 16, 17, 33, 4096, 4097, 65536];

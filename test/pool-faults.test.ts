@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createPool, init, instance, type RmsNormPool, type RmsNorm } from '../dist/index.js';
-import { randn } from './reference.js';
+import { randn } from '../shared/reference.js';
 
 interface TestHooks {
   failWorker(i: number): Promise<unknown>;

@@ -12,7 +12,7 @@ import { getEventListeners } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPool, init, instance, type RmsNorm, type RmsNormPool } from '../dist/index.js';
-import { randn } from './reference.js';
+import { randn } from '../shared/reference.js';
 
 let sync: RmsNorm;
 beforeAll(async () => {

@@ -8,7 +8,7 @@
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadRmsNorm, type RmsNorm } from '../dist/index.js';
-import { allclose, firstBitDiff, mismatch, refBackward, refForward, U32, type RefBackward } from './reference.js';
+import { allclose, firstBitDiff, mismatch, refBackward, refForward, U32, type RefBackward } from '../shared/reference.js';
 
 const BUILDS = ['simd', 'simd-threads', 'scalar'] as const;
 const SEED = Number(process.env.FC_SEED ?? 0x5eed);

@@ -12,7 +12,7 @@ import {
   rng,
   sameBits,
   testWeight,
-} from './reference.js';
+} from '../shared/reference.js';
 
 /** L(x, g) = Σ dy ⊙ RMSNorm(x, g): its gradient is what refBackward claims to compute. */
 function loss(dy: Float64Array, x: Float64Array, w: Float64Array | null, dim: number, eps: number): number {

@@ -4,7 +4,7 @@
 // correct call right after still working.
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadRmsNorm, type F32Buffer, type RmsNorm } from '../dist/index.js';
-import { allclose, firstBitDiff, mismatch, randn, refBackward, refForward, testWeight } from './reference.js';
+import { allclose, firstBitDiff, mismatch, randn, refBackward, refForward, testWeight } from '../shared/reference.js';
 import { thrown } from './thrown.js';
 
 const ROWS = 4;

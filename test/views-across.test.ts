@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allocF32, createPool, init, instance, rmsNorm, rmsNormBackward, type RmsNormPool } from '../dist/index.js';
-import { firstBitDiff, randn, testRows, testWeight } from './reference.js';
+import { firstBitDiff, randn, testRows, testWeight } from '../shared/reference.js';
 
 let pool: RmsNormPool;
 beforeAll(async () => {

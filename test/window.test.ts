@@ -7,7 +7,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadWasm } from '../dist/load.js';
 import { RmsNorm } from '../dist/rmsnorm.js';
-import { firstBitDiff, randn, testRows, testWeight } from './reference.js';
+import { firstBitDiff, randn, testRows, testWeight } from '../shared/reference.js';
 
 const BUILDS = ['simd', 'simd-threads', 'scalar'] as const;
 /** A small window (4 KiB), so that even small calls take many segments. */

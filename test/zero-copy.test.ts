@@ -6,7 +6,7 @@
 // so the same bits), itself checked against the float64 reference.
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { loadRmsNorm, type RmsNorm } from '../dist/index.js';
-import { allclose, firstBitDiff, mismatch, randn, refForward, testRows, testWeight } from './reference.js';
+import { allclose, firstBitDiff, mismatch, randn, refForward, testRows, testWeight } from '../shared/reference.js';
 
 const BUILDS = ['simd', 'simd-threads', 'scalar'] as const;
 const GUARD = Math.fround(-777.25);

@@ -13,9 +13,9 @@ import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startDemoServer } from '../../demo/server.js';
-import { launchChromium, openPage } from './chromium.js';
+import { launchChromium, openPage } from '../../demo/chromium.js';
 import { REPO } from './pack.js';
-import type { StaticServer } from './server.js';
+import type { StaticServer } from '../../demo/static-server.js';
 
 const UPDATE = process.env.UPDATE_SCREENSHOTS === '1';
 let browser: Browser;

@@ -8,8 +8,8 @@
 import { fileURLToPath } from 'node:url';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { launchChromium, openPage, pageResult } from './chromium.js';
-import { CSP, ISOLATION_HEADERS, serveStatic, type ServeOptions } from './server.js';
+import { launchChromium, openPage, pageResult } from '../../demo/chromium.js';
+import { CSP, ISOLATION_HEADERS, serveStatic, type ServeOptions } from '../../demo/static-server.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 let browser: Browser;

@@ -10,14 +10,14 @@
  * Every case runs fixtures/check.js: results vs a float64 reference computed in the page.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { copyFile, readdir, writeFile } from 'node:fs/promises';
+import { copyFile, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { launchChromium, openPage, pageResult } from './chromium.js';
+import { launchChromium, openPage, pageResult } from '../../demo/chromium.js';
 import { expectChecksPass, type CheckSummary } from './expect-checks.js';
 import { npm, packRepo, REPO, run, type Packed } from './pack.js';
-import { CSP, serveStatic, type StaticServer } from './server.js';
+import { CSP, serveStatic, type StaticServer } from '../../demo/static-server.js';
 
 const FIXTURES = join(REPO, 'test', 'browser', 'fixtures');
 
@@ -106,7 +106,10 @@ beforeAll(async () => {
   await run('mkdir', [app]);
   await writeFile(join(app, 'package.json'), JSON.stringify({ name: 'app', private: true, type: 'module' }));
   for (const f of await readdir(join(FIXTURES, 'app'))) await copyFile(join(FIXTURES, 'app', f), join(app, f));
-  await copyFile(join(FIXTURES, 'check.js'), join(app, 'check.js'));
+  // check.js and the reference it imports, side by side (the app has no shared/ folder)
+  const check = await readFile(join(FIXTURES, 'check.js'), 'utf8');
+  await writeFile(join(app, 'check.js'), check.replace("'../../../shared/reference.js'", "'./reference.js'"));
+  await copyFile(join(REPO, 'shared', 'reference.js'), join(app, 'reference.js'));
   await npm(['install', packed.tarball, '--offline', '--no-audit', '--no-fund', '--ignore-scripts'], app);
   browser = await launching;
 }, 120_000);

@@ -8,9 +8,9 @@
 import { fileURLToPath } from 'node:url';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { launchChromium, openPage, pageResult } from './chromium.js';
+import { launchChromium, openPage, pageResult } from '../../demo/chromium.js';
 import { expectChecksPass, type CheckSummary } from './expect-checks.js';
-import { CSP, serveStatic, type StaticServer } from './server.js';
+import { CSP, serveStatic, type StaticServer } from '../../demo/static-server.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const PAGE = 'test/browser/fixtures/pool.html';

@@ -1,0 +1,335 @@
+// @ts-check
+/**
+ * The one float64 reference and seeded data generator of the project, in plain JavaScript so
+ * that tests and the benchmark (TypeScript, through reference.d.ts), the demo page and the
+ * browser test pages (loaded with no build step) all import the same code.
+ *
+ * - Generators: mulberry32 (`rng`), Box–Muller normals, uniforms; the benchmark's inputs per
+ *   shape (`makeCase`); the sync-API tests' rows of varied scale (`testRows`, `testWeight`).
+ * - References, all arithmetic in float64 (its own error, about 2^-53 per operation, is
+ *   negligible next to float32's): RMSNorm forward and backward, LayerNorm forward, and the
+ *   kernels' documented float32 dweight summation (`dweightF32`).
+ * - Tolerances. One rule, `|got − ref| ≤ atol + rtol·|ref|` (PyTorch's assert_close): the
+ *   benchmark and the demo check every contender with ATOL = RTOL = 1e-4 (`checkOutputs`:
+ *   room for float32 sums over rows of up to 2^16, none for a wrong formula); tests assert
+ *   tighter bounds where they know more (PyTorch's float32 1e-5/1.3e-6 on y, error terms
+ *   scaled by `dxTerms` and `dweightAbs`), through `mismatch`.
+ * eps is rounded to float32 first, as the kernels receive it.
+ * @module
+ */
+
+/** 2^-24: the unit roundoff of float32 (half an ulp of 1). */
+export const U32 = 2 ** -24;
+/** The library's default eps, used by the benchmark's inputs. */
+export const EPS = 1e-6;
+/** The benchmark's and the demo's check: |got − ref| ≤ ATOL + RTOL·|ref|. */
+export const ATOL = 1e-4;
+export const RTOL = 1e-4;
+
+/** mulberry32: uniform floats in [0, 1) from a 32-bit seed, the same in every engine. */
+export function rng(seed) {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Standard normal samples (Box–Muller, one per pair of uniforms) from a uniform source. */
+export function gaussian(rand) {
+  return () => {
+    const u = 1 - rand(); // (0, 1]: log(u) is finite
+    return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * rand());
+  };
+}
+
+/** `n` float32 normal samples times `scale`, from `seed`. */
+export function randn(n, seed, scale = 1) {
+  const g = gaussian(rng(seed));
+  const a = new Float32Array(n);
+  for (let i = 0; i < n; i++) a[i] = g() * scale;
+  return a;
+}
+
+/** `n` floats uniform in [lo, hi) from `next`, rounded to float32. */
+export function uniform(next, n, lo, hi) {
+  const a = new Float32Array(n);
+  for (let i = 0; i < n; i++) a[i] = lo + (hi - lo) * next();
+  return a;
+}
+
+/** Fills `a` with normal floats (Box–Muller, both of each pair) times `scale` plus `shift`. */
+export function normal(a, next, scale = 1, shift = 0) {
+  for (let i = 0; i < a.length; i += 2) {
+    const u = 1 - next();
+    const v = next();
+    const r = Math.sqrt(-2 * Math.log(u)) * scale;
+    a[i] = r * Math.cos(2 * Math.PI * v) + shift;
+    if (i + 1 < a.length) a[i + 1] = r * Math.sin(2 * Math.PI * v) + shift;
+  }
+  return a;
+}
+
+/**
+ * The benchmark's inputs for one shape: activations x ~ N(0.1, 1) (a small mean, as real
+ * activations have, which LayerNorm removes and RMSNorm does not), gain w ~ N(1, 0.1), bias
+ * b ~ N(0, 0.1), upstream gradient dy ~ N(0, 1). Seeded by the shape, so every process and
+ * page makes the same floats.
+ */
+export function makeCase(s) {
+  const next = rng(s.rows * 65599 + s.dim);
+  const n = s.rows * s.dim;
+  return {
+    rows: s.rows,
+    dim: s.dim,
+    eps: EPS,
+    x: normal(new Float32Array(n), next, 1, 0.1),
+    w: normal(new Float32Array(s.dim), next, 0.1, 1),
+    b: normal(new Float32Array(s.dim), next, 0.1, 0),
+    dy: normal(new Float32Array(n), next),
+  };
+}
+
+/**
+ * `rows × dim` test input whose rows differ in scale (10^-3 .. 10^3) and some in mean, so that
+ * eps matters for some rows and not others, and rows are not all alike.
+ */
+export function testRows(rows, dim, seed) {
+  const g = gaussian(rng(seed));
+  const x = new Float32Array(rows * dim);
+  for (let r = 0; r < rows; r++) {
+    const scale = 10 ** ((r % 7) - 3);
+    const mean = r % 3 === 2 ? 2 * scale : 0;
+    for (let i = 0; i < dim; i++) x[r * dim + i] = mean + g() * scale;
+  }
+  return x;
+}
+
+/** A gain near 1 (0.5 .. 1.5, some negative entries), `dim` floats. */
+export function testWeight(dim, seed) {
+  const rand = rng(seed);
+  const w = new Float32Array(dim);
+  for (let i = 0; i < dim; i++) w[i] = (i % 11 === 5 ? -1 : 1) * (0.5 + rand());
+  return w;
+}
+
+/** Float64 RMSNorm forward: `y = x · rstd · weight`, `rstd = 1/sqrt(mean(x²) + eps)` per row. */
+export function refForward(x, weight, dim, eps) {
+  const rows = x.length / dim;
+  const e = Math.fround(eps);
+  const y = new Float64Array(x.length);
+  const rstd = new Float64Array(rows);
+  for (let r = 0; r < rows; r++) {
+    const o = r * dim;
+    let ss = 0;
+    for (let i = 0; i < dim; i++) ss += x[o + i] * x[o + i];
+    const rs = 1 / Math.sqrt(ss / dim + e);
+    rstd[r] = rs;
+    for (let i = 0; i < dim; i++) y[o + i] = x[o + i] * rs * (weight ? weight[i] : 1);
+  }
+  return { y, rstd };
+}
+
+/**
+ * Float64 RMSNorm backward. With `gy = dy ⊙ weight`, per row
+ * `dx = rstd · gy − x · rstd³ · mean(gy ⊙ x)` and `dweight = Σ_rows dy ⊙ x · rstd`; also the
+ * scales of their float32 rounding errors (see reference.d.ts). `rstd`: the per-row rstd to
+ * use (e.g. the kernel's float32 one); recomputed in float64 from `x` and `eps` when omitted.
+ */
+export function refBackward(dy, x, weight, dim, eps, rstd) {
+  const rows = x.length / dim;
+  const rs = rstd ? Float64Array.from(rstd) : refForward(x, null, dim, eps).rstd;
+  const dx = new Float64Array(x.length);
+  const dweight = weight ? new Float64Array(dim) : null;
+  const dweightAbs = weight ? new Float64Array(dim) : null;
+  const dxScale = new Float64Array(rows);
+  const dxTerms = new Float64Array(x.length);
+  for (let r = 0; r < rows; r++) {
+    const o = r * dim;
+    const a = rs[r];
+    let c = 0;
+    let cAbs = 0;
+    let gg = 0;
+    for (let i = 0; i < dim; i++) {
+      const gy = dy[o + i] * (weight ? weight[i] : 1);
+      c += gy * x[o + i];
+      cAbs += Math.abs(gy * x[o + i]);
+      gg += gy * gy;
+    }
+    const b = a * a * a * (c / dim);
+    const bAbs = a * a * a * (cAbs / dim);
+    dxScale[r] = a * Math.sqrt(gg / dim);
+    for (let i = 0; i < dim; i++) {
+      const gy = dy[o + i] * (weight ? weight[i] : 1);
+      dx[o + i] = a * gy - b * x[o + i];
+      dxTerms[o + i] = Math.abs(a * gy) + bAbs * Math.abs(x[o + i]);
+      if (dweight && dweightAbs) {
+        const t = dy[o + i] * x[o + i] * a;
+        dweight[i] += t;
+        dweightAbs[i] += Math.abs(t);
+      }
+    }
+  }
+  return { dx, dweight, dweightAbs, rstd: rs, dxScale, dxTerms };
+}
+
+/** Float64 LayerNorm forward: `y = (x − mean) · rstd · w + b` (two-pass variance). */
+export function refLayerNorm(x, w, b, dim, eps) {
+  const rows = x.length / dim;
+  const e = Math.fround(eps);
+  const y = new Float64Array(x.length);
+  for (let r = 0, o = 0; r < rows; r++, o += dim) {
+    let sum = 0;
+    for (let i = 0; i < dim; i++) sum += x[o + i];
+    const mean = sum / dim;
+    let v = 0;
+    for (let i = 0; i < dim; i++) v += (x[o + i] - mean) ** 2;
+    const s = 1 / Math.sqrt(v / dim + e);
+    for (let i = 0; i < dim; i++) y[o + i] = (x[o + i] - mean) * s * (w ? w[i] : 1) + (b ? b[i] : 0);
+  }
+  return { y };
+}
+
+/**
+ * The kernels' documented weight-gradient summation, emulated in float32 with Math.fround:
+ * per row `t = dy · (x · rstd)`, summed over each block of 32 rows in row order from zero, the
+ * block sums added in block order from zero. With the same float32 rstd the kernel must agree
+ * bit for bit (its vector lanes are per column, so the order per column is exactly this).
+ */
+export function dweightF32(dy, x, rstd, dim, blockRows = 32) {
+  const rows = x.length / dim;
+  const f = Math.fround;
+  const dg = new Float32Array(dim);
+  const p = new Float32Array(dim);
+  for (let r0 = 0; r0 < rows; r0 += blockRows) {
+    p.fill(0);
+    for (let r = r0; r < Math.min(rows, r0 + blockRows); r++) {
+      const a = rstd[r];
+      for (let i = 0; i < dim; i++) p[i] = f(p[i] + f(dy[r * dim + i] * f(x[r * dim + i] * a)));
+    }
+    for (let i = 0; i < dim; i++) dg[i] = f(dg[i] + p[i]);
+  }
+  return dg;
+}
+
+/** `|a − ref| ≤ atol + rtol · |ref|` (PyTorch's assert_close rule), as a per-element tolerance. */
+export function allclose(atol, rtol) {
+  return (_i, ref) => atol + rtol * Math.abs(ref);
+}
+
+/**
+ * Compares `actual` against `ref` element by element. A NaN reference requires a NaN, an
+ * infinite one the same infinity; otherwise `actual` must be finite and within `tol(i, ref)`.
+ * Returns null when all pass, else a description of the worst offender and the count.
+ */
+export function mismatch(actual, ref, tol, label = '') {
+  if (actual.length !== ref.length) return `${label}: length ${actual.length}, expected ${ref.length}`;
+  let bad = 0;
+  let worst = -1;
+  let worstRatio = 0;
+  for (let i = 0; i < ref.length; i++) {
+    const a = actual[i];
+    const r = ref[i];
+    // ratio > 1 fails; written so that a NaN tolerance fails too instead of passing silently
+    let ratio;
+    if (Number.isNaN(r)) ratio = Number.isNaN(a) ? 0 : Infinity;
+    else if (!Number.isFinite(r)) ratio = a === r ? 0 : Infinity;
+    else if (!Number.isFinite(a)) ratio = Infinity;
+    else {
+      const d = Math.abs(a - r);
+      const t = tol(i, r);
+      ratio = d === 0 ? 0 : d <= t ? d / t : t > 0 ? Math.max(d / t, 1 + 1e-9) : Infinity;
+    }
+    if (ratio > 1) {
+      bad++;
+      if (ratio > worstRatio || worst < 0) {
+        worstRatio = ratio;
+        worst = i;
+      }
+    }
+  }
+  if (bad === 0) return null;
+  const a = actual[worst];
+  const r = ref[worst];
+  return (
+    `${label}: ${bad}/${ref.length} elements out of tolerance; worst [${worst}] = ${a}, ` +
+    `reference ${r}, |diff| ${Math.abs(a - r)} vs allowed ${tol(worst, r)}`
+  );
+}
+
+/** Whether two float32 arrays hold identical bits (NaN payloads included). */
+export function sameBits(a, b) {
+  if (a.length !== b.length) return false;
+  const ua = new Uint32Array(a.buffer, a.byteOffset, a.length);
+  const ub = new Uint32Array(b.buffer, b.byteOffset, b.length);
+  for (let i = 0; i < ua.length; i++) if (ua[i] !== ub[i]) return false;
+  return true;
+}
+
+/** Index of the first differing bit pattern, or -1. */
+export function firstBitDiff(a, b) {
+  const n = Math.min(a.length, b.length);
+  const ua = new Uint32Array(a.buffer, a.byteOffset, a.length);
+  const ub = new Uint32Array(b.buffer, b.byteOffset, b.length);
+  for (let i = 0; i < n; i++) if (ua[i] !== ub[i]) return i;
+  return a.length === b.length ? -1 : n;
+}
+
+/**
+ * The benchmark's and the demo's check of one contender's outputs against the float64
+ * reference of its case: forward and LayerNorm y, backward dx and dweight, each element within
+ * ATOL + RTOL·|ref| (NaN fails); a copy must equal its source exactly. `ref` is a
+ * {@link caseReference}.
+ */
+export function checkOutputs(op, out, c, ref) {
+  if (op === 'copy') {
+    const y = out.y;
+    const same = !!y && y.length === c.x.length && y.every((v, i) => Object.is(v, c.x[i]));
+    return { passed: same, maxAbsErr: same ? 0 : Infinity, worstToTolerance: same ? 0 : Infinity, atol: 0, rtol: 0, ...(same ? {} : { detail: 'copy differs from its source' }) };
+  }
+  let maxAbsErr = 0;
+  let worst = 0;
+  let detail;
+  const compare = (name, actual, want) => {
+    if (!actual || actual.length !== want.length) {
+      worst = Infinity;
+      detail ??= `${name}: expected ${want.length} floats, got ${actual ? actual.length : 'none'}`;
+      return;
+    }
+    for (let i = 0; i < want.length; i++) {
+      const r = want[i];
+      const err = Math.abs(actual[i] - r);
+      const ratio = err / (ATOL + RTOL * Math.abs(r));
+      // NaN fails: !(NaN <= worst).
+      if (!(ratio <= worst)) {
+        worst = Number.isNaN(ratio) ? Infinity : ratio;
+        if (!(ratio <= 1)) detail = `${name}[${i}] = ${actual[i]}, reference ${r}`;
+      }
+      if (err > maxAbsErr) maxAbsErr = err;
+    }
+  };
+  if (op === 'forward') compare('y', out.y, ref.forward().y);
+  else if (op === 'layernorm') compare('y', out.y, ref.layerNorm().y);
+  else {
+    const r = ref.backward();
+    compare('dx', out.dx, r.dx);
+    compare('dweight', out.dw, r.dweight);
+  }
+  const passed = worst <= 1;
+  return { passed, maxAbsErr, worstToTolerance: worst, atol: ATOL, rtol: RTOL, ...(passed ? {} : { detail: detail ?? 'unknown' }) };
+}
+
+/** The (lazy, cached) float64 reference of one benchmark case: forward, backward, LayerNorm. */
+export function caseReference(c) {
+  let fwd;
+  let bwd;
+  let ln;
+  return {
+    forward: () => (fwd ??= refForward(c.x, c.w, c.dim, c.eps)),
+    backward: () => (bwd ??= refBackward(c.dy, c.x, c.w, c.dim, c.eps)),
+    layerNorm: () => (ln ??= refLayerNorm(c.x, c.w, c.b, c.dim, c.eps)),
+  };
+}
