@@ -1,10 +1,12 @@
 /**
  * Long rows keep their accuracy (issue 15 item 1). With 16 float32 partial sums over a whole
  * row, rstd's relative error grew with the row: 2e-5 at 2^20, 2.1e-4 at 2^24, 2.9e-3 at 2^27.
- * Rows longer than 8192 are now summed in blocks of 1024 floats whose sums are added in
- * float64 (crate/src/kernel.rs, fold_long): rstd within 2e-6 relative of float64 at every
- * length up to 2^27, for uniform rows and for near-constant ones (whose positive terms let
- * rounding errors add up instead of cancelling). Same bits on every build.
+ * Rows longer than 1024 are now summed in blocks of 1024 floats whose sums are added in
+ * float64 (crate/src/kernel.rs, SUM_BLOCK and fold_long): rstd within 2e-6 relative of float64
+ * at every length up to 2^27, for uniform rows and for near-constant ones (whose positive terms
+ * let rounding errors add up instead of cancelling), and for the worst rows found, constant
+ * rows whose squares round the same way at every addition (one fold over 8192 of them was
+ * 3.8e-6 off). Same bits on every build.
  */
 import { totalmem } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -76,5 +78,50 @@ describe.runIf(totalmem() >= 8 * 2 ** 30)('long rows: rstd within 2e-6 relative 
     const recomputed = simd.rmsNormBackward(dy, x, null, { dim }).dx;
     expect(firstBitDiff(given, recomputed)).toBe(-1);
     expect(firstBitDiff(recomputed, scalar.rmsNormBackward(dy, x, null, { dim }).dx)).toBe(-1);
+  }, 120_000);
+});
+
+describe('rows up to 8192 floats: blocked too', () => {
+  let m: RmsNorm;
+  beforeAll(async () => {
+    m = await loadRmsNorm('simd');
+  });
+
+  it('constant rows of 8192 whose squares all round alike: rstd within 2e-6 relative', () => {
+    // One fold over 8192 floats (16 partial sums of 512 terms) was off by up to 3.8e-6 here.
+    const dim = 8192;
+    const x = new Float32Array(dim);
+    const rstd = new Float32Array(1);
+    let worst = 0;
+    for (let k = 0; k < 400; k++) {
+      x.fill(Math.sqrt(1 + k * 2 ** -23));
+      m.rmsNorm(x, null, { dim, rstd, eps: EPS });
+      const want = rstd64(x);
+      worst = Math.max(worst, Math.abs(rstd[0]! - want) / want);
+    }
+    expect(worst, `worst relative error ${worst.toExponential(2)}`).toBeLessThanOrEqual(RSTD_RTOL);
+  });
+
+  it.each([20, 24])('backward at 2^%i, rstd recomputed: dx within float32 tolerance of float64', (log2) => {
+    const dim = 2 ** log2;
+    const [xb, dyb, dxb] = [m.allocF32(dim), m.allocF32(dim), m.allocF32(dim)];
+    try {
+      fill(xb.view(), 'near-constant', log2);
+      fill(dyb.view(), 'uniform', log2 + 100);
+      const [x, dy, dx] = [xb.view(), dyb.view(), dxb.view()];
+      m.rmsNormBackward(dy, x, null, { dim, dx, eps: EPS });
+      const r = rstd64(x);
+      let c = 0;
+      for (let i = 0; i < dim; i++) c += dy[i]! * x[i]!;
+      const b = r * r * r * (c / dim);
+      let worst = 0;
+      for (let i = 0; i < dim; i++) {
+        const ref = r * dy[i]! - b * x[i]!;
+        worst = Math.max(worst, Math.abs(dx[i]! - ref) / (1e-5 + 1.3e-6 * Math.abs(ref)));
+      }
+      expect(worst, 'max |dx − ref| / (1e-5 + 1.3e-6·|ref|)').toBeLessThanOrEqual(1);
+    } finally {
+      for (const b of [xb, dyb, dxb]) b.free();
+    }
   }, 120_000);
 });

@@ -7,10 +7,11 @@
 //! exactly (`y == x`, `dx == dy`, `dx == x`), since each element is read before it is written.
 //!
 //! Numerics: the sum of squares takes one pass with 4 vector accumulators (16 partial sums, in
-//! the order [`fold`] fixes for every reduction),
-//! then `rstd = 1 / sqrt(ss / dim + eps)`. Rows where f32 cannot hold that sum faithfully (it
-//! overflowed to inf, or it is so small that subnormal squares lost bits and eps does not hide
-//! it) are redone in f64 by a slow path that only such rows pay. A NaN stays in its row.
+//! the order [`fold`] fixes for every reduction; rows longer than [`SUM_BLOCK`] in blocks of
+//! it, added in f64), then `rstd = 1 / sqrt(ss / dim + eps)`. Rows where f32 cannot hold that
+//! sum faithfully (it overflowed to inf, or it is so small that subnormal squares lost bits and
+//! eps does not hide it) are redone in f64 by a slow path that only such rows pay. A NaN
+//! stays in its row.
 
 use crate::simd::F32x4;
 
@@ -78,24 +79,27 @@ unsafe fn fold<V: F32x4, const K: usize>(
     s
 }
 
-/// Rows longer than this are summed in blocks by [`fold_long`]; up to it, [`fold`] alone (the
-/// same bits as ever, and no cost).
-pub const LONG_ROW: usize = 8192;
-/// Floats per block of a long row's sums: each of the 16 partial sums then adds at most 64
-/// terms in f32.
-const SUM_BLOCK: usize = 1024;
+/// Floats per block of a row's sums. A row of up to this many is one [`fold`] (the bits it
+/// always had); a longer row is folded block by block by [`fold_long`], so each of the 16 f32
+/// partial sums adds at most 64 terms whatever the row's length. Over a whole row of 2^27
+/// floats they added 2^23 terms each and rstd was off by up to 2.9e-3. The error grows with
+/// the terms per partial sum: on the worst rows found (constant rows whose squares round the
+/// same way at every addition) rstd is off by 2.6e-7 with blocks of 512, 5.0e-7 with 1024,
+/// 1.9e-6 with 4096 and 3.8e-6 with 8192 (or one fold over 8192 floats, as rows up to 8192
+/// were summed before): 1024 keeps 4× under the 2e-6 promised (test/long-rows.test.ts,
+/// crate/tests/kernels.rs) at half the per-block cost of 512.
+pub const SUM_BLOCK: usize = 1024;
 
-/// [`fold`] for rows of any length: up to [`LONG_ROW`] exactly `fold`; beyond, `fold` over
-/// each block of [`SUM_BLOCK`] floats, the blocks' sums added in f64 in order. With 16 f32
-/// partial sums over a whole row of 2^27 floats, each adds 2^23 terms and rstd's relative
-/// error reached 2.9e-3; per block it stays near f32's rounding (test/long-rows.test.ts).
+/// [`fold`] for rows of any length: up to [`SUM_BLOCK`] exactly `fold`; beyond, `fold` over
+/// each block of [`SUM_BLOCK`] floats, the blocks' sums added in f64 in order (the same bits on
+/// every build: the order is fixed and f64 addition is IEEE everywhere).
 #[inline(always)]
 unsafe fn fold_long<V: F32x4, const K: usize>(
     n: usize,
     term: impl Fn(usize) -> [V; K],
     tail: impl Fn(usize) -> [f32; K],
 ) -> [f32; K] {
-    if n <= LONG_ROW {
+    if n <= SUM_BLOCK {
         return fold::<V, K>(n, term, tail);
     }
     let mut acc = [0f64; K];
@@ -111,7 +115,7 @@ unsafe fn fold_long<V: F32x4, const K: usize>(
     acc.map(|a| a as f32)
 }
 
-/// Sum of `x[i]²` over `n` floats (blocked past [`LONG_ROW`]).
+/// Sum of `x[i]²` over `n` floats (blocked past [`SUM_BLOCK`]).
 #[inline(always)]
 unsafe fn sum_sq<V: F32x4>(x: *const f32, n: usize) -> f32 {
     let [s] = fold_long::<V, 1>(
