@@ -1,0 +1,60 @@
+// A/B timing of two builds of the crate (e.g. before and after a kernel change): raw kernel
+// calls on wasm memory, in one process. Per round, a batch of 20 calls on A then on B (the
+// order swapped every round), so both see the same machine load; prints the median of the
+// per-round B/A time ratios and their interquartile range. Run it with A = B first to see the
+// machine's noise. The forward writes rstd; the backward has a weight and recomputes rstd.
+//
+//   node bench/ab-builds.mjs <wasm dir A> <wasm dir B> [build]     (build: simd by default)
+//   env: TOTAL floats per call (2^18), DIMS (512,1024,2048,4096,8192), ROUNDS (41)
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+const [dirA, dirB, build = 'simd'] = process.argv.slice(2);
+if (!dirA || !dirB) throw new Error('usage: node bench/ab-builds.mjs <wasm dir A> <wasm dir B> [build]');
+async function load(dir) {
+  const base = resolve(dir, build);
+  const glue = await import(pathToFileURL(`${base}/rmsnorm_wasm.js`).href);
+  return glue.initSync({ module: new WebAssembly.Module(readFileSync(`${base}/rmsnorm_wasm_bg.wasm`)) });
+}
+const inst = [await load(dirA), await load(dirB)];
+const total = Number(process.env.TOTAL ?? 2 ** 18);
+const dims = (process.env.DIMS ?? '512,1024,2048,4096,8192').split(',').map(Number);
+const ROUNDS = Number(process.env.ROUNDS ?? 41);
+const BATCH = 20;
+let seed = 1;
+const rand = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32) * 2 - 1;
+const quantile = (a, p) => [...a].sort((u, v) => u - v)[Math.floor(p * (a.length - 1))];
+
+for (const dim of dims) {
+  const rows = Math.max(1, Math.floor(total / dim));
+  const calls = inst.map((ex) => {
+    const n = rows * dim;
+    const [x, y, w, dy, dx, rs, dw, work] = [n, n, dim, n, n, rows, dim, dim].map((len) => ex.alloc_f32(len));
+    const F = new Float32Array(ex.memory.buffer);
+    seed = 1; // the same inputs for A and B
+    for (let i = 0; i < n; i++) { F[x / 4 + i] = rand(); F[dy / 4 + i] = rand(); }
+    for (let i = 0; i < dim; i++) F[w / 4 + i] = 1 + rand() / 2;
+    return {
+      forward: () => ex.rms_norm_forward(x, w, y, rs, rows, dim, 1e-6),
+      backward: () => ex.rms_norm_backward(dy, x, w, 0, dx, dw, work, rows, dim, 1e-6, 0, rows),
+    };
+  });
+  for (const op of ['forward', 'backward']) {
+    const time = (k) => {
+      const f = calls[k][op];
+      const t0 = performance.now();
+      for (let i = 0; i < BATCH; i++) if (f() !== 0) throw new Error(`${op}: kernel status`);
+      return performance.now() - t0;
+    };
+    for (let i = 0; i < 5; i++) { time(0); time(1); } // warm-up
+    const ratios = [];
+    const timesA = [];
+    for (let k = 0; k < ROUNDS; k++) {
+      const [a, b] = k % 2 ? [time(0), time(1)] : ((bb) => [time(0), bb])(time(1));
+      ratios.push(b / a);
+      timesA.push(a / BATCH);
+    }
+    console.log(`${op} ${rows}x${dim}: A ${(quantile(timesA, 0.5) * 1000).toFixed(1)} µs/call, B/A median ${quantile(ratios, 0.5).toFixed(3)} (IQR ${quantile(ratios, 0.25).toFixed(3)}–${quantile(ratios, 0.75).toFixed(3)})`);
+  }
+}
