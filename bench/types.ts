@@ -2,6 +2,7 @@
  * Shapes shared by the benchmark's modules: the problem instance, a contender, one result row.
  * @module
  */
+import type { RefCheck } from '../shared/reference.js';
 
 /** What a row measures. */
 export type Op = 'forward' | 'backward' | 'copy' | 'layernorm';
@@ -62,18 +63,8 @@ export interface Contender {
   make(c: Case): Instance | Promise<Instance>;
 }
 
-/** Result of comparing one contender's outputs with the float64 reference. */
-export interface Check {
-  passed: boolean;
-  /** Largest |actual − reference| over all checked outputs. */
-  maxAbsErr: number;
-  /** Largest |actual − reference| / (atol + rtol·|reference|); passing means ≤ 1. */
-  worstToTolerance: number;
-  atol: number;
-  rtol: number;
-  /** Why it failed (first offending element), when it did. */
-  detail?: string;
-}
+/** Result of comparing one contender's outputs with the float64 reference (shared/reference.js). */
+export type Check = RefCheck;
 
 /** One line of the results: one contender on one shape. */
 export interface Row {
