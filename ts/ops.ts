@@ -41,9 +41,9 @@ export interface Op {
    * Floats of workspace for a sync span (after the operands): the backward's open dweight
    * block, a row, when there is a weight.
    */
-  syncWork(dim: number, has: (i: number) => boolean): number;
+  syncWork(dim: number, arrs: readonly (Float32Array | null)[]): number;
   /** Floats of workspace for a pool job of `rows` rows: the backward's per-block dweight partials. */
-  poolWork(rows: number, dim: number, blockRows: number, has: (i: number) => boolean): number;
+  poolWork(rows: number, dim: number, blockRows: number, arrs: readonly (Float32Array | null)[]): number;
   /** Chunks of a pool job must be whole dweight blocks. */
   readonly blockAligned: boolean;
   /** Elements of work per element of input (sizes chunks and thresholds). */
@@ -93,8 +93,8 @@ export const BACKWARD: Op = {
     operand('options.dx', MATRIX, true, [0, 1]),
     operand('options.dweight', ROW, true),
   ],
-  syncWork: (dim, has) => (has(2) ? dim : 0),
-  poolWork: (rows, dim, blockRows, has) => (has(2) ? Math.ceil(rows / blockRows) * dim : 0),
+  syncWork: (dim, arrs) => (arrs[2] !== null ? dim : 0),
+  poolWork: (rows, dim, blockRows, arrs) => (arrs[2] !== null ? Math.ceil(rows / blockRows) * dim : 0),
   blockAligned: true,
   cost: 2,
   span: (k, a, row0, rows, total, dim, eps) =>

@@ -18,7 +18,7 @@
  * @module
  */
 import { REGION_PAD_FLOATS, type Heap, type Scratch } from './memory.js';
-import { MATRIX, MAX_ADDRS, PER_ROW, ROW, type Op } from './ops.js';
+import { MATRIX, MAX_ADDRS, OPS, PER_ROW, ROW, type Op } from './ops.js';
 
 /**
  * The sync API's window: 256 KiB (65536 floats). Chosen by `npm run bench:window` (bench/window.ts) on this
@@ -43,7 +43,7 @@ export interface WindowRules {
   /** Segments start on multiples of this many rows (the pool's backward: dweight blocks). */
   rowAlign(op: Op): number;
   /** Workspace floats for a segment of `rows` rows (after the operands). */
-  work(op: Op, rows: number, dim: number, has: (i: number) => boolean): number;
+  work(op: Op, rows: number, dim: number, arrs: readonly (Float32Array | null)[]): number;
 }
 
 /** A placed call: see the module doc. One at a time per {@link Placer}: the object is reused. */
@@ -57,14 +57,16 @@ export class Placement {
   streams = false;
   /** Operand addresses for the current segment ({@link seek}), then the workspace's. */
   readonly addrs: number[] = new Array<number>(MAX_ADDRS).fill(0);
+  // Arrays of a fixed size, filled from the start: V8 keeps them packed and in bounds, which
+  // the per-call loops over them need to stay cheap.
   /** The arrays (inputs that had to be copied aside replaced by their snapshots). */
-  readonly arrs: (Float32Array | null)[] = [];
-  private readonly kind: number[] = [];
+  readonly arrs: (Float32Array | null)[] = new Array<Float32Array | null>(MAX_ADDRS).fill(null);
+  private readonly kind: number[] = new Array<number>(MAX_ADDRS).fill(0);
   /** Resident: the array's byte address. Copied: its region's. */
-  private readonly base: number[] = [];
+  private readonly base: number[] = new Array<number>(MAX_ADDRS).fill(0);
   private start = 0;
-  private readonly views: (Float32Array | undefined)[] = [];
-  private readonly viewAt: number[] = [];
+  private readonly views: (Float32Array | null)[] = new Array<Float32Array | null>(MAX_ADDRS).fill(null);
+  private readonly viewAt: number[] = new Array<number>(MAX_ADDRS).fill(0);
 
   constructor(private readonly heap: Heap) {}
 
@@ -118,7 +120,7 @@ export class Placement {
    */
   private windowView(i: number, at: number, len: number): Float32Array {
     const v = this.views[i];
-    if (v !== undefined && v.length === len && this.viewAt[i] === at) return v;
+    if (v !== null && v!.length === len && this.viewAt[i] === at) return v!;
     const mem = this.heap.f32();
     const nv = mem.subarray(at, at + len);
     this.views[i] = nv;
@@ -126,22 +128,25 @@ export class Placement {
     return nv;
   }
 
-  /**
-   * After the last segment: copies one-row results (dweight) out. Returns output `i` as the
-   * caller should see it: the array given, or — when it is a view of non-shared memory that
-   * this call's growth detached — a fresh view of the same storage (never an empty array).
-   */
+  /** After the last segment: copies one-row results (dweight) out and lets go of the arrays. */
   finish(): void {
     const { op } = this;
-    for (let i = 0; i < op.operands.length; i++) {
+    // One-row outputs are copied only when something streams (else they are in place).
+    for (let i = 0; this.streams && i < op.operands.length; i++) {
       const o = op.operands[i]!;
       if (this.kind[i] !== COPIED || !o.out || o.shape !== ROW) continue;
       const at = this.base[i]! >>> 2;
       this.arrs[i]!.set(this.heap.f32().subarray(at, at + this.dim));
     }
+    // Keep no caller's array (nor snapshot) alive past the call.
+    for (let i = 0; i < op.operands.length; i++) this.arrs[i] = null;
   }
 
-  /** Output `i` as the caller should see it (see {@link finish}). */
+  /**
+   * Output `i` as the caller should see it: the array given, or — when it is a view of
+   * non-shared memory that this call's growth detached — a fresh view of the same storage
+   * (never an empty array).
+   */
   result(i: number, given: Float32Array): Float32Array {
     if (this.kind[i] !== RESIDENT || given.length !== 0) return given;
     const shape = this.op.operands[i]!.shape;
@@ -172,8 +177,8 @@ export class Placer {
   // Per operation and operand, the last view of wasm memory placed there and its address: a
   // call repeated on the same views reads no typed-array getter (buffer and byteOffset cost
   // 10-15 ns each in Node 20; a view's byteOffset never changes).
-  private readonly seen: (Float32Array | null)[] = [];
-  private readonly seenAt: number[] = [];
+  private readonly seen: (Float32Array | null)[] = new Array<Float32Array | null>(OPS.length * MAX_ADDRS).fill(null);
+  private readonly seenAt: number[] = new Array<number>(OPS.length * MAX_ADDRS).fill(0);
   private readonly sizes: number[] = [];
   private readonly region: number[] = [];
   // The last window layout, reused while a call of the same kind and shape repeats.
@@ -183,7 +188,17 @@ export class Placer {
   private lastGen = -1;
   private lastSeg = 0;
   private lastWork = 0;
-  private readonly lastBase: number[] = [];
+  private readonly lastBase: number[] = new Array<number>(MAX_ADDRS).fill(0);
+  // The last call whose arrays were all views used in place: the same views again (the loop
+  // over layers and tokens) reuse its addresses and its overlap verdict, which depend only on
+  // the views (a view's buffer, offset and length never change).
+  private memoOp: Op | null = null;
+  private memoRows = 0;
+  private memoDim = 0;
+  private memoWork = 0;
+  private memoGen = -1;
+  private readonly memoArrs: (Float32Array | null)[] = new Array<Float32Array | null>(MAX_ADDRS).fill(null);
+  private readonly memoBase: number[] = new Array<number>(MAX_ADDRS).fill(0);
 
   constructor(
     private readonly heap: Heap,
@@ -207,7 +222,18 @@ export class Placer {
     p.op = op;
     p.rows = rows;
     p.dim = dim;
-    p.arrs.length = n;
+    if (this.repeats(op, arrs, rows, dim, fresh)) {
+      for (let i = 0; i < n; i++) {
+        p.arrs[i] = arrs[i]!;
+        p.set(i, arrs[i] === null ? ABSENT : RESIDENT, this.memoBase[i]!);
+      }
+      p.streams = false;
+      p.segRows = rows;
+      p.addrs[n] = this.memoWork;
+      p.seek(0);
+      return p;
+    }
+    this.memoOp = null;
     let copied = false;
     let cur: ArrayBufferLike | null = null;
     for (let i = 0; i < n; i++) {
@@ -240,16 +266,24 @@ export class Placer {
     }
     if (this.snapshotConflicts(p, fresh)) copied = true;
     p.streams = copied;
-    const has = (i: number) => p.arrs[i] !== null;
     if (!copied) {
       // Everything in place: one segment, only the workspace to find.
       p.segRows = rows;
-      const w = this.rules.work(op, rows, dim, has);
+      const w = this.rules.work(op, rows, dim, p.arrs);
       p.addrs[n] = w === 0 ? 0 : this.window.carveOne(w);
       p.seek(0);
+      this.memoOp = op;
+      this.memoRows = rows;
+      this.memoDim = dim;
+      this.memoWork = p.addrs[n]!;
+      this.memoGen = this.window.generation;
+      for (let i = 0; i < n; i++) {
+        this.memoArrs[i] = p.arrs[i]!;
+        this.memoBase[i] = p.baseOf(i);
+      }
       return p;
     }
-    this.carveWindow(p, has);
+    this.carveWindow(p);
     p.seek(0);
     // One-row inputs (the weight) once, now.
     const mem = heap.f32();
@@ -258,6 +292,22 @@ export class Placer {
       if (p.kindOf(i) === COPIED && !o.out && o.shape === ROW) mem.set(p.arrs[i]!, p.baseOf(i) >>> 2);
     }
     return p;
+  }
+
+  /**
+   * Whether this call is the last all-in-place call again: the same operation, shape and view
+   * objects, no output allocated by the library, the window where it was, and (non-shared
+   * memory) no view detached since — a detached view has length 0.
+   */
+  private repeats(op: Op, arrs: readonly (Float32Array | null)[], rows: number, dim: number, fresh: number): boolean {
+    if (op !== this.memoOp || rows !== this.memoRows || dim !== this.memoDim || fresh !== 0) return false;
+    if (this.window.generation !== this.memoGen) return false;
+    const shared = this.heap.wasm.shared;
+    for (let i = 0; i < op.operands.length; i++) {
+      const a = arrs[i]!;
+      if (a !== this.memoArrs[i] || (a !== null && !shared && a.length === 0)) return false;
+    }
+    return true;
   }
 
   /**
@@ -300,7 +350,7 @@ export class Placer {
   }
 
   /** Sizes the segment to the window and gives each copied array its region. */
-  private carveWindow(p: Placement, has: (i: number) => boolean): void {
+  private carveWindow(p: Placement): void {
     const { op, rows, dim } = p;
     const ops = op.operands;
     const n = ops.length;
@@ -339,8 +389,8 @@ export class Placer {
     }
     const align = this.rules.rowAlign(op);
     // The workspace may grow with the segment (the pool's partials): size by one aligned block.
-    const workPerBlock = this.rules.work(op, align, dim, has);
-    const workFixed = this.rules.work(op, 0, dim, has);
+    const workPerBlock = this.rules.work(op, align, dim, p.arrs);
+    const workFixed = this.rules.work(op, 0, dim, p.arrs);
     const perAligned = perRow * align + workPerBlock - workFixed;
     // Each region may be padded (Scratch.carve): the window holds the regions with their padding.
     const room = this.rules.floats - fixed - workFixed - regions * REGION_PAD_FLOATS;
@@ -359,7 +409,7 @@ export class Placer {
       const shape = ops[i]!.shape;
       slotOf.push(sizes.push(shape === MATRIX ? seg * dim : shape === PER_ROW ? seg : dim) - 1);
     }
-    const work = this.rules.work(op, seg, dim, has);
+    const work = this.rules.work(op, seg, dim, p.arrs);
     if (work > 0) sizes.push(work);
     const at = this.window.carve(sizes);
     for (let i = 0; i < n; i++) if (slotOf[i]! >= 0) p.set(i, COPIED, at[slotOf[i]!]!);

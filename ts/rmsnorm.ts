@@ -27,7 +27,7 @@ import {
 const syncRules = (floats: number): WindowRules => ({
   floats,
   rowAlign: () => 1,
-  work: (op, _rows, dim, has) => op.syncWork(dim, has),
+  work: (op, _rows, dim, arrs) => op.syncWork(dim, arrs),
 });
 
 /** The sync API over one instantiated build (the package's top-level functions use one). */

@@ -26,7 +26,7 @@ export class PoolCalls {
     this.placer = new Placer(heap, window, {
       floats: POOL_WINDOW_FLOATS,
       rowAlign: (op) => (op.blockAligned ? blockRows : 1),
-      work: (op, rows, dim, has) => op.poolWork(rows, dim, blockRows, has),
+      work: (op, rows, dim, arrs) => op.poolWork(rows, dim, blockRows, arrs),
     });
   }
 
