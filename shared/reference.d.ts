@@ -62,6 +62,8 @@ export interface RefForward {
   /** One `1/sqrt(mean(x²) + eps)` per row. */
   rstd: Float64Array;
 }
+/** Float64 `1/sqrt(mean(x²) + eps)` per row of `x` (`rows × dim`), eps rounded to float32 first. */
+export declare function refRstd(x: Vec, dim: number, eps: number): Float64Array;
 /** Float64 RMSNorm forward; eps rounded to float32 first. */
 export declare function refForward(x: Vec, weight: Vec | null, dim: number, eps: number): RefForward;
 

@@ -150,18 +150,31 @@ export function testWeight(dim, seed) {
   return w;
 }
 
-/** Float64 RMSNorm forward: `y = x · rstd · weight`, `rstd = 1/sqrt(mean(x²) + eps)` per row. */
-export function refForward(x, weight, dim, eps) {
+/**
+ * Float64 `rstd = 1/sqrt(mean(x²) + eps)` per row of `x` (`rows × dim`), without y: rows of
+ * 2^27 floats need no 1 GiB float64 output.
+ */
+export function refRstd(x, dim, eps) {
   const rows = x.length / dim;
   const e = Math.fround(eps);
-  const y = new Float64Array(x.length);
   const rstd = new Float64Array(rows);
   for (let r = 0; r < rows; r++) {
     const o = r * dim;
     let ss = 0;
     for (let i = 0; i < dim; i++) ss += x[o + i] * x[o + i];
-    const rs = 1 / Math.sqrt(ss / dim + e);
-    rstd[r] = rs;
+    rstd[r] = 1 / Math.sqrt(ss / dim + e);
+  }
+  return rstd;
+}
+
+/** Float64 RMSNorm forward: `y = x · rstd · weight`, `rstd = 1/sqrt(mean(x²) + eps)` per row. */
+export function refForward(x, weight, dim, eps) {
+  const rows = x.length / dim;
+  const y = new Float64Array(x.length);
+  const rstd = refRstd(x, dim, eps);
+  for (let r = 0; r < rows; r++) {
+    const o = r * dim;
+    const rs = rstd[r];
     for (let i = 0; i < dim; i++) y[o + i] = x[o + i] * rs * (weight ? weight[i] : 1);
   }
   return { y, rstd };
@@ -175,7 +188,7 @@ export function refForward(x, weight, dim, eps) {
  */
 export function refBackward(dy, x, weight, dim, eps, rstd) {
   const rows = x.length / dim;
-  const rs = rstd ? Float64Array.from(rstd) : refForward(x, null, dim, eps).rstd;
+  const rs = rstd ? Float64Array.from(rstd) : refRstd(x, dim, eps);
   const dx = new Float64Array(x.length);
   const dweight = weight ? new Float64Array(dim) : null;
   const dweightAbs = weight ? new Float64Array(dim) : null;
