@@ -9,8 +9,8 @@
  */
 import { writeFileSync } from 'node:fs';
 import { ortNode, ortWeb } from './contenders/ort.js';
-import { makeCase, shapeName } from './data.js';
-import { reference } from './reference.js';
+import { caseReference, makeCase } from '../shared/reference.js';
+import { shapeName } from './data.js';
 import { benchFor, measure, timingFor } from './runner.js';
 import type { OrtChildSpec } from './ort-launch.js';
 import type { Row } from './types.js';
@@ -21,7 +21,7 @@ const contenders = spec.engine === 'web' ? await ortWeb(spec.threads) : await or
 const rows: Row[] = [];
 for (const s of spec.shapes) {
   const c = makeCase(s);
-  const ref = reference(c);
+  const ref = caseReference(c);
   const bench = benchFor(s, timingFor(s, spec.quick));
   for (const k of contenders) {
     const row = await measure(bench, k, c, ref);

@@ -24,9 +24,9 @@ import { layerNorm } from './contenders/layernorm.js';
 import { poolContenders, Pools } from './contenders/pool.js';
 import { wasmSync } from './contenders/wasm.js';
 import { DEFAULT_SHAPES, QUICK_SHAPES } from './defaults.js';
-import { makeCase, parseShapes, shapeName } from './data.js';
+import { ATOL, RTOL, caseReference, makeCase } from '../shared/reference.js';
+import { parseShapes, shapeName } from './data.js';
 import { runOrtChild } from './ort-launch.js';
-import { ATOL, RTOL, reference } from './reference.js';
 import { derive, goals, layerNormSavings, progressLine, shapeTable, summary } from './report.js';
 import { BYTES_PER_ELEM, benchFor, measure, timingFor } from './runner.js';
 import { renderSvg } from './svg.js';
@@ -77,7 +77,7 @@ const rows: Row[] = [];
 for (const s of shapes) {
   log(`${shapeName(s)}: ${contenders.length} contenders`);
   const c = makeCase(s);
-  const ref = reference(c);
+  const ref = caseReference(c);
   const bench = benchFor(s, timingFor(s, quick));
   for (const k of contenders) {
     const row = await measure(bench, k, c, ref);

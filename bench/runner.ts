@@ -4,7 +4,7 @@
  * @module
  */
 import { Bench } from 'tinybench';
-import { check, failedCheck, type Reference } from './reference.js';
+import { checkOutputs, failedCheck, type CaseReference } from '../shared/reference.js';
 import { shapeName } from './data.js';
 import type { Case, Contender, Instance, Op, Row, Shape } from './types.js';
 
@@ -96,7 +96,7 @@ function message(e: unknown): string {
  * Makes `k` for `c`, calls it once, checks its outputs, then runs it as a task of `bench`
  * (warmup, then run) and removes the task. Frees the contender's buffers in any case.
  */
-export async function measure(bench: Bench, k: Contender, c: Case, ref: Reference): Promise<Row> {
+export async function measure(bench: Bench, k: Contender, c: Case, ref: CaseReference): Promise<Row> {
   const row: Row = {
     shape: shapeName(c), rows: c.rows, dim: c.dim, op: k.op, contender: k.name, family: k.family,
     threads: k.threads, zeroCopy: k.zeroCopy, note: k.note ?? null, bytesPerElem: BYTES_PER_ELEM[k.op],
@@ -109,7 +109,7 @@ export async function measure(bench: Bench, k: Contender, c: Case, ref: Referenc
     inst = await k.make(c);
     row.note = k.note ?? null;
     await inst.fn();
-    row.check = check(k.op, inst.outputs(), c, ref);
+    row.check = checkOutputs(k.op, inst.outputs(), c, ref);
     if (!row.check.passed) return row;
     const reps = Math.min(10_000, Math.ceil(MIN_SAMPLE_MS / Math.max(await probe(inst), 1e-6)));
     row.batch = reps;

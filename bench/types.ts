@@ -2,7 +2,7 @@
  * Shapes shared by the benchmark's modules: the problem instance, a contender, one result row.
  * @module
  */
-import type { RefCheck } from '../shared/reference.js';
+import type { RefCase, RefCheck, RefOutputs } from '../shared/reference.js';
 
 /** What a row measures. */
 export type Op = 'forward' | 'backward' | 'copy' | 'layernorm';
@@ -13,26 +13,14 @@ export interface Shape {
   dim: number;
 }
 
-/** One shape's inputs, as plain Float32Arrays (contenders copy them where they need to). */
-export interface Case extends Shape {
-  /** `rows × dim`, the forward's input. */
-  x: Float32Array;
-  /** `dim`, the gain. */
-  w: Float32Array;
-  /** `dim`, LayerNorm's bias (only the LayerNorm row uses it). */
-  b: Float32Array;
-  /** `rows × dim`, the upstream gradient for the backward. */
-  dy: Float32Array;
-  /** Added to the mean square inside the root (1e-6, the API default). */
-  eps: number;
-}
+/**
+ * One shape's inputs, as plain Float32Arrays (contenders copy them where they need to):
+ * shared/reference.js's RefCase (x, w, b, dy; eps = 1e-6, the API default).
+ */
+export type Case = RefCase;
 
-/** The outputs of one call, for the correctness check. */
-export interface Outputs {
-  y?: Float32Array;
-  dx?: Float32Array;
-  dw?: Float32Array;
-}
+/** The outputs of one call, for the correctness check (y; or dx and dw). */
+export type Outputs = RefOutputs;
 
 /** A contender made ready for one shape: buffers allocated, inputs in place. */
 export interface Instance {

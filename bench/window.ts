@@ -10,6 +10,7 @@
  */
 import { loadWasm, type Build } from '../dist/load.js';
 import { RmsNorm } from '../dist/rmsnorm.js';
+import { rng, uniform } from '../shared/reference.js';
 
 /** Median wall time (µs) of `f` over about `budgetMs` after a warm-up. */
 function median(f: () => unknown, budgetMs = 250): number {
@@ -26,14 +27,9 @@ function median(f: () => unknown, budgetMs = 250): number {
   return t[t.length >> 1]! * 1000;
 }
 
-function randn(n: number, seed: number): Float32Array {
-  const a = new Float32Array(n);
-  let s = seed >>> 0;
-  for (let i = 0; i < n; i++) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    a[i] = s / 2 ** 31 - 1;
-  }
-  return a;
+/** `n` floats uniform in [-1, 1) from `seed` (shared/reference.js; the timings do not depend on the values). */
+function inputs(n: number, seed: number): Float32Array {
+  return uniform(rng(seed), n, -1, 1);
 }
 
 const args = process.argv.slice(2);
@@ -50,9 +46,9 @@ for (const build of builds) {
   console.log('window KiB | shape      | zero-copy fwd | plain fwd (out) | plain fwd (new y) | zero-copy bwd | plain bwd (out) | fwd plain/zc | bwd plain/zc');
   for (const [rows, dim] of shapes) {
     const n = rows * dim;
-    const x = randn(n, 1);
-    const dy = randn(n, 2);
-    const w = randn(dim, 3);
+    const x = inputs(n, 1);
+    const dy = inputs(n, 2);
+    const w = inputs(dim, 3);
     const y = new Float32Array(n);
     const dx = new Float32Array(n);
     const dw = new Float32Array(dim);

@@ -14,22 +14,12 @@
  * @module
  */
 
-import { ATOL, RTOL, EPS, caseReference, checkOutputs, makeCase } from '../shared/reference.js';
+import { ATOL, RTOL, EPS, caseReference, checkOutputs, failedCheck, makeCase, parseShape } from '../shared/reference.js';
 
-export { ATOL, RTOL, EPS, makeCase };
+export { ATOL, RTOL, EPS, makeCase, parseShape };
+
 /** Bytes per element of the GB/s column, as bench/runner.ts (compulsory traffic). */
 export const BYTES_PER_ELEM = { forward: 8, backward: 12, copy: 8, layernorm: 8 };
-
-/** `ROWSxDIM` → shape; throws a RangeError like bench/data.ts `parseShapes`. */
-export function parseShape(item) {
-  const m = /^\s*(\d+)\s*[xX×]\s*(\d+)\s*$/.exec(item);
-  const rows = m ? Number(m[1]) : NaN;
-  const dim = m ? Number(m[2]) : NaN;
-  if (!(rows >= 1 && dim >= 1 && rows * dim <= 2 ** 26)) {
-    throw new RangeError(`"${item}" is not ROWSxDIM with 1 ≤ rows·dim ≤ 2^26`);
-  }
-  return { rows, dim };
-}
 
 /** The float64 forward, backward and LayerNorm of a case (lazy): shared/reference.js, as the Node benchmark. */
 export const reference = caseReference;
@@ -275,7 +265,7 @@ export async function measure(k, c, ref, budgetMs, minBatchMs) {
   const row = {
     shape: `${c.rows}x${c.dim}`, rows: c.rows, dim: c.dim, op: k.op, contender: k.name, family: k.family,
     threads: k.threads, zeroCopy: k.zeroCopy, note: k.note, bytesPerElem: BYTES_PER_ELEM[k.op],
-    check: { passed: false, maxAbsErr: Infinity, worstToTolerance: Infinity, atol: ATOL, rtol: RTOL, detail: 'not run' },
+    check: failedCheck('not run'),
     medianMs: null, meanMs: null, rmePct: null, samples: null, gelemPerS: null, gbPerS: null,
     vsNaive: null, pctOfCopy: null, error: null,
   };
@@ -291,7 +281,7 @@ export async function measure(k, c, ref, budgetMs, minBatchMs) {
     row.gbPerS = (n * row.bytesPerElem) / (row.medianMs * 1e6);
   } catch (e) {
     row.error = e instanceof Error ? e.message : String(e);
-    if (row.check.detail === 'not run') row.check = { ...row.check, detail: `threw: ${row.error}` };
+    if (row.check.detail === 'not run') row.check = failedCheck(`threw: ${row.error}`);
   } finally {
     try {
       await inst?.dispose?.();

@@ -13,6 +13,13 @@ export declare const EPS: number;
 /** The benchmark's and the demo's check: |got − ref| ≤ ATOL + RTOL·|ref| (both 1e-4). */
 export declare const ATOL: number;
 export declare const RTOL: number;
+/** y against float64 in the tests: |got − ref| ≤ Y_ATOL + Y_RTOL·|ref| (1e-5, 1.3e-6; PyTorch's float32). */
+export declare const Y_ATOL: number;
+export declare const Y_RTOL: number;
+/** rstd against float64: relative 1e-5. */
+export declare const RSTD_RTOL: number;
+/** dx (and the browser pages' y): ROW_K·(row scale + |ref|); dweight: ROW_K·Σ|terms|. 1e-5. */
+export declare const ROW_K: number;
 
 /** mulberry32: uniform floats in [0, 1) from a 32-bit seed. */
 export declare function rng(seed: number): () => number;
@@ -39,6 +46,8 @@ export interface RefCase {
   /** `rows × dim`, the upstream gradient. */
   dy: Float32Array;
 }
+/** `ROWSxDIM` → shape; RangeError unless 1 ≤ rows·dim ≤ 2^26. */
+export declare function parseShape(item: string): { rows: number; dim: number };
 /** The benchmark's inputs for a shape, seeded by it. */
 export declare function makeCase(s: { rows: number; dim: number }): RefCase;
 /** `rows × dim` rows of varied scale (10^-3 .. 10^3) and mean. */
@@ -53,6 +62,8 @@ export interface RefForward {
   /** One `1/sqrt(mean(x²) + eps)` per row. */
   rstd: Float64Array;
 }
+/** Float64 `1/sqrt(mean(x²) + eps)` per row of `x` (`rows × dim`), eps rounded to float32 first. */
+export declare function refRstd(x: Vec, dim: number, eps: number): Float64Array;
 /** Float64 RMSNorm forward; eps rounded to float32 first. */
 export declare function refForward(x: Vec, weight: Vec | null, dim: number, eps: number): RefForward;
 
@@ -85,6 +96,22 @@ export declare function dweightF32(dy: Vec, x: Vec, rstd: Vec, dim: number, bloc
 export type Tolerance = (i: number, ref: number) => number;
 /** `atol + rtol · |ref|`. */
 export declare function allclose(atol: number, rtol: number): Tolerance;
+/** y's tolerance in the tests: allclose(Y_ATOL, Y_RTOL). */
+export declare const yTolerance: Tolerance;
+/** rstd's tolerance: RSTD_RTOL·|ref|. */
+export declare const rstdTolerance: Tolerance;
+/** `k · (rowScale[row of i] + |ref|)` for `rows × dim` outputs; k defaults to ROW_K. */
+export declare function rowTolerance(rowScale: Vec, dim: number, k?: number): Tolerance;
+/** Per row of `rows × dim` values: the largest |value|. */
+export declare function rowMaxAbs(ref: Vec, dim: number): Float64Array;
+/** `k · scale[i]`; k defaults to ROW_K. */
+export declare function sumTolerance(scale: Vec, k?: number): Tolerance;
+/** dweight's float32 rounding bound over `rows` rows: (32 + ⌈rows/32⌉ + 2 + extraUlps)·2^-24·abs[i]. */
+export declare function dweightTolerance(abs: Vec, rows: number, extraUlps?: number): Tolerance;
+/** |a − r| / t with the NaN/infinity rules of every check: ≤ 1 passes. */
+export declare function ratioOf(a: number, r: number, t: number): number;
+/** The largest ratioOf over all elements; Infinity when `actual` is missing or of another length. */
+export declare function worstRatio(actual: Vec | null | undefined, ref: Vec, tol: Tolerance): number;
 /** null when every element passes `tol`, else a description of the worst offender. */
 export declare function mismatch(actual: Vec, ref: Vec, tol: Tolerance, label?: string): string | null;
 /** Whether two float32 arrays hold identical bits. */
@@ -109,6 +136,8 @@ export interface RefCheck {
   /** The worst offender, when the check failed. */
   detail?: string;
 }
+/** A failed check (passed false, ratios Infinity) with `detail`. */
+export declare function failedCheck(detail: string): RefCheck;
 /** The lazy float64 reference of one case. */
 export interface CaseReference {
   forward(): RefForward;

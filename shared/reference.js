@@ -9,11 +9,25 @@
  * - References, all arithmetic in float64 (its own error, about 2^-53 per operation, is
  *   negligible next to float32's): RMSNorm forward and backward, LayerNorm forward, and the
  *   kernels' documented float32 dweight summation (`dweightF32`).
- * - Tolerances. One rule, `|got − ref| ≤ atol + rtol·|ref|` (PyTorch's assert_close): the
- *   benchmark and the demo check every contender with ATOL = RTOL = 1e-4 (`checkOutputs`:
- *   room for float32 sums over rows of up to 2^16, none for a wrong formula); tests assert
- *   tighter bounds where they know more (PyTorch's float32 1e-5/1.3e-6 on y, error terms
- *   scaled by `dxTerms` and `dweightAbs`), through `mismatch`.
+ * - Tolerances: one rule, `|got − ref| ≤ tol(i, ref)` checked by one function (`ratioOf`, behind
+ *   `mismatch`, `worstRatio` and `checkOutputs`): a NaN reference needs a NaN, an infinite one the
+ *   same infinity, anything else a finite result within tol. The bounds, each named once here:
+ *   - the benchmark and the demo, every contender (`checkOutputs`): `ATOL + RTOL·|ref|`, both
+ *     1e-4. Loose on purpose: it must pass a contender's float32 sums in any order (js-naive's
+ *     backward, one float32 running dweight sum over 4096 rows, reaches 0.76 of it in
+ *     bench/results/latest.json: 1e-5 would fail it) and still fail any wrong formula;
+ *   - y (tests): PyTorch's float32 assert_close, `Y_ATOL + Y_RTOL·|ref|` = 1e-5 + 1.3e-6·|ref|
+ *     (`yTolerance`); rstd: relative `RSTD_RTOL` = 1e-5;
+ *   - dx: `ROW_K·(s + |ref|)` with s the row's scale (`rowTolerance`): the tests take
+ *     s = rstd·rms(dy ⊙ weight) (`RefBackward.dxScale`), the browser pages s = the row's
+ *     largest |ref| (`rowMaxAbs`) for y and dx alike. ROW_K = 1e-5. Scaled by the row because
+ *     dx scales as 1/|x|: an absolute bound would be empty for large rows and unpassable for
+ *     small ones;
+ *   - dweight: a count of float32 roundings times `Σ_rows |dy·x·rstd|` (`dweightTolerance`:
+ *     2 per term, ≤ 31 adds in a 32-row block, one add per block), or, where the pages do not
+ *     count roundings, `ROW_K` times that sum (`sumTolerance`).
+ *   Tests that know more (spiky random vectors, subnormals) build their own `Tolerance` and
+ *   say why where they do.
  * eps is rounded to float32 first, as the kernels receive it.
  * @module
  */
@@ -25,6 +39,13 @@ export const EPS = 1e-6;
 /** The benchmark's and the demo's check: |got − ref| ≤ ATOL + RTOL·|ref|. */
 export const ATOL = 1e-4;
 export const RTOL = 1e-4;
+/** y against float64: PyTorch's float32 assert_close bounds, |got − ref| ≤ Y_ATOL + Y_RTOL·|ref|. */
+export const Y_ATOL = 1e-5;
+export const Y_RTOL = 1.3e-6;
+/** rstd against float64: relative. */
+export const RSTD_RTOL = 1e-5;
+/** dx (and the browser pages' y): |got − ref| ≤ ROW_K·(row scale + |ref|); dweight: ROW_K·Σ|terms|. */
+export const ROW_K = 1e-5;
 
 /** mulberry32: uniform floats in [0, 1) from a 32-bit seed, the same in every engine. */
 export function rng(seed) {
@@ -74,6 +95,20 @@ export function normal(a, next, scale = 1, shift = 0) {
 }
 
 /**
+ * `ROWSxDIM` (also `x` or `×`, spaces around) → `{ rows, dim }`, the benchmark's and the
+ * demo's shape syntax; a RangeError quoting `item` unless 1 ≤ rows·dim ≤ 2^26.
+ */
+export function parseShape(item) {
+  const m = /^\s*(\d+)\s*[xX×]\s*(\d+)\s*$/.exec(item);
+  const rows = m ? Number(m[1]) : NaN;
+  const dim = m ? Number(m[2]) : NaN;
+  if (!(rows >= 1 && dim >= 1 && rows * dim <= 2 ** 26)) {
+    throw new RangeError(`"${item}" is not ROWSxDIM with 1 ≤ rows·dim ≤ 2^26`);
+  }
+  return { rows, dim };
+}
+
+/**
  * The benchmark's inputs for one shape: activations x ~ N(0.1, 1) (a small mean, as real
  * activations have, which LayerNorm removes and RMSNorm does not), gain w ~ N(1, 0.1), bias
  * b ~ N(0, 0.1), upstream gradient dy ~ N(0, 1). Seeded by the shape, so every process and
@@ -116,18 +151,31 @@ export function testWeight(dim, seed) {
   return w;
 }
 
-/** Float64 RMSNorm forward: `y = x · rstd · weight`, `rstd = 1/sqrt(mean(x²) + eps)` per row. */
-export function refForward(x, weight, dim, eps) {
+/**
+ * Float64 `rstd = 1/sqrt(mean(x²) + eps)` per row of `x` (`rows × dim`), without y: rows of
+ * 2^27 floats need no 1 GiB float64 output.
+ */
+export function refRstd(x, dim, eps) {
   const rows = x.length / dim;
   const e = Math.fround(eps);
-  const y = new Float64Array(x.length);
   const rstd = new Float64Array(rows);
   for (let r = 0; r < rows; r++) {
     const o = r * dim;
     let ss = 0;
     for (let i = 0; i < dim; i++) ss += x[o + i] * x[o + i];
-    const rs = 1 / Math.sqrt(ss / dim + e);
-    rstd[r] = rs;
+    rstd[r] = 1 / Math.sqrt(ss / dim + e);
+  }
+  return rstd;
+}
+
+/** Float64 RMSNorm forward: `y = x · rstd · weight`, `rstd = 1/sqrt(mean(x²) + eps)` per row. */
+export function refForward(x, weight, dim, eps) {
+  const rows = x.length / dim;
+  const y = new Float64Array(x.length);
+  const rstd = refRstd(x, dim, eps);
+  for (let r = 0; r < rows; r++) {
+    const o = r * dim;
+    const rs = rstd[r];
     for (let i = 0; i < dim; i++) y[o + i] = x[o + i] * rs * (weight ? weight[i] : 1);
   }
   return { y, rstd };
@@ -141,7 +189,7 @@ export function refForward(x, weight, dim, eps) {
  */
 export function refBackward(dy, x, weight, dim, eps, rstd) {
   const rows = x.length / dim;
-  const rs = rstd ? Float64Array.from(rstd) : refForward(x, null, dim, eps).rstd;
+  const rs = rstd ? Float64Array.from(rstd) : refRstd(x, dim, eps);
   const dx = new Float64Array(x.length);
   const dweight = weight ? new Float64Array(dim) : null;
   const dweightAbs = weight ? new Float64Array(dim) : null;
@@ -220,9 +268,68 @@ export function allclose(atol, rtol) {
   return (_i, ref) => atol + rtol * Math.abs(ref);
 }
 
+/** y's tolerance in the tests: allclose(Y_ATOL, Y_RTOL). */
+export const yTolerance = allclose(Y_ATOL, Y_RTOL);
+
+/** rstd's tolerance: RSTD_RTOL relative. */
+export function rstdTolerance(_i, ref) {
+  return RSTD_RTOL * Math.abs(ref);
+}
+
+/** `k · (rowScale[row of i] + |ref|)` for `rows × dim` outputs (k defaults to ROW_K). */
+export function rowTolerance(rowScale, dim, k = ROW_K) {
+  return (i, ref) => k * (rowScale[Math.floor(i / dim)] + Math.abs(ref));
+}
+
+/** Per row of `rows × dim` values: the largest |value|. */
+export function rowMaxAbs(ref, dim) {
+  const rows = ref.length / dim;
+  const out = new Float64Array(rows);
+  for (let r = 0; r < rows; r++) {
+    let m = 0;
+    for (let j = 0; j < dim; j++) m = Math.max(m, Math.abs(ref[r * dim + j]));
+    out[r] = m;
+  }
+  return out;
+}
+
+/** `k · scale[i]` (k defaults to ROW_K), e.g. scale = RefBackward.dweightAbs. */
+export function sumTolerance(scale, k = ROW_K) {
+  return (i) => k * scale[i];
+}
+
 /**
- * Compares `actual` against `ref` element by element. A NaN reference requires a NaN, an
- * infinite one the same infinity; otherwise `actual` must be finite and within `tol(i, ref)`.
+ * dweight's float32 rounding bound over `rows` rows: (32 + ⌈rows/32⌉ + 2 + extraUlps)·U32·abs[i]
+ * (2 roundings per term, ≤ 31 adds in a 32-row block, one add per block), abs = dweightAbs.
+ */
+export function dweightTolerance(abs, rows, extraUlps = 0) {
+  const nblocks = Math.ceil(rows / 32);
+  return (i) => (32 + nblocks + 2 + extraUlps) * U32 * abs[i];
+}
+
+/**
+ * |a − r| / t for one element, the rule every check here applies: ≤ 1 passes. A NaN
+ * reference requires a NaN, an infinite one the same infinity, otherwise `a` must be finite;
+ * a NaN tolerance fails instead of passing silently.
+ */
+export function ratioOf(a, r, t) {
+  if (Number.isNaN(r)) return Number.isNaN(a) ? 0 : Infinity;
+  if (!Number.isFinite(r)) return a === r ? 0 : Infinity;
+  if (!Number.isFinite(a)) return Infinity;
+  const d = Math.abs(a - r);
+  return d === 0 ? 0 : d <= t ? d / t : t > 0 ? Math.max(d / t, 1 + 1e-9) : Infinity;
+}
+
+/** The largest {@link ratioOf} over all elements (0 for empty arrays; Infinity on a length mismatch). */
+export function worstRatio(actual, ref, tol) {
+  if (!actual || actual.length !== ref.length) return Infinity;
+  let worst = 0;
+  for (let i = 0; i < ref.length; i++) worst = Math.max(worst, ratioOf(actual[i], ref[i], tol(i, ref[i])));
+  return worst;
+}
+
+/**
+ * Compares `actual` against `ref` element by element by {@link ratioOf} with `tol(i, ref)`.
  * Returns null when all pass, else a description of the worst offender and the count.
  */
 export function mismatch(actual, ref, tol, label = '') {
@@ -231,18 +338,7 @@ export function mismatch(actual, ref, tol, label = '') {
   let worst = -1;
   let worstRatio = 0;
   for (let i = 0; i < ref.length; i++) {
-    const a = actual[i];
-    const r = ref[i];
-    // ratio > 1 fails; written so that a NaN tolerance fails too instead of passing silently
-    let ratio;
-    if (Number.isNaN(r)) ratio = Number.isNaN(a) ? 0 : Infinity;
-    else if (!Number.isFinite(r)) ratio = a === r ? 0 : Infinity;
-    else if (!Number.isFinite(a)) ratio = Infinity;
-    else {
-      const d = Math.abs(a - r);
-      const t = tol(i, r);
-      ratio = d === 0 ? 0 : d <= t ? d / t : t > 0 ? Math.max(d / t, 1 + 1e-9) : Infinity;
-    }
+    const ratio = ratioOf(actual[i], ref[i], tol(i, ref[i]));
     if (ratio > 1) {
       bad++;
       if (ratio > worstRatio || worst < 0) {
@@ -302,11 +398,10 @@ export function checkOutputs(op, out, c, ref) {
     for (let i = 0; i < want.length; i++) {
       const r = want[i];
       const err = Math.abs(actual[i] - r);
-      const ratio = err / (ATOL + RTOL * Math.abs(r));
-      // NaN fails: !(NaN <= worst).
-      if (!(ratio <= worst)) {
-        worst = Number.isNaN(ratio) ? Infinity : ratio;
-        if (!(ratio <= 1)) detail = `${name}[${i}] = ${actual[i]}, reference ${r}`;
+      const ratio = ratioOf(actual[i], r, ATOL + RTOL * Math.abs(r));
+      if (ratio > worst) {
+        worst = ratio;
+        if (ratio > 1) detail = `${name}[${i}] = ${actual[i]}, reference ${r}`;
       }
       if (err > maxAbsErr) maxAbsErr = err;
     }
@@ -320,6 +415,11 @@ export function checkOutputs(op, out, c, ref) {
   }
   const passed = worst <= 1;
   return { passed, maxAbsErr, worstToTolerance: worst, atol: ATOL, rtol: RTOL, ...(passed ? {} : { detail: detail ?? 'unknown' }) };
+}
+
+/** A failed check for a contender that threw or did not run (`detail` says which). */
+export function failedCheck(detail) {
+  return { passed: false, maxAbsErr: Infinity, worstToTolerance: Infinity, atol: ATOL, rtol: RTOL, detail };
 }
 
 /** The (lazy, cached) float64 reference of one benchmark case: forward, backward, LayerNorm. */

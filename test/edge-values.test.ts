@@ -3,17 +3,22 @@
 // rows in float64; these tests hold them to the same float64 reference as ordinary rows.
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadRmsNorm, type RmsNorm } from '../dist/index.js';
-import { allclose, firstBitDiff, mismatch, randn, refBackward, refForward, testWeight } from '../shared/reference.js';
+import {
+  dweightTolerance,
+  firstBitDiff,
+  mismatch,
+  randn,
+  refBackward,
+  refForward,
+  rowTolerance,
+  rstdTolerance,
+  sumTolerance,
+  testWeight,
+  yTolerance,
+} from '../shared/reference.js';
 
 const BUILDS = ['simd', 'simd-threads', 'scalar'] as const;
-/** PyTorch's float32 tolerances, as in numerics.test.ts. */
-const Y_TOL = allclose(1e-5, 1.3e-6);
 const DIMS = [1, 5, 16, 17, 4097];
-
-/** dx tolerance scaled by the row's natural dx magnitude (see numerics.test.ts). */
-function dxTolerance(scale: Float64Array, dim: number) {
-  return (i: number, ref: number) => 1e-5 * (scale[Math.floor(i / dim)]! + Math.abs(ref));
-}
 
 /** `rows` rows of unit normal values, each row times `scales[r % scales.length]`. */
 function scaledRows(rows: number, dim: number, scales: number[], seed: number): Float32Array {
@@ -45,7 +50,7 @@ describe.each(BUILDS)('%s build: edge values', (build) => {
         const dy = randn(3 * dim, 1);
         const b = m.rmsNormBackward(dy, x, w, { eps });
         // dx = rstd·gy on a zero row (the mean term vanishes); dweight = Σ dy·0·rstd = 0
-        expect(mismatch(b.dx, refBackward(dy, x, w, dim, eps).dx, allclose(1e-5, 1.3e-6))).toBeNull();
+        expect(mismatch(b.dx, refBackward(dy, x, w, dim, eps).dx, yTolerance)).toBeNull();
         expect(b.dweight!.every((v) => v === 0)).toBe(true);
       }
     });
@@ -56,7 +61,7 @@ describe.each(BUILDS)('%s build: edge values', (build) => {
       const rstd = new Float32Array(3);
       const y = m.rmsNorm(x, null, { dim, eps: 0, rstd });
       const ref = refForward(x, null, dim, 0);
-      expect(mismatch(y, ref.y, Y_TOL)).toBeNull();
+      expect(mismatch(y, ref.y, yTolerance)).toBeNull();
       expect(y.subarray(dim, 2 * dim).every(Number.isNaN)).toBe(true);
       expect(rstd[1]).toBe(Infinity);
     });
@@ -69,10 +74,10 @@ describe.each(BUILDS)('%s build: edge values', (build) => {
         const rstd = new Float32Array(rows);
         const y = m.rmsNorm(x, w, { eps, rstd });
         const ref = refForward(x, w, dim, eps);
-        expect(mismatch(y, ref.y, Y_TOL, 'y')).toBeNull();
+        expect(mismatch(y, ref.y, yTolerance, 'y')).toBeNull();
         // rstd is rounded to float32 once; with eps = 0 a row of rms ~1e-40 has rstd ~1e40,
         // past float32's range: it saturates to Infinity (what Math.fround of the exact value is)
-        expect(mismatch(rstd, ref.rstd.map(Math.fround), (_i, r) => 1e-5 * Math.abs(r), 'rstd')).toBeNull();
+        expect(mismatch(rstd, ref.rstd.map(Math.fround), rstdTolerance, 'rstd')).toBeNull();
         if (eps === 0) expect(rstd[0]).toBe(Infinity);
         else expect(Math.abs(rstd[0]! * Math.sqrt(Math.fround(1e-6)) - 1)).toBeLessThanOrEqual(2 ** -22); // eps dominates
 
@@ -81,12 +86,10 @@ describe.each(BUILDS)('%s build: edge values', (build) => {
         const rb = refBackward(dy, x, w, dim, eps);
         // With eps = 0 a row of rms ~1e-40 has dx ~ rstd·dy ~ 1e40: past float32's range, so
         // the best a float32 result can be is the reference rounded to float32 (±Infinity).
-        expect(mismatch(b.dx, rb.dx.map(Math.fround), dxTolerance(rb.dxScale, dim), 'dx')).toBeNull();
+        expect(mismatch(b.dx, rb.dx.map(Math.fround), rowTolerance(rb.dxScale, dim), 'dx')).toBeNull();
         // dweight: rounding bound as in numerics.test.ts (one block here) plus the relative
         // error of the float32 rstd of the ordinary rows (measured ≤ 4 ulps; 17 ulps = 1e-6 allowed)
-        expect(
-          mismatch(b.dweight!, rb.dweight!, (i) => (32 + 1 + 2 + 17) * 2 ** -24 * rb.dweightAbs![i]!, 'dweight'),
-        ).toBeNull();
+        expect(mismatch(b.dweight!, rb.dweight!, dweightTolerance(rb.dweightAbs!, rows, 17), 'dweight')).toBeNull();
       });
     }
 
@@ -99,7 +102,7 @@ describe.each(BUILDS)('%s build: edge values', (build) => {
         const rstd = new Float32Array(scales.length);
         const y = m.rmsNorm(x, w, { eps, rstd });
         const ref = refForward(x, w, dim, eps);
-        expect(mismatch(y, ref.y, Y_TOL, 'y')).toBeNull();
+        expect(mismatch(y, ref.y, yTolerance, 'y')).toBeNull();
         expect(y.every(Number.isFinite)).toBe(true);
         // the rows are not flushed to zero: each row's rms of y/w is 1
         let ss = 0;
@@ -124,15 +127,15 @@ describe.each(BUILDS)('%s build: edge values', (build) => {
 
       const b = m.rmsNormBackward(dy, x, w, { eps: 1e-6 });
       const rb = refBackward(dy, x, w, dim, 1e-6);
-      expect(mismatch(b.dx, rb.dx, dxTolerance(rb.dxScale, dim), 'dx')).toBeNull();
+      expect(mismatch(b.dx, rb.dx, rowTolerance(rb.dxScale, dim), 'dx')).toBeNull();
       expect(b.dx.every(Number.isFinite)).toBe(true);
       expect(b.dx.subarray(0, dim).some((v) => v !== 0)).toBe(true); // ~1e-20, not flushed
-      expect(mismatch(b.dweight!, rb.dweight!, (i) => 52 * 2 ** -24 * rb.dweightAbs![i]!, 'dweight')).toBeNull();
+      expect(mismatch(b.dweight!, rb.dweight!, dweightTolerance(rb.dweightAbs!, rows, 17), 'dweight')).toBeNull();
 
       const bs = m.rmsNormBackward(dy, x, w, { rstd });
       const rbs = refBackward(dy, x, w, dim, 1e-6, rstd);
-      expect(mismatch(bs.dx, rbs.dx, dxTolerance(rbs.dxScale, dim), 'dx (saved rstd)')).toBeNull();
-      expect(mismatch(bs.dweight!, rbs.dweight!, (i) => 35 * 2 ** -24 * rbs.dweightAbs![i]!, 'dweight')).toBeNull();
+      expect(mismatch(bs.dx, rbs.dx, rowTolerance(rbs.dxScale, dim), 'dx (saved rstd)')).toBeNull();
+      expect(mismatch(bs.dweight!, rbs.dweight!, dweightTolerance(rbs.dweightAbs!, rows), 'dweight')).toBeNull();
     });
 
     it('NaN and Inf stay in their rows; the other rows are bit-identical to a clean run', () => {
@@ -150,7 +153,7 @@ describe.each(BUILDS)('%s build: edge values', (build) => {
       const yd = m.rmsNorm(dirty, w, { rstd: rd });
       const ref = refForward(dirty, w, dim, 1e-6);
       // the dirty rows follow the float64 reference too (NaN where it is NaN)
-      expect(mismatch(yd, ref.y, Y_TOL, 'y')).toBeNull();
+      expect(mismatch(yd, ref.y, yTolerance, 'y')).toBeNull();
       expect(yd.subarray(dim, 2 * dim).every(Number.isNaN)).toBe(true);
       for (let r = 0; r < rows; r++) {
         if (badRows.has(r)) continue;
@@ -171,7 +174,7 @@ describe.each(BUILDS)('%s build: edge values', (build) => {
       }
       // a NaN in x makes every dweight column NaN (Σ over rows includes it), as in float64
       const rb = refBackward(dy, dirty, w, dim, 1e-6);
-      expect(mismatch(bd.dweight!, rb.dweight!, (i) => 1e-5 * rb.dweightAbs![i]!)).toBeNull();
+      expect(mismatch(bd.dweight!, rb.dweight!, sumTolerance(rb.dweightAbs!))).toBeNull();
     });
 
     it('a NaN in dy stays in its row of dx', () => {

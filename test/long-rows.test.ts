@@ -11,7 +11,7 @@
 import { totalmem } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadRmsNorm, type F32Buffer, type RmsNorm } from '../dist/index.js';
-import { firstBitDiff, rng } from '../shared/reference.js';
+import { firstBitDiff, refRstd, rng } from '../shared/reference.js';
 
 const RSTD_RTOL = 2e-6;
 const EPS = 1e-6;
@@ -25,9 +25,7 @@ function fill(v: Float32Array, kind: 'uniform' | 'near-constant', seed: number):
 
 /** float64 rstd of one row. */
 function rstd64(v: Float32Array): number {
-  let ss = 0;
-  for (let i = 0; i < v.length; i++) ss += v[i]! * v[i]!;
-  return 1 / Math.sqrt(ss / v.length + Math.fround(EPS));
+  return refRstd(v, v.length, EPS)[0]!;
 }
 
 describe.runIf(totalmem() >= 8 * 2 ** 30)('long rows: rstd within 2e-6 relative of float64', () => {

@@ -5,57 +5,44 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadRmsNorm, type RmsNorm } from '../dist/index.js';
 import {
-  allclose,
   dweightF32,
+  dweightTolerance,
   firstBitDiff,
   mismatch,
   randn,
   refBackward,
   refForward,
+  rowTolerance,
+  rstdTolerance,
   testRows,
   testWeight,
-  U32,
+  yTolerance,
 } from '../shared/reference.js';
 
 const BUILDS = ['simd', 'simd-threads', 'scalar'] as const;
 const LENGTHS = [1, 3, 4, 5, 15, 16, 17, 33, 4096, 4097, 65536];
 const EPS = [1e-6, 1e-5, 0.1, 0];
 
-/**
- * PyTorch's float32 tolerances (torch.testing.assert_close): |y − ref| ≤ 1e-5 + 1.3e-6·|ref|.
+/*
+ * Tolerances (shared/reference.js, where the policy is stated):
+ * y: yTolerance, PyTorch's float32 (torch.testing.assert_close): |y − ref| ≤ 1e-5 + 1.3e-6·|ref|.
  * They are kept unscaled for every row length, 65536 included: y's error is rstd's relative
  * error plus two roundings (x·rstd, ·weight), and rstd's comes from a sum of squares of
  * positive terms spread over 16 accumulators, whose rounding errors partly cancel (a random
  * walk, ~√(n/16)·2^-24, not the worst case (n/16)·2^-24). Measured worst: 6% of the bound.
- */
-const Y_TOL = allclose(1e-5, 1.3e-6);
-/** rstd: relative 1e-5 (the forward's y already pins it far tighter; this is the bound). */
-const RSTD_REL = 1e-5;
-/**
- * dx: |dx − ref| ≤ 1e-5 · (s + |ref|) with s = rstd · rms(dy ⊙ weight) for that row, the size of
- * the two terms whose difference dx is. An absolute 1e-5 alone would not be scale-invariant:
+ * rstd: rstdTolerance, relative 1e-5 (the forward's y already pins it far tighter; this is the
+ * issue's bound).
+ * dx: rowTolerance(dxScale, dim), |dx − ref| ≤ 1e-5 · (s + |ref|) with s = rstd · rms(dy ⊙ weight)
+ * for that row, the size of the two terms whose difference dx is. An absolute 1e-5 alone would not be scale-invariant:
  * dx scales as 1/|x|, so for rows of scale 10^3 it is ~10^-3 and the check would be empty, for
  * rows of scale 10^-3 it is ~10^3 and no float32 kernel could pass. For unit-scale rows
  * s ≈ 1 and this is an absolute 1e-5 plus a relative 1e-5.
+ * dweight: dweightTolerance, a count of float32 roundings: 2 per term, ≤ 31 adds in a block,
+ * one add per block.
  */
-const DX_TOL = 1e-5;
 
 function rowsFor(dim: number): number {
   return dim >= 65536 ? 2 : Math.max(3, Math.min(64, Math.floor(65536 / dim)));
-}
-
-function dxTolerance(scale: Float64Array, dim: number) {
-  return (i: number, ref: number) => DX_TOL * (scale[Math.floor(i / dim)]! + Math.abs(ref));
-}
-
-function rstdMismatch(rstd: Float32Array, ref: Float64Array): string | null {
-  return mismatch(rstd, ref, (_i, r) => RSTD_REL * Math.abs(r), 'rstd');
-}
-
-/** dweight's float32 rounding bound: 2 roundings per term, ≤ 31 adds in a block, one add per block. */
-function dweightBound(abs: Float64Array, rows: number, extraUlps = 0) {
-  const nblocks = Math.ceil(rows / 32);
-  return (i: number) => (32 + nblocks + 2 + extraUlps) * U32 * abs[i]!;
 }
 
 describe.each(BUILDS)('%s build vs float64 reference', (build) => {
@@ -83,14 +70,14 @@ describe.each(BUILDS)('%s build vs float64 reference', (build) => {
       // forward
       const rstd = new Float32Array(rows);
       const y = m.rmsNorm(x, g, { dim, eps, rstd });
-      expect(mismatch(y, ref.y, Y_TOL, 'y')).toBeNull();
-      expect(rstdMismatch(rstd, ref.rstd)).toBeNull();
+      expect(mismatch(y, ref.y, yTolerance, 'y')).toBeNull();
+      expect(mismatch(rstd, ref.rstd, rstdTolerance, 'rstd')).toBeNull();
       expect(firstBitDiff(x, xCopy)).toBe(-1); // the input is left alone
 
       // backward, rstd recomputed: dx against the all-float64 reference
       const b = m.rmsNormBackward(dy, x, g, { dim, eps });
       const rb = refBackward(dy, x, g, dim, eps);
-      expect(mismatch(b.dx, rb.dx, dxTolerance(rb.dxScale, dim), 'dx')).toBeNull();
+      expect(mismatch(b.dx, rb.dx, rowTolerance(rb.dxScale, dim), 'dx')).toBeNull();
       expect(b.dweight === null).toBe(!weight);
 
       // backward with the forward's rstd: the recomputation gives the very same rstd (same
@@ -101,7 +88,7 @@ describe.each(BUILDS)('%s build vs float64 reference', (build) => {
         expect(firstBitDiff(b2.dweight!, b.dweight!)).toBe(-1);
         // dweight against float64 sums of the same (float32) rstd: only the summation rounds
         const rbr = refBackward(dy, x, g, dim, eps, rstd);
-        expect(mismatch(b2.dweight!, rbr.dweight!, dweightBound(rbr.dweightAbs!, rows), 'dweight')).toBeNull();
+        expect(mismatch(b2.dweight!, rbr.dweight!, dweightTolerance(rbr.dweightAbs!, rows), 'dweight')).toBeNull();
       }
     });
   });
@@ -122,10 +109,10 @@ describe.each(BUILDS)('%s build vs float64 reference', (build) => {
         // its relative error to every term: ≤ 12·2^-24 for these rows (≤ 7 adds per
         // accumulator chain + 2 combining + hsum 2 + 1 square, halved by the sqrt, + eps add,
         // sqrt and division roundings).
-        const bound = dweightBound(rb.dweightAbs!, rows, 12);
+        const bound = dweightTolerance(rb.dweightAbs!, rows, 12);
         expect(mismatch(b.dweight!, rb.dweight!, bound, 'dweight')).toBeNull();
         // the bound is meaningful: far below the size of dweight's terms
-        const ratio = Math.max(...rb.dweightAbs!.map((a, i) => bound(i) / a));
+        const ratio = Math.max(...rb.dweightAbs!.map((a, i) => bound(i, 0) / a));
         expect(ratio).toBeLessThan(3e-5);
       });
 

@@ -8,14 +8,12 @@
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadRmsNorm, type RmsNorm } from '../dist/index.js';
-import { allclose, firstBitDiff, mismatch, refBackward, refForward, U32, type RefBackward } from '../shared/reference.js';
+import { firstBitDiff, mismatch, refBackward, type RefBackward, refForward, U32, yTolerance } from '../shared/reference.js';
 
 const BUILDS = ['simd', 'simd-threads', 'scalar'] as const;
 const SEED = Number(process.env.FC_SEED ?? 0x5eed);
 const RUNS = Number(process.env.FC_RUNS ?? 150);
 
-/** PyTorch's float32 tolerances (see numerics.test.ts). */
-const Y_TOL = allclose(1e-5, 1.3e-6);
 /**
  * Smallest float32 results are subnormal and carry an absolute rounding error of up to 2^-150
  * per operation no matter how small the tolerance's relative part gets: 8 subnormal steps.
@@ -94,7 +92,7 @@ describe.each(BUILDS)('%s build: properties', (build) => {
         const rstd = new Float32Array(rows);
         const y = m.rmsNorm(x, weight, { dim, eps, rstd });
         const ref = refForward(x, weight, dim, eps);
-        expect(mismatch(y, ref.y, Y_TOL, 'y')).toBeNull();
+        expect(mismatch(y, ref.y, yTolerance, 'y')).toBeNull();
         // rstd rounded once to float32 at best (it saturates past float32's range)
         const r32 = ref.rstd.map(Math.fround);
         expect(mismatch(rstd, r32, (_i, r) => 1e-5 * Math.abs(r) + SUBNORMAL_SLACK, 'rstd')).toBeNull();
@@ -155,12 +153,12 @@ describe.each(BUILDS)('%s build: properties', (build) => {
           const y = m.rmsNorm(x, weight, { dim, eps: 0 });
           const ya = m.rmsNorm(ax, weight, { dim, eps: 0 });
           // both against the reference of the unscaled x (scaling by a < 0 flips the sign);
-          // ax's own rounding adds ≤ 2·2^-24 relative, inside Y_TOL's 1.3e-6 (≈ 22·2^-24)
+          // ax's own rounding adds ≤ 2·2^-24 relative, inside yTolerance's 1.3e-6 (≈ 22·2^-24)
           // together with the kernel's ≤ 16·2^-24 for rows of ≤ 256
           const ref = refForward(x, weight, dim, 0);
           const signed = neg ? ref.y.map((v) => -v) : ref.y;
-          expect(mismatch(y, ref.y, Y_TOL, 'y(x)')).toBeNull();
-          expect(mismatch(ya, signed, Y_TOL, 'y(a·x)')).toBeNull();
+          expect(mismatch(y, ref.y, yTolerance, 'y(x)')).toBeNull();
+          expect(mismatch(ya, signed, yTolerance, 'y(a·x)')).toBeNull();
         },
       ),
       { seed: SEED + 2, numRuns: RUNS },

@@ -4,14 +4,28 @@
 import { describe, expect, it } from 'vitest';
 import {
   allclose,
+  ATOL,
+  caseReference,
+  checkOutputs,
   dweightF32,
+  dweightTolerance,
+  failedCheck,
+  makeCase,
   mismatch,
   randn,
+  ratioOf,
   refBackward,
   refForward,
   rng,
+  rowMaxAbs,
+  rowTolerance,
+  rstdTolerance,
+  RTOL,
   sameBits,
+  sumTolerance,
   testWeight,
+  worstRatio,
+  yTolerance,
 } from '../shared/reference.js';
 
 /** L(x, g) = Σ dy ⊙ RMSNorm(x, g): its gradient is what refBackward claims to compute. */
@@ -107,9 +121,7 @@ describe('float64 reference: basic identities', () => {
     const r32 = Float32Array.from(rstd);
     const ref = refBackward(dy, x, testWeight(dim, 1), dim, 1e-6, r32);
     const emu = dweightF32(dy, x, r32, dim);
-    const nblocks = Math.ceil(rows / 32);
-    const bound = (i: number) => (32 + nblocks + 2) * 2 ** -24 * ref.dweightAbs![i]!;
-    expect(mismatch(emu, ref.dweight!, bound)).toBeNull();
+    expect(mismatch(emu, ref.dweight!, dweightTolerance(ref.dweightAbs!, rows))).toBeNull();
   });
 });
 
@@ -125,6 +137,44 @@ describe('test helpers', () => {
     expect(mismatch([1, 2], [1], tol)).toMatch(/length/);
     expect(mismatch([1.5], [1], () => NaN)).not.toBeNull();
     expect(mismatch([1], [1], () => NaN)).toBeNull();
+  });
+
+  it('the named tolerances have the bounds shared/reference.js states', () => {
+    expect(yTolerance(0, 2)).toBe(1e-5 + 1.3e-6 * 2);
+    expect(rstdTolerance(0, -4)).toBe(4e-5);
+    // rows of dim 2: row scale 3 for elements 0-1, 5 for elements 2-3
+    const row = rowTolerance([3, 5], 2);
+    expect(row(1, -1)).toBe(1e-5 * 4);
+    expect(row(2, 1)).toBe(1e-5 * 6);
+    expect(Array.from(rowMaxAbs([1, -3, 5, 2], 2))).toEqual([3, 5]);
+    expect(sumTolerance([2])(0, 0)).toBe(2e-5);
+    // 33 rows: 2 blocks, so (32 + 2 + 2 + 1)·2^-24 per unit of Σ|t|
+    expect(dweightTolerance([1], 33, 1)(0, 0)).toBe(37 * 2 ** -24);
+  });
+
+  it('worstRatio: the largest |got − ref| / tol, with mismatch\'s NaN and length rules', () => {
+    const tol = allclose(1e-5, 0);
+    expect(worstRatio([1 + 5e-6, 2], [1, 2], tol)).toBeCloseTo(0.5, 6);
+    expect(worstRatio([1 + 2e-5], [1], tol)).toBeCloseTo(2, 6);
+    expect(worstRatio([NaN], [1], tol)).toBe(Infinity);
+    expect(worstRatio([1, 2], [1], tol)).toBe(Infinity);
+    expect(worstRatio(null, [1], tol)).toBe(Infinity);
+    expect(ratioOf(1.5, 1, NaN)).toBe(Infinity);
+  });
+
+  it('checkOutputs passes the reference itself and fails an output off by 2·(ATOL + RTOL·|ref|)', () => {
+    const c = makeCase({ rows: 3, dim: 8 });
+    const ref = caseReference(c);
+    const y = Float32Array.from(ref.forward().y);
+    expect(checkOutputs('forward', { y }, c, ref).passed).toBe(true);
+    y[5] = y[5]! + 2 * (ATOL + RTOL * Math.abs(y[5]!));
+    const bad = checkOutputs('forward', { y }, c, ref);
+    expect(bad.passed).toBe(false);
+    expect(bad.worstToTolerance).toBeGreaterThan(1.9);
+    expect(bad.detail).toMatch(/^y\[5\]/);
+    y[5] = NaN;
+    expect(checkOutputs('forward', { y }, c, ref).worstToTolerance).toBe(Infinity);
+    expect(failedCheck('threw').passed).toBe(false);
   });
 
   it('rng is deterministic and roughly uniform', () => {
