@@ -51,7 +51,8 @@ bash scripts/check-tools.sh
 #    fetch optional GPU files from outside the registry. The other engines the tests run the
 #    package under come from here too, pinned in package.json: Bun and Deno (their npm
 #    packages carry the binaries as per-platform optional dependencies) and puppeteer-core
-#    (drives firefox-esr).
+#    (drives firefox-esr). Deno is pinned to a release whose every per-platform package the
+#    registry serves: `npm ci` refuses a lock file missing any of them.
 export ONNXRUNTIME_NODE_INSTALL=skip
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   npm ci --no-audit --no-fund
