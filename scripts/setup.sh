@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Sets up a fresh Debian 12 machine for this project, skipping whatever is already in place:
 # Debian's wasm-capable Rust (rustc-web + rust-web-src + rust-web-llvm for rust-lld;
-# build-std), Chromium for the browser tests, wasm-bindgen-cli at the crate's pinned version,
+# build-std), Chromium and Firefox ESR for the browser tests, wasm-bindgen-cli at the crate's pinned version,
 # wasm-pack at a pinned version, the npm packages; checks that each tool comes from what it
 # installed (scripts/check-tools.sh); then builds the three wasm variants and the TypeScript.
 # The list of tools and packages lives in scripts/tools.sh; the Debian packages are:
-#   rustc-web cargo-web rust-web-src rust-web-llvm lld-22 chromium
+#   rustc-web cargo-web rust-web-src rust-web-llvm lld-22 chromium firefox-esr
 # (test/setup-check.test.ts keeps this line equal to that list).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,7 +48,11 @@ fi
 bash scripts/check-tools.sh
 
 # 4. npm packages. onnxruntime-node carries its CPU binary; its install script would only
-#    fetch optional GPU files from outside the registry.
+#    fetch optional GPU files from outside the registry. The other engines the tests run the
+#    package under come from here too, pinned in package.json: Bun and Deno (their npm
+#    packages carry the binaries as per-platform optional dependencies) and puppeteer-core
+#    (drives firefox-esr). Deno is pinned to a release whose every per-platform package the
+#    registry serves: `npm ci` refuses a lock file missing any of them.
 export ONNXRUNTIME_NODE_INSTALL=skip
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   npm ci --no-audit --no-fund

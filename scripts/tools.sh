@@ -12,6 +12,9 @@ DEB_TOOLS=(
   # rustc-web) is a symlink to lld-22, a package rust-web-llvm does not depend on.
   'rust-lld:rust-web-llvm>lld-22'
   chromium:chromium               # the browser tests (driven by playwright-core)
+  # Firefox for the browser tests, driven by puppeteer-core over WebDriver BiDi (Playwright's
+  # Firefox is a patched build of its own that cannot be downloaded here; Debian's ESR is stock).
+  firefox-esr:firefox-esr
 )
 # Packages with no program of their own to check: the std sources -Z build-std compiles.
 DEB_EXTRA=(rust-web-src)

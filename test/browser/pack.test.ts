@@ -4,6 +4,13 @@
  * Source maps are shipped together with the TypeScript sources they point to (ts/), so every
  * map resolves. publint (strict: warnings fail too) and attw (profile `esm-only`: the package
  * is ESM-only by design, so the CommonJS `require` rows are ignored) must report no problems.
+ *
+ * Issue 15, item 6: how the package shows on npm and in node_modules. Every file the README
+ * links to by a relative path (images: the benchmark chart, the demo screenshot) is in the
+ * tarball, so the links work on the registry page and in node_modules; `repository` is set;
+ * declaration maps ship (beside the ts/ sources they point to); `engines` states the Node
+ * range where `require('rmsnorm-wasm')` works (require() of ES modules: 20.19+, 22.12+), the
+ * README states the same range, and the packed entry point really loads through require().
  */
 import { mkdir, readFile } from 'node:fs/promises';
 import { dirname, join, posix } from 'node:path';
@@ -29,10 +36,34 @@ const ALLOWED: RegExp[] = [
   /^package\.json$/,
   /^README\.md$/,
   /^LICENSE$/,
-  /^dist\/(?:[\w-]+\/)*[\w.-]+\.(?:js|d\.ts|js\.map)$/,
+  /^dist\/(?:[\w-]+\/)*[\w.-]+\.(?:js|d\.ts|js\.map|d\.ts\.map)$/,
+  // the README's images (see readmeLinks)
+  /^bench\/results\/latest\.svg$/,
+  /^docs\/demo\.png$/,
   /^ts\/(?:[\w-]+\/)*[\w.-]+(?<!\.test)\.ts$/,
   new RegExp(`^wasm/(?:${BUILDS.join('|')})/(?:${WASM_FILES.map((f) => f.replace(/\./g, '\\.')).join('|')})$`),
 ];
+
+/** The Node range where `require()` loads this ES module package (and so the package works at all from CommonJS). */
+const ENGINES_NODE = '^20.19.0 || >=22.12.0';
+
+/**
+ * The targets of the README's relative links and images (markdown `[..](..)`, `![..](..)`,
+ * reference definitions, HTML `src`/`href`), as paths from the package root, without fragment
+ * or query. Code (fenced blocks, inline spans) is dropped first: `a[i](x)` there is not a link.
+ */
+export function readmeLinks(markdown: string): string[] {
+  const text = markdown.replace(/^(```|~~~)[^\n]*\n[\s\S]*?^\1[^\n]*$/gm, '').replace(/`[^`\n]*`/g, '');
+  const targets = [
+    ...[...text.matchAll(/!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+["'(][^)]*)?\)/g)].map((m) => m[1]!),
+    ...[...text.matchAll(/^\s*\[[^\]]+\]:\s*<?(\S+?)>?(?:\s|$)/gm)].map((m) => m[1]!),
+    ...[...text.matchAll(/<(?:img|a|source)\b[^>]*?\s(?:src|href|srcset)\s*=\s*["']([^"'\s]+)/gi)].map((m) => m[1]!),
+  ];
+  const relative = targets
+    .filter((t) => !/^[a-z][a-z0-9+.-]*:/i.test(t) && !t.startsWith('#') && !t.startsWith('//'))
+    .map((t) => posix.normalize(decodeURI(t.replace(/[?#].*$/, '')).replace(/^\//, '')));
+  return [...new Set(relative)].sort();
+}
 
 let packed: Packed;
 let unpacked: string;
@@ -115,6 +146,63 @@ describe('npm pack', () => {
     const main = pkg.exports['.'] as { types: string; default: string };
     for (const p of [main.types, main.default]) expect(packed.files).toContain(posix.normalize(p));
   });
+
+  test('every file the README links to (relative links and images) is in the tarball', async () => {
+    const readme = await readFile(join(unpacked, 'README.md'), 'utf8');
+    const links = readmeLinks(readme);
+    // the two images issue 15 found broken on the registry page are among them
+    expect(links).toEqual(expect.arrayContaining(['bench/results/latest.svg', 'docs/demo.png']));
+    expect(links.filter((l) => !packed.files.includes(l))).toEqual([]);
+  });
+
+  test('readmeLinks finds links and images, skips code, absolute URLs and anchors', () => {
+    const md = [
+      '![chart](bench/a.svg) [doc](docs/b.md#part "title") [web](https://x.org/c.png) [top](#api)',
+      '<img src="./docs/d.png" width="50"> `[not](e.md)`',
+      '```ts',
+      'const y = fns[0](x); [no](f.md)',
+      '```',
+      '[ref]: docs/g.png',
+    ].join('\n');
+    expect(readmeLinks(md)).toEqual(['bench/a.svg', 'docs/b.md', 'docs/d.png', 'docs/g.png']);
+  });
+
+  test('repository names the git repository (the registry page links it)', async () => {
+    const pkg = JSON.parse(await readFile(join(unpacked, 'package.json'), 'utf8')) as { repository?: { type: string; url: string } };
+    expect(pkg.repository).toEqual({ type: 'git', url: 'git+https://github.com/rmsnorm-wasm/rmsnorm-wasm.git' });
+  });
+
+  test('every declaration file has a declaration map that resolves to a shipped source', async () => {
+    const dts = packed.files.filter((f) => f.startsWith('dist/') && f.endsWith('.d.ts'));
+    expect(dts.length).toBeGreaterThan(3);
+    expect(dts.filter((f) => !packed.files.includes(`${f}.map`))).toEqual([]);
+    for (const f of dts) {
+      const text = await readFile(join(unpacked, f), 'utf8');
+      expect(text, f).toMatch(new RegExp(`//# sourceMappingURL=${posix.basename(f).replace(/\./g, '\\.')}\\.map\\s*$`));
+    }
+  });
+
+  test('engines states the Node range where require() loads the package, and the README says the same', async () => {
+    const pkg = JSON.parse(await readFile(join(unpacked, 'package.json'), 'utf8')) as { engines: Record<string, string> };
+    expect(pkg.engines).toEqual({ node: ENGINES_NODE });
+    const readme = await readFile(join(unpacked, 'README.md'), 'utf8');
+    expect(readme).toContain(`\`${ENGINES_NODE}\``);
+  });
+
+  test('the packed entry point loads through require() on this Node, and not where require() of ES modules is off', async () => {
+    const entry = join(unpacked, 'dist', 'index.js');
+    const script = `const m = require(${JSON.stringify(entry)}); m.init().then(() => console.log(Array.from(m.rmsNorm(new Float32Array([3, 4]), null, { dim: 2 })).join(',')))`;
+    const { stdout } = await run(process.execPath, ['-e', script], { timeout: 30_000 });
+    const [a, b] = stdout.trim().split(',').map(Number);
+    // [3, 4] / sqrt((9 + 16) / 2 + 1e-6)
+    expect(a).toBeCloseTo(3 / Math.sqrt(12.5 + 1e-6), 6);
+    expect(b).toBeCloseTo(4 / Math.sqrt(12.5 + 1e-6), 6);
+    // Node before 20.19 / 22.12 behaves like this flag: the reason for engines' lower bounds
+    const off = await run(process.execPath, ['--no-experimental-require-module', '-e', `require(${JSON.stringify(entry)})`], { timeout: 30_000 }).catch(
+      (e: { stderr?: string }) => ({ stderr: e.stderr ?? '', stdout: '' }),
+    );
+    expect(off.stderr).toContain('ERR_REQUIRE_ESM');
+  }, 60_000);
 
   test('publint --strict reports nothing', async () => {
     const bin = join(REPO, 'node_modules', 'publint', 'src', 'cli.js');

@@ -9,5 +9,7 @@ const port = parentPort!;
 startWorker({
   post: (m) => port.postMessage(m),
   onMessage: (cb) => port.on('message', cb),
-  close: () => port.close(),
+  // Deno's node:worker_threads gives parentPort no close(); its workers end by the web
+  // worker's global close() instead.
+  close: () => (typeof port.close === 'function' ? port.close() : (globalThis as { close?: () => void }).close?.()),
 });
