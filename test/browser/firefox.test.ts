@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { expectChecksPass, type CheckSummary } from './expect-checks.js';
 import { firefoxResult, launchFirefox } from './firefox.js';
 import { REPO } from './pack.js';
-import { CSP, serveStatic, type StaticServer } from './server.js';
+import { CSP, serveStatic, type StaticServer } from '../../demo/static-server.js';
 
 interface EngineSummary {
   engine: string;
