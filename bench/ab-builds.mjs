@@ -35,10 +35,17 @@ for (const dim of dims) {
     seed = 1; // the same inputs for A and B
     for (let i = 0; i < n; i++) { F[x / 4 + i] = rand(); F[dy / 4 + i] = rand(); }
     for (let i = 0; i < dim; i++) F[w / 4 + i] = 1 + rand() / 2;
-    return {
-      forward: () => ex.rms_norm_forward(x, w, y, rs, rows, dim, 1e-6),
-      backward: () => ex.rms_norm_backward(dy, x, w, 0, dx, dw, work, rows, dim, 1e-6, 0, rows),
-    };
+    // Builds from before the variants (issue 11) take fewer arguments: A/B across that change.
+    const old = ex.rms_norm_forward.length === 7;
+    return old
+      ? {
+          forward: () => ex.rms_norm_forward(x, w, y, rs, rows, dim, 1e-6),
+          backward: () => ex.rms_norm_backward(dy, x, w, 0, dx, dw, work, rows, dim, 1e-6, 0, rows),
+        }
+      : {
+          forward: () => ex.rms_norm_forward(x, 0, w, y, 0, rs, rows, dim, 1e-6, 0, dim),
+          backward: () => ex.rms_norm_backward(dy, x, w, 0, 0, dx, dw, work, rows, dim, 1e-6, 0, dim, 0, rows),
+        };
   });
   for (const op of ['forward', 'backward']) {
     const time = (k) => {

@@ -21,7 +21,7 @@ export type { RmsNormBackwardOptions, RmsNormBackwardResult, RmsNormOptions } fr
 export { RmsNorm } from './rmsnorm.js';
 export type { RmsNormLayer, RmsNormLayerBackwardOptions, RmsNormLayerOptions } from './layer.js';
 export { simdSupported, threadsAvailable } from './platform.js';
-export { DEFAULT_EPS } from './validate.js';
+export { DEFAULT_EPS, statOf } from './validate.js';
 
 const loaded = new Map<Build, Promise<RmsNorm>>();
 let current: RmsNorm | null = null;
@@ -72,11 +72,17 @@ function ready(fn: string): RmsNorm {
  * RMSNorm forward: for each row `x_r` (length `dim`),
  * `y_r = x_r · rstd_r · weight`, `rstd_r = 1/sqrt(mean(x_r²) + eps)`.
  *
+ * Variants (options, combinable): `residual` — fused residual add, the row normalized is
+ * `h = x + residual`, written into `residual` (or `residualOut`); `offset` — the gain is
+ * `offset + weight` (Gemma: 1); `partial` — pRMSNorm, the mean over the first
+ * `ceil(partial · dim)` elements only.
+ *
  * @param x `rows × dim` floats, row-major. Views of wasm memory ({@link allocF32}) are used
  *   in place; other Float32Arrays are copied through reused scratch space.
  * @param weight The gain, `dim` floats, or null for none.
  * @param options `dim` (default `weight.length`, required without weight), `eps` (default
- *   1e-6, inside the root), `out` (destination, may be `x`), `rstd` (receives one per row).
+ *   1e-6, inside the root), `out` (destination, may be `x`), `rstd` (receives one per row),
+ *   `residual`, `residualOut`, `offset` (default 0), `partial` (default 1): see {@link RmsNormOptions}.
  * @returns `options.out`, or a new Float32Array.
  * @throws TypeError / RangeError naming the bad argument, before anything is written.
  */
@@ -93,7 +99,9 @@ export function rmsNorm(x: Float32Array, weight: Float32Array | null, options?: 
  * @param x The forward's input, `rows × dim`.
  * @param weight The gain (`dim`) or null.
  * @param options `dim`, `eps` (default 1e-6), `rstd` (the forward's; recomputed when absent),
- *   `dx` (destination, may be `dy` or `x`), `dweight` (destination, `dim`).
+ *   `dx` (destination, may be `dy` or `x`), `dweight` (destination, `dim`); the forward's
+ *   `offset` and `partial`; `dresidual` (fused residual add: the gradient on `h`, added to
+ *   `dx`; pass `h` as `x`): see {@link RmsNormBackwardOptions}.
  * @returns `{ dx, dweight }`; `dweight` is null when `weight` is null.
  * @throws TypeError / RangeError naming the bad argument, before anything is written.
  */

@@ -16,6 +16,10 @@ export interface RmsNormLayerOptions {
   dim?: number;
   /** Added to mean(x²) inside the root. Default 1e-6; ≥ 0 and finite as a float32. */
   eps?: number;
+  /** Added to the weight: the gain is `offset + weight` (Gemma: 1). Default 0. */
+  offset?: number;
+  /** pRMSNorm: rstd from the first `ceil(partial · dim)` elements of each row, `0 < partial ≤ 1`. Default 1. */
+  partial?: number;
 }
 
 /** Options of {@link RmsNormLayer.backward}. */
@@ -35,6 +39,10 @@ export class RmsNormLayer {
   readonly dim: number;
   /** eps, inside the root. */
   readonly eps: number;
+  /** Added to the weight (0: none). */
+  readonly offset: number;
+  /** Elements of each row rstd is estimated from (`dim` unless `partial` was given). */
+  readonly stat: number;
   private readonly rn: RmsNorm;
   private w: F32Buffer | null;
   private wView: Float32Array | null = null;
@@ -50,6 +58,8 @@ export class RmsNormLayer {
     this.rn = rn;
     this.dim = o.dim;
     this.eps = o.eps;
+    this.offset = o.offset;
+    this.stat = o.stat;
     this.w = o.weight ? rn.allocF32(o.dim) : null;
     this.dw = o.weight ? new Float32Array(o.dim) : null;
     if (o.weight) this.weight()!.set(o.weight);
@@ -64,7 +74,9 @@ export class RmsNormLayer {
     const rows = this.rows('forward', 'x', x);
     const y = this.y.take(x.length);
     const rstd = this.rstdOut.take(rows);
-    return this.rn.forwardChecked({ x, weight: this.weight(), out: y, rstd, rows, dim: this.dim, eps: this.eps }, 'layer.forward');
+    const { dim, eps, offset, stat } = this;
+    const a = { x, weight: this.weight(), out: y, rstd, residual: null, h: null, rows, dim, eps, offset, stat };
+    return this.rn.forwardChecked(a, 'layer.forward');
   }
 
   /** The rstd of each row of the last {@link forward} (valid until the next one). */
@@ -85,7 +97,9 @@ export class RmsNormLayer {
     const rstd = checkLayerRstd('layer.backward', options, rows);
     const dx = this.dx.take(x.length);
     const weight = this.w ? this.weight() : null;
-    return this.rn.backwardChecked({ dy, x, weight, rstd, dx, dweight: this.dw, rows, dim: this.dim, eps: this.eps }, 'layer.backward');
+    const { dim, eps, offset, stat } = this;
+    const a = { dy, x, weight, rstd, dresidual: null, dx, dweight: this.dw, rows, dim, eps, offset, stat };
+    return this.rn.backwardChecked(a, 'layer.backward');
   }
 
   /** Replaces the weight's values (`dim` floats; the layer was created with a weight). */

@@ -15,14 +15,17 @@ export interface KernelExports {
   alloc_f32(len: number): number;
   free_f32(addr: number, len: number): void;
   dg_block_rows(): number;
-  rms_norm_forward(x: number, w: number, y: number, rstd: number, rows: number, dim: number, eps: number): number;
+  rms_norm_forward(
+    x: number, res: number, w: number, y: number, h: number, rstd: number,
+    rows: number, dim: number, eps: number, offset: number, stat: number,
+  ): number;
   rms_norm_backward(
-    dy: number, x: number, w: number, rstd: number, dx: number, dw: number, work: number,
-    rows: number, dim: number, eps: number, row0: number, total: number,
+    dy: number, x: number, w: number, rstd: number, dh: number, dx: number, dw: number, work: number,
+    rows: number, dim: number, eps: number, offset: number, stat: number, row0: number, total: number,
   ): number;
   rms_norm_backward_rows(
-    dy: number, x: number, w: number, rstd: number, dx: number, partials: number,
-    rows: number, dim: number, eps: number, row0: number, row1: number,
+    dy: number, x: number, w: number, rstd: number, dh: number, dx: number, partials: number,
+    rows: number, dim: number, eps: number, offset: number, stat: number, row0: number, row1: number,
   ): number;
   reduce_partials(partials: number, blocks: number, dim: number, dw: number, accumulate: number): number;
 }

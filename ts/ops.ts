@@ -32,6 +32,21 @@ export interface Operand {
   readonly alias: readonly number[];
 }
 
+/**
+ * An operation's scalars, the same for every row: `eps` (inside the root), `offset` (added to
+ * the weight: the gain is `offset + weight`) and `stat` (rstd is estimated from the first
+ * `stat` elements of each row: `dim` for RMSNorm, fewer for pRMSNorm). The checked arguments
+ * of a call (validate.ts) are one.
+ */
+export interface Params {
+  readonly eps: number;
+  readonly offset: number;
+  readonly stat: number;
+}
+
+/** Params of a job that runs no kernel (the pool's ping and test jobs). */
+export const NO_PARAMS: Params = Object.freeze({ eps: 0, offset: 0, stat: 0 });
+
 /** An operation: see the module doc. */
 export interface Op {
   /** Index into per-operation tables (the placement's remembered views, the control block's opcode). */
@@ -53,36 +68,54 @@ export interface Op {
    * then the workspace, matrix and per-row operands addressed at row `row0`. Returns the
    * kernel's status.
    */
-  span(k: KernelExports, a: ArrayLike<number>, row0: number, rows: number, total: number, dim: number, eps: number): number;
+  span(k: KernelExports, a: ArrayLike<number>, row0: number, rows: number, total: number, dim: number, q: Params): number;
   /**
    * Rows `[r0, r1)` of a pool job of `rows` rows; `a` as for {@link span} at row 0 of the job,
    * the workspace being {@link poolWork}'s.
    */
-  chunk(k: KernelExports, a: ArrayLike<number>, r0: number, r1: number, rows: number, dim: number, eps: number): number;
+  chunk(k: KernelExports, a: ArrayLike<number>, r0: number, r1: number, rows: number, dim: number, q: Params): number;
   /** After a pool job's last chunk (the backward adds its dweight partials); `accumulate`: onto dweight as it is. */
   complete(k: KernelExports, a: ArrayLike<number>, rows: number, dim: number, blockRows: number, accumulate: boolean): number;
 }
 
 const operand = (name: string, shape: Shape, out = false, alias: readonly number[] = []): Operand => ({ name, shape, out, alias });
 
-/** Forward: x, weight?, y (may be x), rstd?. */
+/**
+ * Forward: x, residual?, weight?, y (may be x), h? (with a residual: `x + residual`; may be x
+ * or the residual itself, its default), rstd?.
+ */
 export const FORWARD: Op = {
   id: 0,
-  operands: [operand('x', MATRIX), operand('weight', ROW), operand('options.out', MATRIX, true, [0]), operand('options.rstd', PER_ROW, true)],
+  operands: [
+    operand('x', MATRIX),
+    operand('options.residual', MATRIX),
+    operand('weight', ROW),
+    operand('options.out', MATRIX, true, [0]),
+    operand('options.residualOut', MATRIX, true, [0, 1]),
+    operand('options.rstd', PER_ROW, true),
+  ],
   syncWork: () => 0,
   poolWork: () => 0,
   blockAligned: false,
   cost: 1,
-  span: (k, a, _row0, rows, _total, dim, eps) => k.rms_norm_forward(a[0]!, a[1]!, a[2]!, a[3]!, rows, dim, eps),
-  chunk(k, a, r0, r1, _rows, dim, eps) {
+  span: (k, a, _row0, rows, _total, dim, q) =>
+    k.rms_norm_forward(a[0]!, a[1]!, a[2]!, a[3]!, a[4]!, a[5]!, rows, dim, q.eps, q.offset, q.stat),
+  chunk(k, a, r0, r1, _rows, dim, q) {
     const off = r0 * dim * 4;
-    const rstd = a[3]!;
-    return k.rms_norm_forward(a[0]! + off, a[1]!, a[2]! + off, rstd === 0 ? 0 : rstd + r0 * 4, r1 - r0, dim, eps);
+    const at = (addr: number, bytes: number) => (addr === 0 ? 0 : addr + bytes);
+    return k.rms_norm_forward(
+      a[0]! + off, at(a[1]!, off), a[2]!, a[3]! + off, at(a[4]!, off), at(a[5]!, r0 * 4),
+      r1 - r0, dim, q.eps, q.offset, q.stat,
+    );
   },
   complete: () => 0,
 };
 
-/** Backward: dy, x, weight?, rstd?, dx (may be dy or x), dweight? (with weight), then the workspace. */
+/**
+ * Backward: dy, x (with a residual: the forward's h), weight?, rstd?, dresidual? (the gradient
+ * on h from the residual stream, added to dx), dx (may be dy, x or dresidual), dweight? (with
+ * weight), then the workspace.
+ */
 export const BACKWARD: Op = {
   id: 1,
   operands: [
@@ -90,23 +123,24 @@ export const BACKWARD: Op = {
     operand('x', MATRIX),
     operand('weight', ROW),
     operand('options.rstd', PER_ROW),
-    operand('options.dx', MATRIX, true, [0, 1]),
+    operand('options.dresidual', MATRIX),
+    operand('options.dx', MATRIX, true, [0, 1, 4]),
     operand('options.dweight', ROW, true),
   ],
   syncWork: (dim, arrs) => (arrs[2] !== null ? dim : 0),
   poolWork: (rows, dim, blockRows, arrs) => (arrs[2] !== null ? Math.ceil(rows / blockRows) * dim : 0),
   blockAligned: true,
   cost: 2,
-  span: (k, a, row0, rows, total, dim, eps) =>
-    k.rms_norm_backward(a[0]!, a[1]!, a[2]!, a[3]!, a[4]!, a[5]!, a[6]!, rows, dim, eps, row0, total),
-  chunk: (k, a, r0, r1, rows, dim, eps) =>
-    k.rms_norm_backward_rows(a[0]!, a[1]!, a[2]!, a[3]!, a[4]!, a[6]!, rows, dim, eps, r0, r1),
+  span: (k, a, row0, rows, total, dim, q) =>
+    k.rms_norm_backward(a[0]!, a[1]!, a[2]!, a[3]!, a[4]!, a[5]!, a[6]!, a[7]!, rows, dim, q.eps, q.offset, q.stat, row0, total),
+  chunk: (k, a, r0, r1, rows, dim, q) =>
+    k.rms_norm_backward_rows(a[0]!, a[1]!, a[2]!, a[3]!, a[4]!, a[5]!, a[7]!, rows, dim, q.eps, q.offset, q.stat, r0, r1),
   complete: (k, a, rows, dim, blockRows, accumulate) =>
-    a[2] === 0 ? 0 : k.reduce_partials(a[6]!, Math.ceil(rows / blockRows), dim, a[5]!, accumulate ? 1 : 0),
+    a[2] === 0 ? 0 : k.reduce_partials(a[7]!, Math.ceil(rows / blockRows), dim, a[6]!, accumulate ? 1 : 0),
 };
 
 /** Operations by {@link Op.id} (the pool's opcode for a kernel job is `id + 1`). */
 export const OPS: readonly Op[] = [FORWARD, BACKWARD];
 
 /** Most addresses an operation has (operands + workspace): the control block's operand words. */
-export const MAX_ADDRS = 7;
+export const MAX_ADDRS = 8;

@@ -10,7 +10,7 @@ import { resultArray } from './platform.js';
 import type { Build, LoadedWasm } from './load.js';
 import { RmsNormLayer, type RmsNormLayerOptions } from './layer.js';
 import { Heap, Scratch, type F32Buffer } from './memory.js';
-import { BACKWARD, FORWARD, type Op } from './ops.js';
+import { BACKWARD, FORWARD, type Op, type Params } from './ops.js';
 import { Placer, SYNC_WINDOW_FLOATS, type Placement, type WindowRules } from './place.js';
 import { checkStatus } from './status.js';
 import {
@@ -75,8 +75,8 @@ export class RmsNorm {
   forwardChecked(a: ForwardArgs, fn = 'rmsNorm'): Float32Array {
     const y = a.out ?? resultArray(a.x.length);
     if (a.rows === 0) return y;
-    const p = this.run(fn, FORWARD, [a.x, a.weight, y, a.rstd], a.rows, a.dim, a.eps, a.out ? 0 : 1 << 2);
-    return p.result(2, y);
+    const p = this.run(fn, FORWARD, [a.x, a.residual, a.weight, y, a.h, a.rstd], a.rows, a.dim, a, a.out ? 0 : 1 << 3);
+    return p.result(3, y);
   }
 
   /**
@@ -109,9 +109,9 @@ export class RmsNorm {
       dweight?.fill(0);
       return { dx, dweight };
     }
-    const fresh = (a.dx ? 0 : 1 << 4) | (a.weight && !a.dweight ? 1 << 5 : 0);
-    const p = this.run(fn, BACKWARD, [a.dy, a.x, a.weight, a.rstd, dx, dweight], a.rows, a.dim, a.eps, fresh);
-    return { dx: p.result(4, dx), dweight: dweight && p.result(5, dweight) };
+    const fresh = (a.dx ? 0 : 1 << 5) | (a.weight && !a.dweight ? 1 << 6 : 0);
+    const p = this.run(fn, BACKWARD, [a.dy, a.x, a.weight, a.rstd, a.dresidual, dx, dweight], a.rows, a.dim, a, fresh);
+    return { dx: p.result(5, dx), dweight: dweight && p.result(6, dweight) };
   }
 
   /** Places a checked call (`fresh`: outputs the library allocated, see Placer.place) and runs `op` on each segment of rows: copy in, kernel, copy out. */
@@ -121,7 +121,7 @@ export class RmsNorm {
     arrs: readonly (Float32Array | null)[],
     rows: number,
     dim: number,
-    eps: number,
+    q: Params,
     fresh: number,
   ): Placement {
     const p = this.placer.place(fn, op, arrs, rows, dim, fresh);
@@ -131,7 +131,7 @@ export class RmsNorm {
       const e = Math.min(rows, s + seg);
       if (s > 0) p.seek(s);
       p.copyIn(s, e);
-      checkStatus(fn, op.span(k, p.addrs, s, e - s, rows, dim, eps));
+      checkStatus(fn, op.span(k, p.addrs, s, e - s, rows, dim, q));
       p.copyOut(s, e);
     }
     p.finish();

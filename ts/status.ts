@@ -12,6 +12,7 @@ const MESSAGES: Readonly<Record<number, string>> = {
   3: 'an address is not a multiple of 4',
   4: 'a range runs past the end of wasm memory, or its size overflows',
   5: 'a row range is reversed, past the end, or a pool shard does not start on a dweight block',
+  6: 'stat (the elements rstd is estimated from) is 0 or more than dim',
 };
 
 /** The message for kernel status `status` (non-zero). */

@@ -14,6 +14,26 @@ export interface RmsNormOptions {
   out?: Float32Array;
   /** Receives `1/sqrt(mean(x²) + eps)` per row: `x.length / dim` floats. */
   rstd?: Float32Array;
+  /**
+   * Fused residual add: `x.length` floats. The row normalized is `h = x + residual`, and `h`
+   * is written to `options.residualOut`, or by default **into `residual` itself** (as vLLM's
+   * `fused_add_rms_norm` does): the updated residual stream. One pass forms `h` and its sum of
+   * squares. Pass that `h` as `x` to the backward.
+   */
+  residual?: Float32Array;
+  /** With `residual`: where `h = x + residual` goes, `x.length` floats; may be `x`. Default: `residual`. */
+  residualOut?: Float32Array;
+  /**
+   * Added to the weight: `y = x · rstd · (offset + weight)`. Default 0; `1` is Gemma's RMSNorm
+   * (Liger-Kernel's `offset`). Finite as a float32; needs a weight when not 0.
+   */
+  offset?: number;
+  /**
+   * pRMSNorm (Zhang & Sennrich 2019, §4.2): rstd is estimated from the first `k` elements of
+   * each row, `k` the smallest integer with `k / dim ≥ partial` (`ceil(partial · dim)`), and
+   * every element is normalized by it. `0 < partial ≤ 1`, default 1 (RMSNorm).
+   */
+  partial?: number;
 }
 
 /** Options of {@link rmsNormBackward}. */
@@ -28,6 +48,16 @@ export interface RmsNormBackwardOptions {
   dx?: Float32Array;
   /** Destination of dL/dweight, `dim` floats (only with a weight). Default: new. */
   dweight?: Float32Array;
+  /**
+   * Fused residual add: the gradient arriving on the residual stream `h` (the forward's
+   * `residualOut`), `x.length` floats. It is added to `dx`, which is then the gradient of both
+   * `x` and `residual` (the forward's add passes it to both). Pass the forward's `h` as `x`.
+   */
+  dresidual?: Float32Array;
+  /** As in the forward (default 0); dweight keeps its form, dx uses `offset + weight`. */
+  offset?: number;
+  /** As in the forward (default 1): the gradient through rstd reaches only the first `k` elements. */
+  partial?: number;
 }
 
 /** Result of {@link rmsNormBackward}: `dweight` is null when `weight` is null. */
@@ -36,28 +66,38 @@ export interface RmsNormBackwardResult {
   dweight: Float32Array | null;
 }
 
-/** A checked forward call. */
+/** A checked forward call; its eps, offset and stat are the kernel's Params (ops.ts). */
 export interface ForwardArgs {
   x: Float32Array;
   weight: Float32Array | null;
   out: Float32Array | null;
   rstd: Float32Array | null;
+  /** The residual (fused add), or null. */
+  residual: Float32Array | null;
+  /** Where h goes: residualOut, or the residual itself; null without a residual. */
+  h: Float32Array | null;
   rows: number;
   dim: number;
   eps: number;
+  offset: number;
+  /** Elements of a row rstd is estimated from (from `partial`). */
+  stat: number;
 }
 
-/** A checked backward call. */
+/** A checked backward call; its eps, offset and stat are the kernel's Params (ops.ts). */
 export interface BackwardArgs {
   dy: Float32Array;
   x: Float32Array;
   weight: Float32Array | null;
   rstd: Float32Array | null;
+  dresidual: Float32Array | null;
   dx: Float32Array | null;
   dweight: Float32Array | null;
   rows: number;
   dim: number;
   eps: number;
+  offset: number;
+  stat: number;
 }
 
 /** eps when none is given. */
@@ -196,6 +236,46 @@ function eps(fn: string, v: unknown): number {
   return v;
 }
 
+function offsetOf(fn: string, v: unknown, w: Float32Array | null): number {
+  if (v === undefined) return 0;
+  if (typeof v !== 'number') throw new TypeError(`${fn}: options.offset must be a number, got ${describe(v)}`);
+  if (!Number.isFinite(Math.fround(v))) {
+    throw new RangeError(`${fn}: options.offset must be finite as a float32 (|offset| at most 3.4028234663852886e38), got ${v}`);
+  }
+  if (v !== 0 && w === null) {
+    throw new RangeError(`${fn}: options.offset (${v}) needs a weight (the gain is offset + weight), but weight is null`);
+  }
+  return v;
+}
+
+/**
+ * The number of leading elements rstd is estimated from: the smallest `k` with
+ * `k / dim ≥ partial`. Not bare `Math.ceil(partial * dim)`: `0.1 * 30` is 3.0000000000000004
+ * in float64, whose ceiling would be 4 where 3/30 is exactly the float64 0.1.
+ */
+export function statOf(partial: number, dim: number): number {
+  let k = Math.min(dim, Math.max(1, Math.ceil(partial * dim)));
+  while (k > 1 && (k - 1) / dim >= partial) k--;
+  while (k < dim && k / dim < partial) k++;
+  return k;
+}
+
+function partialOf(fn: string, v: unknown, dim: number): number {
+  if (v === undefined) return dim;
+  if (typeof v !== 'number') throw new TypeError(`${fn}: options.partial must be a number, got ${describe(v)}`);
+  if (!(v > 0 && v <= 1)) {
+    throw new RangeError(`${fn}: options.partial must be a number in (0, 1] (the fraction of each row rstd is estimated from), got ${v}`);
+  }
+  return statOf(v, dim);
+}
+
+/** Throws unless `a` (an output) is disjoint from `b` or, when `sameOk`, exactly `b`. */
+function disjointOrSame(fn: string, na: string, a: Float32Array | null, nb: string, b: Float32Array | null, sameOk: boolean): void {
+  if (!a || !b || !overlaps(a, b)) return;
+  if (sameOk && a.byteOffset === b.byteOffset && a.length === b.length) return;
+  throw new RangeError(`${fn}: ${na} must not overlap ${nb}${sameOk ? ' (it may be exactly that array)' : ''}`);
+}
+
 function rowsOf(fn: string, name: string, x: Float32Array, dim: number): number {
   if (x.length % dim !== 0) {
     throw new RangeError(`${fn}: ${name}.length (${x.length}) must be a multiple of dim (${dim})`);
@@ -216,8 +296,8 @@ function distinctOutputs(fn: string, na: string, a: Float32Array | null, nb: str
   if (a && b && overlaps(a, b)) throw new RangeError(`${fn}: ${na} and ${nb} must not overlap`);
 }
 
-const FORWARD_KEYS: readonly string[] = ['dim', 'eps', 'out', 'rstd'];
-const BACKWARD_KEYS: readonly string[] = ['dim', 'eps', 'rstd', 'dx', 'dweight'];
+const FORWARD_KEYS: readonly string[] = ['dim', 'eps', 'out', 'rstd', 'residual', 'residualOut', 'offset', 'partial'];
+const BACKWARD_KEYS: readonly string[] = ['dim', 'eps', 'rstd', 'dx', 'dweight', 'dresidual', 'offset', 'partial'];
 
 /** Checks a forward call; `extraKeys` are further option names the caller handles itself. */
 export function checkForward(
@@ -236,7 +316,26 @@ export function checkForward(
   const out = optF32(fn, 'options.out', o.out, xa.length, 'x.length');
   const rstd = optF32(fn, 'options.rstd', o.rstd, rows, 'one per row');
   distinctOutputs(fn, 'options.out', out, 'options.rstd', rstd);
-  return { x: xa, weight: w, out, rstd, rows, dim, eps: e };
+  const offset = offsetOf(fn, o.offset, w);
+  const stat = partialOf(fn, o.partial, dim);
+  const residual = optF32(fn, 'options.residual', o.residual, xa.length, 'x.length');
+  if (residual === null && o.residualOut !== undefined) {
+    throw new TypeError(`${fn}: options.residualOut was given without options.residual (it receives x + residual)`);
+  }
+  const given = optF32(fn, 'options.residualOut', o.residualOut, xa.length, 'x.length');
+  const h = given ?? residual;
+  if (h !== null) {
+    // The plain forward's out may overlap x anyhow (that input is copied aside first); the
+    // fused add's arrays are new, and an overlap there is a mistake to report.
+    const hn = given ? 'options.residualOut' : 'options.residual (which receives x + residual)';
+    distinctOutputs(fn, 'options.out', out, hn, h);
+    distinctOutputs(fn, 'options.rstd', rstd, hn, h);
+    disjointOrSame(fn, hn, h, 'x', xa, true);
+    disjointOrSame(fn, hn, h, 'options.residual', given ? residual : null, true);
+    disjointOrSame(fn, hn, h, 'weight', w, false);
+    disjointOrSame(fn, 'options.out', out, 'options.residual', given ? residual : null, false);
+  }
+  return { x: xa, weight: w, out, rstd, residual, h, rows, dim, eps: e, offset, stat };
 }
 
 /** Checks a backward call; `extraKeys` as in {@link checkForward}. */
@@ -265,19 +364,34 @@ export function checkBackward(
   }
   const dweight = optF32(fn, 'options.dweight', o.dweight, dim, 'dim');
   distinctOutputs(fn, 'options.dx', dx, 'options.dweight', dweight);
-  return { dy: dya, x: xa, weight: w, rstd, dx, dweight, rows, dim, eps: e };
+  const offset = offsetOf(fn, o.offset, w);
+  const stat = partialOf(fn, o.partial, dim);
+  const dresidual = optF32(fn, 'options.dresidual', o.dresidual, xa.length, 'x.length');
+  disjointOrSame(fn, 'options.dx', dx, 'options.dresidual', dresidual, true);
+  disjointOrSame(fn, 'options.dweight', dweight, 'options.dresidual', dresidual, false);
+  return { dy: dya, x: xa, weight: w, rstd, dresidual, dx, dweight, rows, dim, eps: e, offset, stat };
 }
 
 /** Whether `a` and `b` share bytes (same buffer, overlapping ranges). */
 export { overlaps };
 
-const LAYER_KEYS: readonly string[] = ['dim', 'eps'];
+const LAYER_KEYS: readonly string[] = ['dim', 'eps', 'offset', 'partial'];
 
-/** Checks createRmsNorm's arguments: the weight (or null), dim and eps, as the forward checks them. */
-export function checkLayerOptions(fn: string, weight: unknown, opts: unknown): { weight: Float32Array | null; dim: number; eps: number } {
+/** createRmsNorm's checked arguments. */
+export interface LayerArgs {
+  weight: Float32Array | null;
+  dim: number;
+  eps: number;
+  offset: number;
+  stat: number;
+}
+
+/** Checks createRmsNorm's arguments: the weight (or null), dim, eps, offset and partial, as the forward checks them. */
+export function checkLayerOptions(fn: string, weight: unknown, opts: unknown): LayerArgs {
   const o = options(fn, opts, LAYER_KEYS);
   const w = weightOf(fn, weight);
-  return { weight: w, dim: dimOf(fn, w, o.dim), eps: eps(fn, o.eps) };
+  const dim = dimOf(fn, w, o.dim);
+  return { weight: w, dim, eps: eps(fn, o.eps), offset: offsetOf(fn, o.offset, w), stat: partialOf(fn, o.partial, dim) };
 }
 
 const LAYER_BACKWARD_KEYS: readonly string[] = ['rstd'];

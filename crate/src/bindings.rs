@@ -5,7 +5,7 @@
 //! than trapping, so no panic or out-of-bounds access can reach JavaScript as an opaque
 //! `unreachable`. The TypeScript layer validates first and treats a non-zero status as a bug.
 
-use crate::kernel::{self, Backward};
+use crate::kernel::{self, Backward, Forward};
 use crate::simd::Native;
 use core::arch::wasm32::memory_size;
 use std::alloc::{alloc, dealloc, Layout};
@@ -23,6 +23,8 @@ const E_ALIGN: u32 = 3;
 const E_BOUNDS: u32 = 4;
 /// A shard does not start on a dweight block boundary, or a row range is reversed or past the end.
 const E_SHARD: u32 = 5;
+/// `stat` (the elements rstd is estimated from) is 0 or more than `dim`.
+const E_STAT: u32 = 6;
 
 /// Checks that `len` floats at `addr` lie inside memory (`required`: `addr` may not be 0).
 fn span(addr: usize, len: usize, required: bool) -> Result<(), u32> {
@@ -45,6 +47,13 @@ fn matrix(rows: usize, dim: usize) -> Result<usize, u32> {
         return Err(E_DIM);
     }
     rows.checked_mul(dim).ok_or(E_BOUNDS)
+}
+
+fn stat_of(stat: usize, dim: usize) -> Result<usize, u32> {
+    if stat == 0 || stat > dim {
+        return Err(E_STAT);
+    }
+    Ok(stat)
 }
 
 fn status(r: Result<(), u32>) -> u32 {
@@ -79,54 +88,72 @@ pub fn dg_block_rows() -> usize {
     kernel::DG_BLOCK_ROWS
 }
 
-/// RMSNorm forward over `rows × dim` floats at `x` into `y` (may equal `x`).
-/// `w` (gain, `dim`) and `rstd` (output, `rows`) may be 0. `eps` is added inside the root.
+/// RMSNorm forward over `rows × dim` floats: `y = h · rstd · (offset + w)` with `h = x`, or
+/// with a residual `res` (`rows × dim`, else 0) `h = x + res` written to `h` (may equal `x` or
+/// `res`). `y` may equal `x`. `w` (gain, `dim`; then `offset` is added to it) and `rstd`
+/// (output, `rows`) may be 0. `rstd = 1/sqrt(Σ h² / stat + eps)` over the first `stat` elements
+/// of each row (`1..=dim`; `dim` for RMSNorm, fewer for pRMSNorm).
 #[wasm_bindgen]
+#[allow(clippy::too_many_arguments)]
 pub fn rms_norm_forward(
     x: usize,
+    res: usize,
     w: usize,
     y: usize,
+    h: usize,
     rstd: usize,
     rows: usize,
     dim: usize,
     eps: f32,
+    offset: f32,
+    stat: usize,
 ) -> u32 {
     status((|| {
         let n = matrix(rows, dim)?;
         span(x, n, true)?;
+        span(res, n, false)?;
         span(y, n, true)?;
+        span(h, n, res != 0)?;
         span(w, dim, false)?;
         span(rstd, rows, false)?;
-        // SAFETY: every range was checked to lie inside memory.
-        unsafe {
-            kernel::forward::<Native>(
-                x as *const f32,
-                w as *const f32,
-                y as *mut f32,
-                rstd as *mut f32,
-                rows,
-                dim,
-                eps,
-            )
+        let stat = stat_of(stat, dim)?;
+        let k = Forward {
+            x: x as *const f32,
+            res: res as *const f32,
+            g: w as *const f32,
+            y: y as *mut f32,
+            h: h as *mut f32,
+            rstd: rstd as *mut f32,
+            dim,
+            eps,
+            offset,
+            stat,
         };
+        // SAFETY: every range was checked to lie inside memory, stat to lie in the row.
+        unsafe { kernel::forward_with::<Native>(&k, rows) };
         Ok(())
     })())
 }
 
+#[allow(clippy::too_many_arguments)]
 fn backward_args(
     dy: usize,
     x: usize,
     w: usize,
     rstd: usize,
+    dh: usize,
     dx: usize,
     rows: usize,
     dim: usize,
     eps: f32,
+    offset: f32,
+    stat: usize,
 ) -> Result<Backward, u32> {
     let n = matrix(rows, dim)?;
     span(dy, n, true)?;
     span(x, n, true)?;
     span(dx, n, true)?;
+    span(dh, n, false)?;
     span(w, dim, false)?;
     span(rstd, rows, false)?;
     Ok(Backward {
@@ -134,9 +161,12 @@ fn backward_args(
         x: x as *const f32,
         g: w as *const f32,
         rstd: rstd as *const f32,
+        dh: dh as *const f32,
         dx: dx as *mut f32,
         dim,
         eps,
+        offset,
+        stat: stat_of(stat, dim)?,
     })
 }
 
@@ -145,7 +175,9 @@ fn backward_args(
 /// `dy` or `x`) and, when `w` is set, adds the finished dweight blocks into `dw` (`dim`
 /// floats, zeroed first when `row0` is 0), carrying the open block in `work` (`dim` floats)
 /// from one span to the next. One call over everything: `row0 = 0`, `total = rows`.
-/// `rstd` (`rows`, from the forward) may be 0 to recompute it with `eps`.
+/// `rstd` (`rows`, from the forward) may be 0 to recompute it with `eps` over the first `stat`
+/// elements. `offset` and `stat` as in [`rms_norm_forward`]; `dh` (`rows × dim`, or 0) is the
+/// gradient on a fused residual add's output, added to `dx` (which may equal `dh` too).
 #[wasm_bindgen]
 #[allow(clippy::too_many_arguments)]
 pub fn rms_norm_backward(
@@ -153,17 +185,20 @@ pub fn rms_norm_backward(
     x: usize,
     w: usize,
     rstd: usize,
+    dh: usize,
     dx: usize,
     dw: usize,
     work: usize,
     rows: usize,
     dim: usize,
     eps: f32,
+    offset: f32,
+    stat: usize,
     row0: usize,
     total: usize,
 ) -> u32 {
     status((|| {
-        let k = backward_args(dy, x, w, rstd, dx, rows, dim, eps)?;
+        let k = backward_args(dy, x, w, rstd, dh, dx, rows, dim, eps, offset, stat)?;
         span(dw, dim, w != 0)?;
         span(work, dim, w != 0)?;
         if row0.checked_add(rows).is_none_or(|end| end > total) {
@@ -177,7 +212,8 @@ pub fn rms_norm_backward(
 
 /// One pool shard of the backward: rows `[row0, row1)` of a `rows × dim` problem, `row0` a
 /// multiple of [`dg_block_rows`]. With `w`, block partials go to `partials`
-/// (`ceil(rows / dg_block_rows) × dim` floats); add them with [`reduce_partials`].
+/// (`ceil(rows / dg_block_rows) × dim` floats); add them with [`reduce_partials`]. The other
+/// arguments as in [`rms_norm_backward`].
 #[wasm_bindgen]
 #[allow(clippy::too_many_arguments)]
 pub fn rms_norm_backward_rows(
@@ -185,16 +221,19 @@ pub fn rms_norm_backward_rows(
     x: usize,
     w: usize,
     rstd: usize,
+    dh: usize,
     dx: usize,
     partials: usize,
     rows: usize,
     dim: usize,
     eps: f32,
+    offset: f32,
+    stat: usize,
     row0: usize,
     row1: usize,
 ) -> u32 {
     status((|| {
-        let k = backward_args(dy, x, w, rstd, dx, rows, dim, eps)?;
+        let k = backward_args(dy, x, w, rstd, dh, dx, rows, dim, eps, offset, stat)?;
         if row0 > row1 || row1 > rows || row0 % kernel::DG_BLOCK_ROWS != 0 {
             return Err(E_SHARD);
         }

@@ -132,35 +132,95 @@ unsafe fn sum_sq<V: F32x4>(x: *const f32, n: usize) -> f32 {
     s
 }
 
-/// One pass over a row for the backward: `Σ gy·x` (gy = dy·g, or dy without gain) and, when
-/// `with_ss` (a constant at every call site, so the unused sum is compiled away), `Σ x²` for a
-/// recomputed rstd.
+/// One pass over a row for the backward: `Σ gy·x` (gy = dy·(offset + g), dy·g, or dy without
+/// gain) and, when `with_ss` (a constant at every call site, so the unused sum is compiled
+/// away), `Σ x²` for a recomputed rstd.
 #[inline(always)]
-unsafe fn dot_gy_x<V: F32x4, const W: bool>(
+unsafe fn dot_gy_x<V: F32x4, const W: bool, const O: bool>(
     dy: *const f32,
     g: *const f32,
+    offset: f32,
     x: *const f32,
     n: usize,
     with_ss: bool,
 ) -> (f32, f32) {
+    let ov = V::splat(offset);
     let [c, s] = fold_long::<V, 2>(
         n,
         |i| {
             let d = V::load(dy.add(i));
-            let gy = if W { d.mul(V::load(g.add(i))) } else { d };
+            let gy = if W { d.mul(gain::<V, O>(g, ov, i)) } else { d };
             let xv = V::load(x.add(i));
             [gy.mul(xv), if with_ss { xv.mul(xv) } else { V::zero() }]
         },
         |i| {
             let xv = *x.add(i);
-            let gy = if W { *dy.add(i) * *g.add(i) } else { *dy.add(i) };
+            let gy = if W { *dy.add(i) * gain1::<O>(g, offset, i) } else { *dy.add(i) };
             [gy * xv, if with_ss { xv * xv } else { 0.0 }]
         },
     );
     (c, s)
 }
 
-/// `y = (x · r) · g` (or `x · r` without gain).
+/// The gain of lanes `i..i+4`: `offset + g` with an offset (Gemma's `1 + weight`), else `g`
+/// (no addition, so the bits of a plain call do not depend on the offset's existence).
+#[inline(always)]
+unsafe fn gain<V: F32x4, const O: bool>(g: *const f32, ov: V, i: usize) -> V {
+    let w = V::load(g.add(i));
+    if O {
+        ov.add(w)
+    } else {
+        w
+    }
+}
+
+/// The gain of element `i`, as [`gain`].
+#[inline(always)]
+unsafe fn gain1<const O: bool>(g: *const f32, offset: f32, i: usize) -> f32 {
+    if O {
+        offset + *g.add(i)
+    } else {
+        *g.add(i)
+    }
+}
+
+/// `h = x + res` over `n` floats (lane-wise; `h` may equal `x` or `res`).
+#[inline(always)]
+unsafe fn add_rows<V: F32x4>(x: *const f32, res: *const f32, h: *mut f32, n: usize) {
+    let mut i = 0;
+    while i + 4 <= n {
+        V::load(x.add(i)).add(V::load(res.add(i))).store(h.add(i));
+        i += 4;
+    }
+    while i < n {
+        *h.add(i) = *x.add(i) + *res.add(i);
+        i += 1;
+    }
+}
+
+/// The fused residual add's first pass: `h = x + res` over the row's `n` floats, and the sum
+/// of `h²` over its first `stat` (in [`fold_long`]'s order, so with `stat = n` the same bits as
+/// [`sum_sq`] of a precomputed `h`). One read of `x` and `res`, one write of `h`.
+#[inline(always)]
+unsafe fn add_sum_sq<V: F32x4>(x: *const f32, res: *const f32, h: *mut f32, n: usize, stat: usize) -> f32 {
+    let [s] = fold_long::<V, 1>(
+        stat,
+        |i| {
+            let v = V::load(x.add(i)).add(V::load(res.add(i)));
+            v.store(h.add(i));
+            [v.mul(v)]
+        },
+        |i| {
+            let v = *x.add(i) + *res.add(i);
+            *h.add(i) = v;
+            [v * v]
+        },
+    );
+    add_rows::<V>(x.add(stat), res.add(stat), h.add(stat), n - stat);
+    s
+}
+
+/// `y = (x · r) · g` (or `x · r` without gain; `g` is `offset + g` with `O`).
 ///
 /// A second pass over the row, which is still in L1/L2 from the first. (Fusing the next
 /// row's first pass into this loop, so that loads and stores overlap as in a copy, was tried
@@ -168,18 +228,20 @@ unsafe fn dot_gy_x<V: F32x4, const W: bool>(
 /// instead of 58–61% for the forward, within noise for the backward. Walking this pass
 /// backwards, to meet first the lines the first pass read last, was slower still: 47–50%.)
 #[inline(always)]
-unsafe fn scale_row<V: F32x4, const W: bool>(
+unsafe fn scale_row<V: F32x4, const W: bool, const O: bool>(
     x: *const f32,
     g: *const f32,
+    offset: f32,
     y: *mut f32,
     n: usize,
     r: f32,
 ) {
     let rv = V::splat(r);
+    let ov = V::splat(offset);
     let one = |i: usize| {
         let v = V::load(x.add(i)).mul(rv);
         if W {
-            v.mul(V::load(g.add(i)))
+            v.mul(gain::<V, O>(g, ov, i))
         } else {
             v
         }
@@ -199,7 +261,7 @@ unsafe fn scale_row<V: F32x4, const W: bool>(
     }
     while i < n {
         let v = *x.add(i) * r;
-        *y.add(i) = if W { v * *g.add(i) } else { v };
+        *y.add(i) = if W { v * gain1::<O>(g, offset, i) } else { v };
         i += 1;
     }
 }
@@ -218,49 +280,113 @@ unsafe fn add_into<V: F32x4>(acc: *mut f32, src: *const f32, n: usize) {
     }
 }
 
-/// Forward of one row; returns its rstd.
-#[inline(always)]
-unsafe fn forward_row<V: F32x4, const W: bool>(
-    x: *const f32,
-    g: *const f32,
-    y: *mut f32,
-    n: usize,
-    eps: f32,
-) -> f32 {
-    let ss = sum_sq::<V>(x, n);
-    if !ss_is_fast(ss, eps) {
-        return forward_row_f64::<W>(x, g, y, n, eps);
+/// Pointers and parameters of one forward call.
+#[derive(Clone, Copy, Debug)]
+pub struct Forward {
+    /// Input, `rows × dim`.
+    pub x: *const f32,
+    /// Residual, `rows × dim`, or null. With it the row normalized is `h = x + res`, written
+    /// to `h` (the fused residual add).
+    pub res: *const f32,
+    /// Gain, `dim`; null for none (g = 1, and `offset` is not used).
+    pub g: *const f32,
+    /// Output, `rows × dim`; may equal `x`.
+    pub y: *mut f32,
+    /// With `res`: receives `x + res`, `rows × dim`; may equal `x` or `res`, not `y`.
+    pub h: *mut f32,
+    /// Receives one rstd per row, or null.
+    pub rstd: *mut f32,
+    /// Row length.
+    pub dim: usize,
+    /// Added inside the square root.
+    pub eps: f32,
+    /// Added to the gain: `y = x · rstd · (offset + g)` (Gemma: 1).
+    pub offset: f32,
+    /// The rms is estimated from the first `stat` elements of each row (pRMSNorm), `1..=dim`.
+    pub stat: usize,
+}
+
+impl Forward {
+    /// A plain forward: no residual, no offset, the rms over the whole row.
+    pub fn plain(x: *const f32, g: *const f32, y: *mut f32, rstd: *mut f32, dim: usize, eps: f32) -> Self {
+        let h = core::ptr::null_mut();
+        Forward { x, res: core::ptr::null(), g, y, h, rstd, dim, eps, offset: 0.0, stat: dim }
     }
-    let r = 1.0 / (ss / n as f32 + eps).sqrt();
-    scale_row::<V, W>(x, g, y, n, r);
+}
+
+/// Forward of one row; returns its rstd. Two passes: the sum of squares over the first `stat`
+/// floats (with `F`, forming and writing `h = x + res` over the whole row in the same pass),
+/// then the scaling, which reads the row again while it is still in cache.
+#[inline(always)]
+unsafe fn forward_row<V: F32x4, const W: bool, const O: bool, const F: bool>(k: &Forward, row: usize) -> f32 {
+    let n = k.dim;
+    let off = row * n;
+    let y = k.y.add(off);
+    let (src, ss) = if F {
+        let h = k.h.add(off);
+        (h as *const f32, add_sum_sq::<V>(k.x.add(off), k.res.add(off), h, n, k.stat))
+    } else {
+        let x = k.x.add(off);
+        (x, sum_sq::<V>(x, k.stat))
+    };
+    if !ss_is_fast(ss, k.eps) {
+        return forward_row_f64::<W, O>(k, src, y);
+    }
+    let r = 1.0 / (ss / k.stat as f32 + k.eps).sqrt();
+    scale_row::<V, W, O>(src, k.g, k.offset, y, n, r);
     r
 }
 
-/// The forward of a row whose sum of squares f32 cannot hold: all in f64. The returned rstd
-/// is rounded to f32 and saturates to inf for rows whose rms is below f32's range.
+/// The forward of a row whose sum of squares f32 cannot hold: all in f64 (from `src`, the row
+/// or its `h`). The returned rstd is rounded to f32 and saturates to inf for rows whose rms is
+/// below f32's range.
 #[cold]
 #[inline(never)]
-unsafe fn forward_row_f64<const W: bool>(
-    x: *const f32,
-    g: *const f32,
-    y: *mut f32,
-    n: usize,
-    eps: f32,
-) -> f32 {
+unsafe fn forward_row_f64<const W: bool, const O: bool>(k: &Forward, src: *const f32, y: *mut f32) -> f32 {
     let mut ss = 0f64;
-    for i in 0..n {
-        let v = *x.add(i) as f64;
+    for i in 0..k.stat {
+        let v = *src.add(i) as f64;
         ss += v * v;
     }
-    let r = 1.0 / (ss / n as f64 + eps as f64).sqrt();
-    for i in 0..n {
-        let v = *x.add(i) as f64 * r;
-        *y.add(i) = if W { v * *g.add(i) as f64 } else { v } as f32;
+    let r = 1.0 / (ss / k.stat as f64 + k.eps as f64).sqrt();
+    for i in 0..k.dim {
+        let v = *src.add(i) as f64 * r;
+        *y.add(i) = if W { v * gain1::<O>(k.g, k.offset, i) as f64 } else { v } as f32;
     }
     r as f32
 }
 
-/// RMSNorm forward over `rows` rows of `dim`: `y = x · rstd · g`.
+/// RMSNorm forward over `rows` rows: `y = h · rstd · (offset + g)` with `h = x (+ res)` and
+/// `rstd = 1/sqrt(Σ_{i<stat} h_i² / stat + eps)`. See [`Forward`] for what may be null and
+/// what may alias.
+///
+/// # Safety
+/// Every non-null pointer must be valid for its shape (see the module docs); `h` non-null
+/// when `res` is; `1 <= stat <= dim`.
+pub unsafe fn forward_with<V: F32x4>(k: &Forward, rows: usize) {
+    // One function per flavour, never inlined into the dispatch: inlined, the twelve flavours
+    // made one function so large that the engine compiled the backward 10-20% slower.
+    #[inline(never)]
+    unsafe fn go<V: F32x4, const W: bool, const O: bool, const F: bool>(k: &Forward, rows: usize) {
+        for r in 0..rows {
+            let rs = forward_row::<V, W, O, F>(k, r);
+            if !k.rstd.is_null() {
+                *k.rstd.add(r) = rs;
+            }
+        }
+    }
+    match (k.g.is_null(), k.offset != 0.0, k.res.is_null()) {
+        (true, _, true) => go::<V, false, false, false>(k, rows),
+        (true, _, false) => go::<V, false, false, true>(k, rows),
+        (false, false, true) => go::<V, true, false, false>(k, rows),
+        (false, false, false) => go::<V, true, false, true>(k, rows),
+        (false, true, true) => go::<V, true, true, false>(k, rows),
+        (false, true, false) => go::<V, true, true, true>(k, rows),
+    }
+}
+
+/// RMSNorm forward over `rows` rows of `dim`: `y = x · rstd · g` ([`forward_with`] of
+/// [`Forward::plain`]).
 ///
 /// `g` may be null (no gain); `rstd_out` may be null (not written), else it receives one rstd
 /// per row. `y` may equal `x`.
@@ -276,41 +402,162 @@ pub unsafe fn forward<V: F32x4>(
     dim: usize,
     eps: f32,
 ) {
-    for r in 0..rows {
-        let off = r * dim;
-        let rs = if g.is_null() {
-            forward_row::<V, false>(x.add(off), g, y.add(off), dim, eps)
-        } else {
-            forward_row::<V, true>(x.add(off), g, y.add(off), dim, eps)
-        };
-        if !rstd_out.is_null() {
-            *rstd_out.add(r) = rs;
-        }
-    }
+    forward_with::<V>(&Forward::plain(x, g, y, rstd_out, dim, eps), rows)
 }
 
-/// Pointers and sizes of one backward call, shared by the sync path and the pool's shards.
+/// Pointers and parameters of one backward call, shared by the sync path and the pool's shards.
 #[derive(Clone, Copy, Debug)]
 pub struct Backward {
     /// Upstream gradient, `rows × dim`.
     pub dy: *const f32,
-    /// Forward input, `rows × dim`.
+    /// Forward input, `rows × dim` (with a fused residual add: the forward's `h = x + res`).
     pub x: *const f32,
-    /// Gain, `dim`; null for none (then no weight gradient is formed).
+    /// Gain, `dim`; null for none (then no weight gradient is formed, and `offset` is not used).
     pub g: *const f32,
-    /// Saved rstd from the forward, `rows`; null to recompute it from `x` and `eps`.
+    /// Saved rstd from the forward, `rows`; null to recompute it from `x`, `eps` and `stat`.
     pub rstd: *const f32,
-    /// Destination of the input gradient, `rows × dim`; may equal `dy` or `x`.
+    /// Gradient arriving on the residual stream, `rows × dim`, added to `dx`; or null.
+    pub dh: *const f32,
+    /// Destination of the input gradient, `rows × dim`; may equal `dy`, `x` or `dh`.
     pub dx: *mut f32,
     /// Row length.
     pub dim: usize,
     /// Added inside the square root when rstd is recomputed.
     pub eps: f32,
+    /// As the forward's: the gain is `offset + g`.
+    pub offset: f32,
+    /// As the forward's: rstd came from the first `stat` elements, `1..=dim`.
+    pub stat: usize,
+}
+
+impl Backward {
+    /// A plain backward: no residual gradient, no offset, rstd over the whole row.
+    pub fn plain(
+        dy: *const f32,
+        x: *const f32,
+        g: *const f32,
+        rstd: *const f32,
+        dx: *mut f32,
+        dim: usize,
+        eps: f32,
+    ) -> Self {
+        let dh = core::ptr::null();
+        Backward { dy, x, g, rstd, dh, dx, dim, eps, offset: 0.0, stat: dim }
+    }
+}
+
+/// `dx = a·gy − b·x (+ dh)` over elements `[from, to)` of a row (`B` false: without the `b·x`
+/// term, the elements past `stat` that did not enter rstd); with a gain, `p += dy·(x·a)`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn backward_elems<V: F32x4, const W: bool, const O: bool, const D: bool, const B: bool>(
+    k: &Backward,
+    off: usize,
+    from: usize,
+    to: usize,
+    a: f32,
+    b: f32,
+    p: *mut f32,
+) {
+    let (dy, x, dx, g) = (k.dy.add(off), k.x.add(off), k.dx.add(off), k.g);
+    // dh may be null (D false): wrapping_add, as add on null is undefined.
+    let dh = k.dh.wrapping_add(off);
+    let (av, bv, ov) = (V::splat(a), V::splat(b), V::splat(k.offset));
+    let one = |i: usize| {
+        let d = V::load(dy.add(i));
+        let xv = V::load(x.add(i));
+        let gy = if W { d.mul(gain::<V, O>(g, ov, i)) } else { d };
+        if W {
+            let pv = V::load(p.add(i));
+            pv.add(d.mul(xv.mul(av))).store(p.add(i));
+        }
+        let v = if B { av.mul(gy).sub(bv.mul(xv)) } else { av.mul(gy) };
+        if D {
+            v.add(V::load(dh.add(i)))
+        } else {
+            v
+        }
+    };
+    let mut i = from;
+    while i + 8 <= to {
+        let (v0, v1) = (one(i), one(i + 4));
+        v0.store(dx.add(i));
+        v1.store(dx.add(i + 4));
+        i += 8;
+    }
+    while i + 4 <= to {
+        one(i).store(dx.add(i));
+        i += 4;
+    }
+    while i < to {
+        let (d, xv) = (*dy.add(i), *x.add(i));
+        let gy = if W { d * gain1::<O>(g, k.offset, i) } else { d };
+        if W {
+            *p.add(i) += d * (xv * a);
+        }
+        let v = if B { a * gy - b * xv } else { a * gy };
+        *dx.add(i) = if D { v + *dh.add(i) } else { v };
+        i += 1;
+    }
 }
 
 /// Backward of one row; with a gain, adds `dy · x · rstd` into the block partial `p`.
+///
+/// With `gy = dy·(offset + g)`, `c = Σ gy·x` over the whole row and rstd from its first `stat`
+/// elements: `dx_i = rstd·gy_i − [i < stat]·x_i·rstd³·c/stat (+ dh_i)` — the gradient through
+/// rstd reaches only the elements it was estimated from. Passes: one for `c` (and the sum of
+/// squares when rstd is recomputed: over the whole row in the same pass, or with `stat < dim`
+/// a second pass over the first `stat`), one for `dx`.
 #[inline(always)]
-unsafe fn backward_row<V: F32x4, const W: bool, const R: bool>(
+unsafe fn backward_row<V: F32x4, const W: bool, const R: bool, const O: bool, const D: bool>(
+    k: &Backward,
+    row: usize,
+    p: *mut f32,
+) {
+    let n = k.dim;
+    let off = row * n;
+    let x = k.x.add(off);
+    let whole = k.stat == n;
+    let dy = k.dy.add(off);
+    // `with_ss` must be a constant at each call: a flag tested inside the fold costs 20-30%.
+    let (c, ss) = if R {
+        dot_gy_x::<V, W, O>(dy, k.g, k.offset, x, n, false)
+    } else if whole {
+        dot_gy_x::<V, W, O>(dy, k.g, k.offset, x, n, true)
+    } else {
+        partial_sums::<V, W, O>(k, dy, x)
+    };
+    let rstd = if R {
+        *k.rstd.add(row)
+    } else if ss_is_fast(ss, k.eps) {
+        1.0 / (ss / k.stat as f32 + k.eps).sqrt()
+    } else {
+        f32::NAN // sends the row to the f64 path below
+    };
+    // dx = rstd·gy − x·(rstd³·c/stat) = a·gy − b·x
+    let a = rstd;
+    let b = (c / k.stat as f32) * rstd * (rstd * rstd);
+    if !(rstd >= RSTD_LO && rstd <= RSTD_HI && c.is_finite() && b.is_finite()) {
+        return backward_row_f64::<W, R, O, D>(k, row, p);
+    }
+    backward_elems::<V, W, O, D, true>(k, off, 0, k.stat, a, b, p);
+    if !whole {
+        backward_elems::<V, W, O, D, false>(k, off, k.stat, n, a, b, p);
+    }
+}
+
+/// pRMSNorm's backward sums: `Σ gy·x` over the row and `Σ x²` over its first `stat`. Out of
+/// line, so that the code of whole rows (every plain call) stays as small as before.
+#[inline(never)]
+unsafe fn partial_sums<V: F32x4, const W: bool, const O: bool>(k: &Backward, dy: *const f32, x: *const f32) -> (f32, f32) {
+    (dot_gy_x::<V, W, O>(dy, k.g, k.offset, x, k.dim, false).0, sum_sq::<V>(x, k.stat))
+}
+
+/// The backward of a row f32 cannot do faithfully (rms outside about [1e-12, 1e12], overflow
+/// in `Σ gy·x`, or a NaN/Inf): all in f64, each result rounded once to f32.
+#[cold]
+#[inline(never)]
+unsafe fn backward_row_f64<const W: bool, const R: bool, const O: bool, const D: bool>(
     k: &Backward,
     row: usize,
     p: *mut f32,
@@ -318,65 +565,12 @@ unsafe fn backward_row<V: F32x4, const W: bool, const R: bool>(
     let n = k.dim;
     let off = row * n;
     let (dy, x, dx, g) = (k.dy.add(off), k.x.add(off), k.dx.add(off), k.g);
-    let (c, ss) = dot_gy_x::<V, W>(dy, g, x, n, !R);
-    let rstd = if R {
-        *k.rstd.add(row)
-    } else if ss_is_fast(ss, k.eps) {
-        1.0 / (ss / n as f32 + k.eps).sqrt()
-    } else {
-        f32::NAN // sends the row to the f64 path below
-    };
-    // dx = rstd·gy − x·(rstd³·mean(gy·x)) = a·gy − b·x
-    let a = rstd;
-    let b = (c / n as f32) * rstd * (rstd * rstd);
-    if !(rstd >= RSTD_LO && rstd <= RSTD_HI && c.is_finite() && b.is_finite()) {
-        return backward_row_f64::<W, R>(k, row, p);
-    }
-    let (av, bv) = (V::splat(a), V::splat(b));
-    let one = |i: usize| {
-        let d = V::load(dy.add(i));
-        let xv = V::load(x.add(i));
-        let gy = if W { d.mul(V::load(g.add(i))) } else { d };
-        if W {
-            let pv = V::load(p.add(i));
-            pv.add(d.mul(xv.mul(av))).store(p.add(i));
-        }
-        av.mul(gy).sub(bv.mul(xv))
-    };
-    let mut i = 0;
-    while i + 8 <= n {
-        let (v0, v1) = (one(i), one(i + 4));
-        v0.store(dx.add(i));
-        v1.store(dx.add(i + 4));
-        i += 8;
-    }
-    while i + 4 <= n {
-        one(i).store(dx.add(i));
-        i += 4;
-    }
-    while i < n {
-        let (d, xv) = (*dy.add(i), *x.add(i));
-        let gy = if W { d * *g.add(i) } else { d };
-        if W {
-            *p.add(i) += d * (xv * a);
-        }
-        *dx.add(i) = a * gy - b * xv;
-        i += 1;
-    }
-}
-
-/// The backward of a row f32 cannot do faithfully (rms outside about [1e-12, 1e12], overflow
-/// in `Σ gy·x`, or a NaN/Inf): all in f64, each result rounded once to f32.
-#[cold]
-#[inline(never)]
-unsafe fn backward_row_f64<const W: bool, const R: bool>(k: &Backward, row: usize, p: *mut f32) {
-    let n = k.dim;
-    let off = row * n;
-    let (dy, x, dx, g) = (k.dy.add(off), k.x.add(off), k.dx.add(off), k.g);
+    // dh may be null (D false): wrapping_add, as add on null is undefined.
+    let dh = k.dh.wrapping_add(off);
     let gy = |i: usize| {
         let d = *dy.add(i) as f64;
         if W {
-            d * *g.add(i) as f64
+            d * gain1::<O>(g, k.offset, i) as f64
         } else {
             d
         }
@@ -385,27 +579,31 @@ unsafe fn backward_row_f64<const W: bool, const R: bool>(k: &Backward, row: usiz
     for i in 0..n {
         let xv = *x.add(i) as f64;
         c += gy(i) * xv;
-        ss += xv * xv;
+        if i < k.stat {
+            ss += xv * xv;
+        }
     }
+    let stat = k.stat as f64;
     let rstd = if R {
         *k.rstd.add(row) as f64
     } else {
-        1.0 / (ss / n as f64 + k.eps as f64).sqrt()
+        1.0 / (ss / stat + k.eps as f64).sqrt()
     };
-    let b = rstd * rstd * rstd * (c / n as f64);
+    let b = rstd * rstd * rstd * (c / stat);
     for i in 0..n {
         let xv = *x.add(i) as f64;
         let gyv = gy(i);
         if W {
             *p.add(i) += (*dy.add(i) as f64 * xv * rstd) as f32;
         }
-        *dx.add(i) = (rstd * gyv - b * xv) as f32;
+        let v = rstd * gyv - if i < k.stat { b * xv } else { 0.0 };
+        *dx.add(i) = (if D { v + *dh.add(i) as f64 } else { v }) as f32;
     }
 }
 
 /// Rows `[start, end)` (within one dweight block) into the zeroed partial `p` (`dim` floats).
 #[inline(always)]
-unsafe fn backward_block<V: F32x4, const W: bool, const R: bool>(
+unsafe fn backward_block<V: F32x4, const W: bool, const R: bool, const O: bool, const D: bool>(
     k: &Backward,
     start: usize,
     end: usize,
@@ -415,7 +613,7 @@ unsafe fn backward_block<V: F32x4, const W: bool, const R: bool>(
         core::ptr::write_bytes(p, 0, k.dim);
     }
     for row in start..end {
-        backward_row::<V, W, R>(k, row, p);
+        backward_row::<V, W, R, O, D>(k, row, p);
     }
 }
 
@@ -432,15 +630,27 @@ fn for_each_block(row0: usize, row1: usize, mut f: impl FnMut(usize, usize, usiz
     }
 }
 
+/// Calls `$f::<$V, W, R, O, D>` with the flags of `$k`: gain, saved rstd, offset (only with a
+/// gain), residual gradient.
 macro_rules! with_flags {
-    ($k:expr, $f:ident::<$V:ty>($($arg:expr),*)) => {
-        match ($k.g.is_null(), $k.rstd.is_null()) {
-            (true, true) => $f::<$V, false, false>($($arg),*),
-            (true, false) => $f::<$V, false, true>($($arg),*),
-            (false, true) => $f::<$V, true, false>($($arg),*),
-            (false, false) => $f::<$V, true, true>($($arg),*),
+    ($k:expr, $f:ident::<$V:ty>($($arg:expr),*)) => {{
+        let w = !$k.g.is_null();
+        let o = w && $k.offset != 0.0;
+        match (w, !$k.rstd.is_null(), o, !$k.dh.is_null()) {
+            (false, false, _, false) => $f::<$V, false, false, false, false>($($arg),*),
+            (false, false, _, true) => $f::<$V, false, false, false, true>($($arg),*),
+            (false, true, _, false) => $f::<$V, false, true, false, false>($($arg),*),
+            (false, true, _, true) => $f::<$V, false, true, false, true>($($arg),*),
+            (true, false, false, false) => $f::<$V, true, false, false, false>($($arg),*),
+            (true, false, false, true) => $f::<$V, true, false, false, true>($($arg),*),
+            (true, true, false, false) => $f::<$V, true, true, false, false>($($arg),*),
+            (true, true, false, true) => $f::<$V, true, true, false, true>($($arg),*),
+            (true, false, true, false) => $f::<$V, true, false, true, false>($($arg),*),
+            (true, false, true, true) => $f::<$V, true, false, true, true>($($arg),*),
+            (true, true, true, false) => $f::<$V, true, true, true, false>($($arg),*),
+            (true, true, true, true) => $f::<$V, true, true, true, true>($($arg),*),
         }
-    };
+    }};
 }
 
 /// RMSNorm backward over all `rows`, single-threaded: [`backward_span`] over the whole matrix.
@@ -473,7 +683,10 @@ pub unsafe fn backward_span<V: F32x4>(
     dg: *mut f32,
     work: *mut f32,
 ) {
-    unsafe fn go<V: F32x4, const W: bool, const R: bool>(
+    // One function per flavour, never inlined into the dispatch: inlined, the twelve flavours
+    // made one function so large that the engine compiled the backward 10-20% slower.
+    #[inline(never)]
+    unsafe fn go<V: F32x4, const W: bool, const R: bool, const O: bool, const D: bool>(
         k: &Backward,
         row0: usize,
         rows: usize,
@@ -489,7 +702,7 @@ pub unsafe fn backward_span<V: F32x4>(
                 core::ptr::write_bytes(work, 0, k.dim);
             }
             for row in s..e {
-                backward_row::<V, W, R>(k, row - row0, work);
+                backward_row::<V, W, R, O, D>(k, row - row0, work);
             }
             if W && (e % DG_BLOCK_ROWS == 0 || e == total) {
                 add_into::<V>(dg, work, k.dim);
@@ -507,7 +720,10 @@ pub unsafe fn backward_span<V: F32x4>(
 /// # Safety
 /// As [`backward`]; `partials` valid for every block the range touches.
 pub unsafe fn backward_rows<V: F32x4>(k: &Backward, row0: usize, row1: usize, partials: *mut f32) {
-    unsafe fn go<V: F32x4, const W: bool, const R: bool>(
+    // One function per flavour, never inlined into the dispatch: inlined, the twelve flavours
+    // made one function so large that the engine compiled the backward 10-20% slower.
+    #[inline(never)]
+    unsafe fn go<V: F32x4, const W: bool, const R: bool, const O: bool, const D: bool>(
         k: &Backward,
         row0: usize,
         row1: usize,
@@ -515,7 +731,7 @@ pub unsafe fn backward_rows<V: F32x4>(k: &Backward, row0: usize, row1: usize, pa
     ) {
         for_each_block(row0, row1, |s, e, b| {
             let p = if W { partials.add(b * k.dim) } else { partials };
-            backward_block::<V, W, R>(k, s, e, p);
+            backward_block::<V, W, R, O, D>(k, s, e, p);
         });
     }
     with_flags!(k, go::<V>(k, row0, row1, partials))

@@ -179,15 +179,15 @@ fn backward_args(
     dim: usize,
     eps: f32,
 ) -> Backward {
-    Backward {
-        dy: dy.as_ptr(),
-        x: x.as_ptr(),
-        g: g.map_or(ptr::null(), |g| g.as_ptr()),
-        rstd: rstd.map_or(ptr::null(), |r| r.as_ptr()),
-        dx: dx.as_mut_ptr(),
+    Backward::plain(
+        dy.as_ptr(),
+        x.as_ptr(),
+        g.map_or(ptr::null(), |g| g.as_ptr()),
+        rstd.map_or(ptr::null(), |r| r.as_ptr()),
+        dx.as_mut_ptr(),
         dim,
         eps,
-    }
+    )
 }
 
 /// Single-threaded backward: (dx, dg if g).
@@ -521,23 +521,15 @@ fn in_place_aliasing_gives_the_same_bits() {
             let mut dg2 = vec![0f32; dim];
             let mut work = vec![0f32; dim];
             let p = buf.as_mut_ptr();
-            let k = Backward {
-                dy: if alias_dy {
-                    p as *const f32
-                } else {
-                    dy.as_ptr()
-                },
-                x: if alias_dy {
-                    x.as_ptr()
-                } else {
-                    p as *const f32
-                },
-                g: w.as_ptr(),
-                rstd: ptr::null(),
-                dx: p,
+            let k = Backward::plain(
+                if alias_dy { p as *const f32 } else { dy.as_ptr() },
+                if alias_dy { x.as_ptr() } else { p as *const f32 },
+                w.as_ptr(),
+                ptr::null(),
+                p,
                 dim,
-                eps: 1e-6,
-            };
+                1e-6,
+            );
             // SAFETY: dx == dy and dx == x are allowed by the kernel's contract.
             unsafe { kernel::backward::<V>(&k, rows, dg2.as_mut_ptr(), work.as_mut_ptr()) };
             assert!(

@@ -11,26 +11,25 @@
  * @module
  */
 import type { KernelExports } from '../load.js';
-import { MAX_ADDRS, OPS } from '../ops.js';
+import { MAX_ADDRS, OPS, type Params } from '../ops.js';
 
-// Line 0: the job, written by the pool before it opens NEXT, read-only while the job runs.
+// Line 0 (and JOB, OFFSET, STAT on line 5): the job, written by the pool before it opens NEXT,
+// read-only while the job runs.
 // Addresses fit in int32: the threads build's memory is at most 2 GiB.
 export const OP = 0;
-/** Addresses A0..A6: the operation's operands in ops.ts's order, then its workspace. FAIL: worker. */
+/** Addresses A0..A7: the operation's operands in ops.ts's order, then its workspace. FAIL: worker. */
 export const A0 = 1;
-// A0 + 1 .. A0 + 6: the rest of the addresses (MAX_ADDRS in all).
-export const ROWS = 8;
-export const DIM = 9;
+// A0 + 1 .. A0 + 7: the rest of the addresses (MAX_ADDRS in all).
+export const ROWS = 9;
+export const DIM = 10;
 /** eps as float32 bits. */
-export const EPS = 10;
-export const CHUNK_ROWS = 11;
-export const N_CHUNKS = 12;
+export const EPS = 11;
+export const CHUNK_ROWS = 12;
+export const N_CHUNKS = 13;
 /** How long (spin iterations) workers poll for the next job before sleeping. */
-export const SPIN = 13;
+export const SPIN = 14;
 /** 1: the completing thread posts a message too (engines without Atomics.waitAsync). */
-export const MESSAGE = 14;
-/** Id of the current job (16 bits). */
-export const JOB = 15;
+export const MESSAGE = 15;
 // Words that several threads write during a job each get a 64-byte line of their own: moving a
 // contended line between cores costs more than the arithmetic around it.
 /** `job << 16 | next chunk`; claimed by compare-and-swap. */
@@ -51,6 +50,12 @@ export const FLAG0 = 81;
 export const HOLD = 82;
 /** 1: the job's completion adds onto dweight as it is (a later segment of a streamed call). */
 export const ACCUMULATE = 83;
+/** Id of the current job (16 bits). */
+export const JOB = 84;
+/** offset (added to the weight) as float32 bits. */
+export const OFFSET = 85;
+/** Elements of each row rstd is estimated from (ops.ts's Params.stat). */
+export const STAT = 86;
 /**
  * Worker w's line: its wake-up word at SEQ0 + w·STRIDE, then its busy flag, then EXITING: 1
  * once it has left its serve loop and is releasing its own stack and TLS (the pool must not
@@ -173,13 +178,22 @@ function chunkReady(ctl: Int32Array, c: number): boolean {
   return ctl[STREAM] !== 1 || Atomics.load(ctl, READY) > c;
 }
 
+/** The job's scalars, read from EPS, OFFSET, STAT (one object per thread, reused). */
+const params = { eps: 0, offset: 0, stat: 0 };
+function readParams(ctl: Int32Array): Params {
+  params.eps = bitsFloat(ctl[EPS]!);
+  params.offset = bitsFloat(ctl[OFFSET]!);
+  params.stat = ctl[STAT]!;
+  return params;
+}
+
 function runChunk(ctl: Int32Array, k: KernelExports, c: number): void {
   const op = opOf(ctl[OP]!);
   if (!op) return;
   const rows = ctl[ROWS]!;
   const r0 = c * ctl[CHUNK_ROWS]!;
   const r1 = Math.min(rows, r0 + ctl[CHUNK_ROWS]!);
-  const s = op.chunk(k, readAddrs(ctl), r0, r1, rows, ctl[DIM]!, bitsFloat(ctl[EPS]!));
+  const s = op.chunk(k, readAddrs(ctl), r0, r1, rows, ctl[DIM]!, readParams(ctl));
   if (s !== 0) Atomics.compareExchange(ctl, STATUS, 0, s);
 }
 

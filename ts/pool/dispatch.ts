@@ -6,7 +6,7 @@
  */
 import type { KernelExports } from '../load.js';
 import { yieldToEventLoop } from '../platform.js';
-import { MAX_ADDRS } from '../ops.js';
+import { MAX_ADDRS, type Params } from '../ops.js';
 import { checkStatus } from '../status.js';
 import * as C from './control.js';
 import {
@@ -32,7 +32,8 @@ export interface JobSpec {
   operands: ArrayLike<number>;
   rows: number;
   dim: number;
-  eps: number;
+  /** eps, offset, stat (ops.ts). */
+  params: Params;
   /** Elements of work (the backward counted twice): sizes the chunks. */
   work: number;
   /** Chunks must be whole dweight blocks (the backward). */
@@ -121,7 +122,9 @@ export class Dispatcher {
     if (spec.op === C.Op.FAIL) ctl[C.A0] = spec.only!;
     ctl[C.ROWS] = rows;
     ctl[C.DIM] = dim;
-    ctl[C.EPS] = C.floatBits(spec.eps);
+    ctl[C.EPS] = C.floatBits(spec.params.eps);
+    ctl[C.OFFSET] = C.floatBits(spec.params.offset);
+    ctl[C.STAT] = spec.params.stat;
     ctl[C.CHUNK_ROWS] = chunk;
     ctl[C.N_CHUNKS] = chunks;
     // Workers poll briefly for the next job only where that leaves this thread a core.

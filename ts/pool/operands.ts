@@ -8,7 +8,7 @@
  * @module
  */
 import type { Heap, Scratch } from '../memory.js';
-import { BACKWARD, FORWARD, type Op } from '../ops.js';
+import { BACKWARD, FORWARD, type Op, type Params } from '../ops.js';
 import { resultArray } from '../platform.js';
 import type { BackwardArgs, ForwardArgs, RmsNormBackwardResult } from '../validate.js';
 import { Placer, POOL_WINDOW_FLOATS, type Placement } from '../place.js';
@@ -33,17 +33,18 @@ export class PoolCalls {
   /** A checked forward, sharded; `streamChunks` as for {@link run}. */
   async forward(d: Dispatcher, a: ForwardArgs, streamChunks: boolean): Promise<Float32Array> {
     const y = a.out ?? resultArray(a.x.length);
-    const p = await this.run(d, FN_FORWARD, FORWARD, [a.x, a.weight, y, a.rstd], a.rows, a.dim, a.eps, streamChunks);
-    return p.result(2, y);
+    const arrs = [a.x, a.residual, a.weight, y, a.h, a.rstd];
+    const p = await this.run(d, FN_FORWARD, FORWARD, arrs, a.rows, a.dim, a, streamChunks);
+    return p.result(3, y);
   }
 
   /** A checked backward, sharded. */
   async backward(d: Dispatcher, a: BackwardArgs, streamChunks: boolean): Promise<RmsNormBackwardResult> {
     const dx = a.dx ?? resultArray(a.x.length);
     const dweight = a.weight ? (a.dweight ?? new Float32Array(a.dim)) : null;
-    const arrs = [a.dy, a.x, a.weight, a.rstd, dx, dweight];
-    const p = await this.run(d, FN_BACKWARD, BACKWARD, arrs, a.rows, a.dim, a.eps, streamChunks);
-    return { dx: p.result(4, dx), dweight: dweight && p.result(5, dweight) };
+    const arrs = [a.dy, a.x, a.weight, a.rstd, a.dresidual, dx, dweight];
+    const p = await this.run(d, FN_BACKWARD, BACKWARD, arrs, a.rows, a.dim, a, streamChunks);
+    return { dx: p.result(5, dx), dweight: dweight && p.result(6, dweight) };
   }
 
   /**
@@ -57,7 +58,7 @@ export class PoolCalls {
     arrs: readonly (Float32Array | null)[],
     rows: number,
     dim: number,
-    eps: number,
+    params: Params,
     streamChunks: boolean,
   ): Promise<Placement> {
     const p = this.placer.place(fn, op, arrs, rows, dim);
@@ -72,7 +73,7 @@ export class PoolCalls {
         operands: p.addrs,
         rows: e - s,
         dim,
-        eps,
+        params,
         work: op.cost * (e - s) * dim,
         blockAligned: op.blockAligned,
         accumulate: s > 0,

@@ -22,6 +22,7 @@ import {
   type RmsNormBackwardResult,
   type RmsNormOptions,
 } from '../validate.js';
+import { NO_PARAMS } from '../ops.js';
 import * as C from './control.js';
 import { Dispatcher } from './dispatch.js';
 import { FN_BACKWARD, FN_FORWARD, PoolCalls } from './operands.js';
@@ -211,7 +212,7 @@ class Pool implements RmsNormPool {
   private async execute(job: Job): Promise<void> {
     if (job.kind === 'ping' || job.kind === 'fail') {
       if (this.threads > 0) {
-        const spec = { op: job.kind === 'ping' ? C.Op.NOOP : C.Op.FAIL, operands: [], rows: 0, dim: 0, eps: 0, work: 0, blockAligned: false };
+        const spec = { op: job.kind === 'ping' ? C.Op.NOOP : C.Op.FAIL, operands: [], rows: 0, dim: 0, params: NO_PARAMS, work: 0, blockAligned: false };
         await this.dispatcher!.run(job.kind === 'fail' ? { ...spec, only: job.worker } : spec);
       }
       job.settle.resolve();
