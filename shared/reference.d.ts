@@ -62,10 +62,17 @@ export interface RefForward {
   /** One `1/sqrt(mean(x²) + eps)` per row. */
   rstd: Float64Array;
 }
-/** Float64 `1/sqrt(mean(x²) + eps)` per row of `x` (`rows × dim`), eps rounded to float32 first. */
-export declare function refRstd(x: Vec, dim: number, eps: number): Float64Array;
-/** Float64 RMSNorm forward; eps rounded to float32 first. */
-export declare function refForward(x: Vec, weight: Vec | null, dim: number, eps: number): RefForward;
+/** Float64 `1/sqrt(mean(x²) + eps)` per row of `x` (`rows × dim`), eps rounded to float32 first; the mean over the first `stat` (default `dim`). */
+export declare function refRstd(x: Vec, dim: number, eps: number, stat?: number): Float64Array;
+/** The variants (issue 11): the gain is `offset + weight`; rstd from the first `stat` elements of a row. */
+export interface RefVariant {
+  /** Added to the weight (default 0). */
+  offset?: number;
+  /** Elements rstd is estimated from (default `dim`). */
+  stat?: number;
+}
+/** Float64 RMSNorm forward; eps rounded to float32 first. A fused residual add: pass `h` as `x`. */
+export declare function refForward(x: Vec, weight: Vec | null, dim: number, eps: number, v?: RefVariant): RefForward;
 
 /** Result of {@link refBackward}. */
 export interface RefBackward {
@@ -80,13 +87,21 @@ export interface RefBackward {
   /** Per row: `rstd · rms(dy ⊙ weight)`, the natural magnitude of that row's dx. */
   dxScale: Float64Array;
   /**
-   * Per element: `rstd·|gy_i| + rstd³·mean(|gy ⊙ x|)·|x_i|`, the sizes of the two terms whose
-   * difference dx_i is: float32 rounding error in dx_i is a small multiple of 2^-24 times this.
+   * Per element: `rstd·|gy_i| + rstd³·mean(|gy ⊙ x|)·|x_i| (+ |dresidual_i|)`, the sizes of the
+   * terms dx_i is made of: float32 rounding error in dx_i is a small multiple of 2^-24 times this.
    */
   dxTerms: Float64Array;
 }
-/** Float64 RMSNorm backward; `rstd` given or recomputed from `x` and `eps`. */
-export declare function refBackward(dy: Vec, x: Vec, weight: Vec | null, dim: number, eps: number, rstd?: Vec): RefBackward;
+/** Float64 RMSNorm backward; `rstd` given or recomputed from `x` and `eps`; `dresidual` added to dx. */
+export declare function refBackward(
+  dy: Vec,
+  x: Vec,
+  weight: Vec | null,
+  dim: number,
+  eps: number,
+  rstd?: Vec | null,
+  v?: RefVariant & { dresidual?: Vec | null },
+): RefBackward;
 /** Float64 LayerNorm forward; `w`, `b` may be null. */
 export declare function refLayerNorm(x: Vec, w: Vec | null, b: Vec | null, dim: number, eps: number): { y: Float64Array };
 /** The kernels' float32 dweight summation (32-row blocks, in order), emulated with Math.fround. */

@@ -153,43 +153,55 @@ export function testWeight(dim, seed) {
 
 /**
  * Float64 `rstd = 1/sqrt(mean(x²) + eps)` per row of `x` (`rows × dim`), without y: rows of
- * 2^27 floats need no 1 GiB float64 output.
+ * 2^27 floats need no 1 GiB float64 output. `stat` (default `dim`): the mean over the first
+ * `stat` elements only (pRMSNorm).
  */
-export function refRstd(x, dim, eps) {
+export function refRstd(x, dim, eps, stat = dim) {
   const rows = x.length / dim;
   const e = Math.fround(eps);
   const rstd = new Float64Array(rows);
   for (let r = 0; r < rows; r++) {
     const o = r * dim;
     let ss = 0;
-    for (let i = 0; i < dim; i++) ss += x[o + i] * x[o + i];
-    rstd[r] = 1 / Math.sqrt(ss / dim + e);
+    for (let i = 0; i < stat; i++) ss += x[o + i] * x[o + i];
+    rstd[r] = 1 / Math.sqrt(ss / stat + e);
   }
   return rstd;
 }
 
-/** Float64 RMSNorm forward: `y = x · rstd · weight`, `rstd = 1/sqrt(mean(x²) + eps)` per row. */
-export function refForward(x, weight, dim, eps) {
+/** The gain of element `i`: `offset + weight[i]`, or 1 without a weight. */
+const gainOf = (weight, offset, i) => (weight ? offset + weight[i] : 1);
+
+/**
+ * Float64 RMSNorm forward: `y = x · rstd · (offset + weight)`, `rstd = 1/sqrt(mean(x²) + eps)`
+ * per row, the mean over the first `v.stat` elements (default all). For a fused residual add
+ * pass `x` = the float32 `h = x + residual`.
+ */
+export function refForward(x, weight, dim, eps, v = {}) {
+  const { offset = 0, stat = dim } = v;
   const rows = x.length / dim;
   const y = new Float64Array(x.length);
-  const rstd = refRstd(x, dim, eps);
+  const rstd = refRstd(x, dim, eps, stat);
   for (let r = 0; r < rows; r++) {
     const o = r * dim;
     const rs = rstd[r];
-    for (let i = 0; i < dim; i++) y[o + i] = x[o + i] * rs * (weight ? weight[i] : 1);
+    for (let i = 0; i < dim; i++) y[o + i] = x[o + i] * rs * gainOf(weight, offset, i);
   }
   return { y, rstd };
 }
 
 /**
- * Float64 RMSNorm backward. With `gy = dy ⊙ weight`, per row
- * `dx = rstd · gy − x · rstd³ · mean(gy ⊙ x)` and `dweight = Σ_rows dy ⊙ x · rstd`; also the
- * scales of their float32 rounding errors (see reference.d.ts). `rstd`: the per-row rstd to
- * use (e.g. the kernel's float32 one); recomputed in float64 from `x` and `eps` when omitted.
+ * Float64 RMSNorm backward. With `gy = dy ⊙ (offset + weight)`, per row
+ * `dx = rstd · gy − x · rstd³ · mean(gy ⊙ x) (+ dresidual)` and `dweight = Σ_rows dy ⊙ x · rstd`;
+ * also the scales of their float32 rounding errors (see reference.d.ts). `rstd`: the per-row
+ * rstd to use (e.g. the kernel's float32 one); recomputed in float64 from `x` and `eps` when
+ * omitted. `v`: `offset` (default 0), `stat` (pRMSNorm: rstd from the first `stat` elements, so
+ * `dx_i = rstd·gy_i − [i < stat]·x_i·rstd³·Σ(gy ⊙ x)/stat`), `dresidual` (added to dx).
  */
-export function refBackward(dy, x, weight, dim, eps, rstd) {
+export function refBackward(dy, x, weight, dim, eps, rstd, v = {}) {
+  const { offset = 0, stat = dim, dresidual = null } = v;
   const rows = x.length / dim;
-  const rs = rstd ? Float64Array.from(rstd) : refRstd(x, dim, eps);
+  const rs = rstd ? Float64Array.from(rstd) : refRstd(x, dim, eps, stat);
   const dx = new Float64Array(x.length);
   const dweight = weight ? new Float64Array(dim) : null;
   const dweightAbs = weight ? new Float64Array(dim) : null;
@@ -202,18 +214,20 @@ export function refBackward(dy, x, weight, dim, eps, rstd) {
     let cAbs = 0;
     let gg = 0;
     for (let i = 0; i < dim; i++) {
-      const gy = dy[o + i] * (weight ? weight[i] : 1);
+      const gy = dy[o + i] * gainOf(weight, offset, i);
       c += gy * x[o + i];
       cAbs += Math.abs(gy * x[o + i]);
       gg += gy * gy;
     }
-    const b = a * a * a * (c / dim);
-    const bAbs = a * a * a * (cAbs / dim);
+    const b = a * a * a * (c / stat);
+    const bAbs = a * a * a * (cAbs / stat);
     dxScale[r] = a * Math.sqrt(gg / dim);
     for (let i = 0; i < dim; i++) {
-      const gy = dy[o + i] * (weight ? weight[i] : 1);
-      dx[o + i] = a * gy - b * x[o + i];
-      dxTerms[o + i] = Math.abs(a * gy) + bAbs * Math.abs(x[o + i]);
+      const gy = dy[o + i] * gainOf(weight, offset, i);
+      const bi = i < stat ? b : 0;
+      const dh = dresidual ? dresidual[o + i] : 0;
+      dx[o + i] = a * gy - bi * x[o + i] + dh;
+      dxTerms[o + i] = Math.abs(a * gy) + (i < stat ? bAbs : 0) * Math.abs(x[o + i]) + Math.abs(dh);
       if (dweight && dweightAbs) {
         const t = dy[o + i] * x[o + i] * a;
         dweight[i] += t;
