@@ -14,6 +14,7 @@ import { initSync } from '../wasm/bench-simd/rmsnorm_wasm.js';
 interface BenchExports {
   layer_norm_forward(x: number, w: number, b: number, y: number, rows: number, dim: number, eps: number): number;
   copy_f32(src: number, dst: number, n: number): number;
+  add_f32(a: number, b: number, out: number, n: number): number;
 }
 
 /** The bench build's instance and its two extra kernels (every array a view of its memory). */
@@ -23,6 +24,8 @@ export interface BenchKernels {
   layerNorm(x: Float32Array, w: Float32Array, b: Float32Array, y: Float32Array, eps: number): void;
   /** Copies `src` to `dst` (equal lengths, not overlapping) with v128 loads and stores. */
   copy(src: Float32Array, dst: Float32Array): void;
+  /** `out = a + b` (equal lengths; `out` may be `a` or `b`) with v128 adds: the unfused residual add. */
+  add(a: Float32Array, b: Float32Array, out: Float32Array): void;
 }
 
 let loaded: Promise<BenchKernels> | null = null;
@@ -48,6 +51,10 @@ export function benchKernels(): Promise<BenchKernels> {
       copy(src, dst) {
         if (src.length !== dst.length) throw new RangeError('copy: src and dst must have equal lengths');
         checkStatus('copy', exports.copy_f32(held(src), held(dst), src.length));
+      },
+      add(a, b, out) {
+        if (a.length !== b.length || a.length !== out.length) throw new RangeError('add: a, b and out must have equal lengths');
+        checkStatus('add', exports.add_f32(held(a), held(b), held(out), a.length));
       },
     };
   })();

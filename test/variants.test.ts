@@ -8,6 +8,7 @@
  * `rstdTolerance`, dx `rowTolerance(dxScale)` widened by the residual gradient's size,
  * dweight `dweightTolerance`.
  */
+import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadRmsNorm, statOf, type RmsNorm } from '../dist/index.js';
 import {
@@ -330,5 +331,69 @@ describe('bad variant options: a clear error before anything is written', () => 
     }
     // and the module keeps working
     expect(m.rmsNorm(x, w, { residual: x.slice(), offset: 1, partial: 0.5 }).length).toBe(16);
+  });
+});
+
+describe('properties: random shapes and variant options against the float64 reference (fast-check)', () => {
+  let m: RmsNorm;
+  beforeAll(async () => {
+    m = await loadRmsNorm('simd');
+  });
+  const SEED = Number(process.env.FC_SEED ?? 0x11);
+
+  it('forward y/rstd/h and backward dx/dweight within the stated tolerances', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 12 }),
+        fc.integer({ min: 1, max: 300 }),
+        fc.boolean(),
+        fc.constantFrom(0, 1, -0.5, 3),
+        fc.double({ min: 1e-3, max: 1, noNaN: true }),
+        fc.double({ min: 1e-6, max: 1e3, noNaN: true }),
+        fc.integer({ min: 1, max: 2 ** 30 }),
+        (rows, dim, fused, offset, partial, scale, seed) => {
+          const stat = statOf(partial, dim);
+          const x = randn(rows * dim, seed, scale);
+          const r = randn(rows * dim, seed + 1, scale);
+          const w = testWeight(dim, seed + 2);
+          const dy = randn(rows * dim, seed + 3);
+          const dh = randn(rows * dim, seed + 4, 0.1);
+          const residual = fused ? r.slice() : undefined;
+          const rstd = new Float32Array(rows);
+          const y = m.rmsNorm(x, w, { residual, offset, partial, rstd });
+          const h = fused ? addF32(x, r) : x;
+          if (residual && firstBitDiff(residual, h) !== -1) return false;
+          const ref = refForward(h, w, dim, 1e-6, { offset, stat });
+          if (mismatch(y, ref.y, yTolerance, 'y') !== null) return false;
+          if (mismatch(rstd, ref.rstd, rstdTolerance, 'rstd') !== null) return false;
+          const dresidual = fused ? dh : undefined;
+          const b = m.rmsNormBackward(dy, h, w, { offset, partial, dresidual, rstd });
+          const rb = refBackward(dy, h, w, dim, 1e-6, rstd, { offset, stat, dresidual: dresidual ?? null });
+          const dxTol = (i: number, v: number) => 1e-5 * (rb.dxTerms[i]! + Math.abs(v)) + 1e-30;
+          if (mismatch(b.dx, rb.dx, dxTol, 'dx') !== null) return false;
+          return mismatch(b.dweight!, rb.dweight!, dweightTolerance(rb.dweightAbs!, rows), 'dweight') === null;
+        },
+      ),
+      { seed: SEED, numRuns: Number(process.env.FC_RUNS ?? 150) },
+    );
+  });
+
+  it('edge rows: the first k elements zero, huge or tiny (the float64 path), with partial', () => {
+    const dim = 64;
+    const partial = 0.25; // k = 16
+    const w = testWeight(dim, 1);
+    for (const head of [0, 1e20, 1e-30]) {
+      const x = randn(dim, 2);
+      for (let i = 0; i < 16; i++) x[i] = head * (i % 2 ? -1 : 1);
+      const rstd = new Float32Array(1);
+      const y = m.rmsNorm(x, w, { partial, rstd, offset: 1 });
+      const ref = refForward(x, w, dim, 1e-6, { offset: 1, stat: 16 });
+      expect(mismatch(rstd, ref.rstd, rstdTolerance, `rstd, head ${head}`)).toBeNull();
+      expect(mismatch(y, ref.y, yTolerance, `y, head ${head}`)).toBeNull();
+      const dy = randn(dim, 3);
+      const b = m.rmsNormBackward(dy, x, w, { partial, offset: 1 });
+      const rb = refBackward(dy, x, w, dim, 1e-6, null, { offset: 1, stat: 16 });
+      expect(mismatch(b.dx, rb.dx, (i, v) => 1e-5 * (rb.dxTerms[i]! + Math.abs(v)) + 1e-30, `dx, head ${head}`)).toBeNull();
+    }
   });
 });

@@ -205,7 +205,9 @@ pub fn rms_norm_backward(
             return Err(E_SHARD);
         }
         // SAFETY: every range was checked to lie inside memory.
-        unsafe { kernel::backward_span::<Native>(&k, row0, rows, total, dw as *mut f32, work as *mut f32) };
+        unsafe {
+            kernel::backward_span::<Native>(&k, row0, rows, total, dw as *mut f32, work as *mut f32)
+        };
         Ok(())
     })())
 }
@@ -248,13 +250,25 @@ pub fn rms_norm_backward_rows(
 /// `dw = Σ_b partials[b·dim ..]` (blocks in order), onto zero or, when `accumulate` is 1, onto
 /// `dw` as it is (the pool's later segments of one streamed matrix).
 #[wasm_bindgen]
-pub fn reduce_partials(partials: usize, blocks: usize, dim: usize, dw: usize, accumulate: u32) -> u32 {
+pub fn reduce_partials(
+    partials: usize,
+    blocks: usize,
+    dim: usize,
+    dw: usize,
+    accumulate: u32,
+) -> u32 {
     status((|| {
         span(partials, matrix(blocks, dim)?, true)?;
         span(dw, dim, true)?;
         // SAFETY: checked above.
         unsafe {
-            kernel::reduce_partials::<Native>(partials as *const f32, blocks, dim, dw as *mut f32, accumulate != 0)
+            kernel::reduce_partials::<Native>(
+                partials as *const f32,
+                blocks,
+                dim,
+                dw as *mut f32,
+                accumulate != 0,
+            )
         };
         Ok(())
     })())
@@ -305,6 +319,21 @@ pub fn copy_f32(src: usize, dst: usize, n: usize) -> u32 {
         span(dst, n, true)?;
         // SAFETY: checked above; non-overlap is the caller's contract.
         unsafe { kernel::copy::<Native>(src as *const f32, dst as *mut f32, n) };
+        Ok(())
+    })())
+}
+
+/// `out = a + b` over `n` floats (`out` may equal `a` or `b`): the benchmark's unfused residual
+/// add. Only in the benchmark's build (feature `bench-kernels`).
+#[cfg(feature = "bench-kernels")]
+#[wasm_bindgen]
+pub fn add_f32(a: usize, b: usize, out: usize, n: usize) -> u32 {
+    status((|| {
+        span(a, n, true)?;
+        span(b, n, true)?;
+        span(out, n, true)?;
+        // SAFETY: checked above; the kernel reads each element before writing it.
+        unsafe { kernel::add::<Native>(a as *const f32, b as *const f32, out as *mut f32, n) };
         Ok(())
     })())
 }

@@ -155,7 +155,11 @@ unsafe fn dot_gy_x<V: F32x4, const W: bool, const O: bool>(
         },
         |i| {
             let xv = *x.add(i);
-            let gy = if W { *dy.add(i) * gain1::<O>(g, offset, i) } else { *dy.add(i) };
+            let gy = if W {
+                *dy.add(i) * gain1::<O>(g, offset, i)
+            } else {
+                *dy.add(i)
+            };
             [gy * xv, if with_ss { xv * xv } else { 0.0 }]
         },
     );
@@ -202,7 +206,13 @@ unsafe fn add_rows<V: F32x4>(x: *const f32, res: *const f32, h: *mut f32, n: usi
 /// of `h²` over its first `stat` (in [`fold_long`]'s order, so with `stat = n` the same bits as
 /// [`sum_sq`] of a precomputed `h`). One read of `x` and `res`, one write of `h`.
 #[inline(always)]
-unsafe fn add_sum_sq<V: F32x4>(x: *const f32, res: *const f32, h: *mut f32, n: usize, stat: usize) -> f32 {
+unsafe fn add_sum_sq<V: F32x4>(
+    x: *const f32,
+    res: *const f32,
+    h: *mut f32,
+    n: usize,
+    stat: usize,
+) -> f32 {
     let [s] = fold_long::<V, 1>(
         stat,
         |i| {
@@ -271,7 +281,9 @@ unsafe fn scale_row<V: F32x4, const W: bool, const O: bool>(
 unsafe fn add_into<V: F32x4>(acc: *mut f32, src: *const f32, n: usize) {
     let mut i = 0;
     while i + 4 <= n {
-        V::load(acc.add(i)).add(V::load(src.add(i))).store(acc.add(i));
+        V::load(acc.add(i))
+            .add(V::load(src.add(i)))
+            .store(acc.add(i));
         i += 4;
     }
     while i < n {
@@ -308,9 +320,27 @@ pub struct Forward {
 
 impl Forward {
     /// A plain forward: no residual, no offset, the rms over the whole row.
-    pub fn plain(x: *const f32, g: *const f32, y: *mut f32, rstd: *mut f32, dim: usize, eps: f32) -> Self {
+    pub fn plain(
+        x: *const f32,
+        g: *const f32,
+        y: *mut f32,
+        rstd: *mut f32,
+        dim: usize,
+        eps: f32,
+    ) -> Self {
         let h = core::ptr::null_mut();
-        Forward { x, res: core::ptr::null(), g, y, h, rstd, dim, eps, offset: 0.0, stat: dim }
+        Forward {
+            x,
+            res: core::ptr::null(),
+            g,
+            y,
+            h,
+            rstd,
+            dim,
+            eps,
+            offset: 0.0,
+            stat: dim,
+        }
     }
 }
 
@@ -318,13 +348,19 @@ impl Forward {
 /// floats (with `F`, forming and writing `h = x + res` over the whole row in the same pass),
 /// then the scaling, which reads the row again while it is still in cache.
 #[inline(always)]
-unsafe fn forward_row<V: F32x4, const W: bool, const O: bool, const F: bool>(k: &Forward, row: usize) -> f32 {
+unsafe fn forward_row<V: F32x4, const W: bool, const O: bool, const F: bool>(
+    k: &Forward,
+    row: usize,
+) -> f32 {
     let n = k.dim;
     let off = row * n;
     let y = k.y.add(off);
     let (src, ss) = if F {
         let h = k.h.add(off);
-        (h as *const f32, add_sum_sq::<V>(k.x.add(off), k.res.add(off), h, n, k.stat))
+        (
+            h as *const f32,
+            add_sum_sq::<V>(k.x.add(off), k.res.add(off), h, n, k.stat),
+        )
     } else {
         let x = k.x.add(off);
         (x, sum_sq::<V>(x, k.stat))
@@ -342,7 +378,11 @@ unsafe fn forward_row<V: F32x4, const W: bool, const O: bool, const F: bool>(k: 
 /// below f32's range.
 #[cold]
 #[inline(never)]
-unsafe fn forward_row_f64<const W: bool, const O: bool>(k: &Forward, src: *const f32, y: *mut f32) -> f32 {
+unsafe fn forward_row_f64<const W: bool, const O: bool>(
+    k: &Forward,
+    src: *const f32,
+    y: *mut f32,
+) -> f32 {
     let mut ss = 0f64;
     for i in 0..k.stat {
         let v = *src.add(i) as f64;
@@ -351,7 +391,11 @@ unsafe fn forward_row_f64<const W: bool, const O: bool>(k: &Forward, src: *const
     let r = 1.0 / (ss / k.stat as f64 + k.eps as f64).sqrt();
     for i in 0..k.dim {
         let v = *src.add(i) as f64 * r;
-        *y.add(i) = if W { v * gain1::<O>(k.g, k.offset, i) as f64 } else { v } as f32;
+        *y.add(i) = if W {
+            v * gain1::<O>(k.g, k.offset, i) as f64
+        } else {
+            v
+        } as f32;
     }
     r as f32
 }
@@ -442,7 +486,18 @@ impl Backward {
         eps: f32,
     ) -> Self {
         let dh = core::ptr::null();
-        Backward { dy, x, g, rstd, dh, dx, dim, eps, offset: 0.0, stat: dim }
+        Backward {
+            dy,
+            x,
+            g,
+            rstd,
+            dh,
+            dx,
+            dim,
+            eps,
+            offset: 0.0,
+            stat: dim,
+        }
     }
 }
 
@@ -471,7 +526,11 @@ unsafe fn backward_elems<V: F32x4, const W: bool, const O: bool, const D: bool, 
             let pv = V::load(p.add(i));
             pv.add(d.mul(xv.mul(av))).store(p.add(i));
         }
-        let v = if B { av.mul(gy).sub(bv.mul(xv)) } else { av.mul(gy) };
+        let v = if B {
+            av.mul(gy).sub(bv.mul(xv))
+        } else {
+            av.mul(gy)
+        };
         if D {
             v.add(V::load(dh.add(i)))
         } else {
@@ -549,8 +608,15 @@ unsafe fn backward_row<V: F32x4, const W: bool, const R: bool, const O: bool, co
 /// pRMSNorm's backward sums: `Σ gy·x` over the row and `Σ x²` over its first `stat`. Out of
 /// line, so that the code of whole rows (every plain call) stays as small as before.
 #[inline(never)]
-unsafe fn partial_sums<V: F32x4, const W: bool, const O: bool>(k: &Backward, dy: *const f32, x: *const f32) -> (f32, f32) {
-    (dot_gy_x::<V, W, O>(dy, k.g, k.offset, x, k.dim, false).0, sum_sq::<V>(x, k.stat))
+unsafe fn partial_sums<V: F32x4, const W: bool, const O: bool>(
+    k: &Backward,
+    dy: *const f32,
+    x: *const f32,
+) -> (f32, f32) {
+    (
+        dot_gy_x::<V, W, O>(dy, k.g, k.offset, x, k.dim, false).0,
+        sum_sq::<V>(x, k.stat),
+    )
 }
 
 /// The backward of a row f32 cannot do faithfully (rms outside about [1e-12, 1e12], overflow
@@ -845,4 +911,13 @@ pub unsafe fn copy<V: F32x4>(src: *const f32, dst: *mut f32, n: usize) {
         *dst.add(i) = *src.add(i);
         i += 1;
     }
+}
+
+/// `out = a + b` over `n` floats (lane-wise; `out` may equal `a` or `b`): the unfused residual
+/// add the benchmark compares the fused forward against.
+///
+/// # Safety
+/// `a`, `b` readable and `out` writable for `n` floats.
+pub unsafe fn add<V: F32x4>(a: *const f32, b: *const f32, out: *mut f32, n: usize) {
+    add_rows::<V>(a, b, out, n)
 }

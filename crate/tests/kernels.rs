@@ -522,8 +522,16 @@ fn in_place_aliasing_gives_the_same_bits() {
             let mut work = vec![0f32; dim];
             let p = buf.as_mut_ptr();
             let k = Backward::plain(
-                if alias_dy { p as *const f32 } else { dy.as_ptr() },
-                if alias_dy { x.as_ptr() } else { p as *const f32 },
+                if alias_dy {
+                    p as *const f32
+                } else {
+                    dy.as_ptr()
+                },
+                if alias_dy {
+                    x.as_ptr()
+                } else {
+                    p as *const f32
+                },
                 w.as_ptr(),
                 ptr::null(),
                 p,
@@ -757,11 +765,22 @@ fn backward_in_spans_gives_the_same_bits_as_one_call() {
                         );
                         // SAFETY: every pointer is valid for n rows; dg2 and work hold dim.
                         unsafe {
-                            kernel::backward_span::<V>(&k, r0, n, rows, dg2.as_mut_ptr(), work.as_mut_ptr())
+                            kernel::backward_span::<V>(
+                                &k,
+                                r0,
+                                n,
+                                rows,
+                                dg2.as_mut_ptr(),
+                                work.as_mut_ptr(),
+                            )
                         };
                         r0 += n;
                     }
-                    let what = format!("rows {rows}, dim {dim}, span {span}, gain {}, rstd {}", g.is_some(), r.is_some());
+                    let what = format!(
+                        "rows {rows}, dim {dim}, span {span}, gain {}, rstd {}",
+                        g.is_some(),
+                        r.is_some()
+                    );
                     assert!(same_bits(&dx, &dx2), "dx, {what}");
                     if let Some(dg) = &dg {
                         assert!(same_bits(dg, &dg2), "dg, {what}");
@@ -786,14 +805,30 @@ fn long_rows_keep_rstd_within_2e_6_of_float64() {
             let x: Vec<f32> = (0..n)
                 .map(|_| {
                     let u = rng.uniform();
-                    if near_constant { 1.0 + 1e-3 * u } else { 2.0 * u - 1.0 }
+                    if near_constant {
+                        1.0 + 1e-3 * u
+                    } else {
+                        2.0 * u - 1.0
+                    }
                 } as f32)
                 .collect();
-            let what = format!("2^{log2} {}", if near_constant { "near-constant" } else { "uniform" });
+            let what = format!(
+                "2^{log2} {}",
+                if near_constant {
+                    "near-constant"
+                } else {
+                    "uniform"
+                }
+            );
             let (y, rstd) = forward(&x, None, n, 1e-6);
             let r = ref_forward(&x, None, n, 1e-6);
             let rel = (rstd[0] as f64 - r.rstd[0]).abs() / r.rstd[0];
-            assert!(rel <= 2e-6, "{what}: rstd {} vs float64 {}: relative error {rel:.2e}", rstd[0], r.rstd[0]);
+            assert!(
+                rel <= 2e-6,
+                "{what}: rstd {} vs float64 {}: relative error {rel:.2e}",
+                rstd[0],
+                r.rstd[0]
+            );
             assert_close(&format!("{what} y"), &y, &r.y, y_tol);
             let dy: Vec<f32> = (0..n).map(|_| (2.0 * rng.uniform() - 1.0) as f32).collect();
             let (dx, _) = backward(&dy, &x, None, None, n, 1e-6);

@@ -1,0 +1,219 @@
+/**
+ * The variants against what a user would do without them (issue 11), on the `simd` kernel:
+ *
+ * - fused residual add, forward: `rmsNorm(x, w, { residual })` (h written into `residual`)
+ *   against the two steps `residual += x` then `rmsNorm(residual, w)` — on plain arrays (the
+ *   default call, the add a JS loop) and on views of wasm memory (the add a v128 wasm loop);
+ * - fused residual add, backward: `rmsNormBackward(dy, h, w, { dresidual, rstd })` against
+ *   the plain backward followed by `dx += dresidual` (JS loop / wasm loop);
+ * - pRMSNorm at partial = 6.25% against full RMSNorm (forward and backward, default call and
+ *   zero-copy): the paper's speed-up comes from reading less of the row for the statistics.
+ *
+ * Each pair is timed in alternating rounds (A then B, then B then A, ...) with tinybench, and
+ * the figure is the median over rounds of the per-round ratio of medians, so that both sides
+ * see the same machine load. Before timing, each pair's outputs are checked to have the same
+ * bits (the fused kernels compute exactly the two steps' float32 operations).
+ *
+ * Run: `npm run bench:variants` (env ROUNDS, default 7; SHAPES, default
+ * 64x4096,1024x5120,1x4096,512x896). Writes bench/results/variants.json.
+ * @module
+ */
+import { writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { Bench } from 'tinybench';
+import { benchKernels } from './bench-kernels.js';
+import { firstBitDiff, parseShape, randn, testRows, testWeight } from '../shared/reference.js';
+
+const ROUNDS = Number(process.env.ROUNDS ?? 7);
+const SHAPES = (process.env.SHAPES ?? "64x4096,1024x5120,1x4096,512x896").split(",").map((s) => parseShape(s));
+/** The issue's targets: fused / unfused speed, per pair name (missing: no target). */
+const TARGETS: Record<string, number> = {
+  'fused add forward, default call': 1.4,
+  'fused add forward, zero-copy': 1.25,
+  'fused add backward, default call': 1.3,
+  'fused add backward, zero-copy': 1.3,
+};
+const TARGET_SHAPES = new Set(['64x4096', '1024x5120']);
+
+const bk = await benchKernels();
+const m = bk.m;
+
+/** A pair: `fast` (the variant) against `slow` (the way without it); `check` compares outputs. */
+interface Pair {
+  name: string;
+  slow: () => void;
+  fast: () => void;
+  check?: () => string | null;
+}
+
+function jsAdd(a: Float32Array, b: Float32Array): void {
+  for (let i = 0; i < a.length; i++) a[i]! += b[i]!;
+}
+
+function pairsFor(rows: number, dim: number): Pair[] {
+  const n = rows * dim;
+  const x = testRows(rows, dim, 1);
+  const r0 = randn(n, 2, 0.5);
+  const dy = randn(n, 3);
+  const dh = randn(n, 4, 0.3);
+  const w = testWeight(dim, 5);
+  // Plain arrays: the residual stream is updated in place each call, as in a model's loop.
+  const rA = r0.slice();
+  const rB = r0.slice();
+  const h = r0.slice();
+  jsAdd(h, x);
+  const rstd = new Float32Array(rows);
+  m.rmsNorm(h, w, { rstd });
+  // Views of wasm memory.
+  const buf = (a: Float32Array) => {
+    const b = m.allocF32(a.length);
+    b.view().set(a);
+    return b;
+  };
+  const [vx, vrA, vrB, vy, vdy, vdh, vh, vdx, vw, vrstd] = [x, r0, r0, x, dy, dh, h, x, w, rstd].map(buf);
+  const V = () => ({
+    x: vx!.view(), rA: vrA!.view(), rB: vrB!.view(), y: vy!.view(), dy: vdy!.view(), dh: vdh!.view(),
+    h: vh!.view(), dx: vdx!.view(), w: vw!.view(), rstd: vrstd!.view(),
+  });
+  const v = V();
+  const dxOut = new Float32Array(n);
+  const dwOut = new Float32Array(dim);
+  const dxOut2 = new Float32Array(n);
+  const dwOut2 = new Float32Array(dim);
+  const bits = (a: Float32Array, b: Float32Array, what: string) => (firstBitDiff(a, b) === -1 ? null : `${what} differs at ${firstBitDiff(a, b)}`);
+  return [
+    {
+      name: 'fused add forward, default call',
+      slow: () => {
+        jsAdd(rA, x);
+        m.rmsNorm(rA, w);
+      },
+      fast: () => {
+        m.rmsNorm(x, w, { residual: rB });
+      },
+      check: () => {
+        const a = r0.slice();
+        const b = r0.slice();
+        jsAdd(a, x);
+        return bits(m.rmsNorm(a, w), m.rmsNorm(x, w, { residual: b }), 'y') ?? bits(a, b, 'h');
+      },
+    },
+    {
+      name: 'fused add forward, zero-copy',
+      slow: () => {
+        bk.add(v.rA, v.x, v.rA);
+        m.rmsNorm(v.rA, v.w, { out: v.y });
+      },
+      fast: () => {
+        m.rmsNorm(v.x, v.w, { residual: v.rB, out: v.y });
+      },
+    },
+    {
+      name: 'fused add backward, default call',
+      slow: () => {
+        const { dx } = m.rmsNormBackward(dy, h, w, { rstd });
+        jsAdd(dx, dh);
+      },
+      fast: () => {
+        m.rmsNormBackward(dy, h, w, { rstd, dresidual: dh });
+      },
+      check: () => {
+        const a = m.rmsNormBackward(dy, h, w, { rstd });
+        jsAdd(a.dx, dh);
+        const b = m.rmsNormBackward(dy, h, w, { rstd, dresidual: dh });
+        return bits(a.dx, b.dx, 'dx') ?? bits(a.dweight!, b.dweight!, 'dweight');
+      },
+    },
+    {
+      name: 'fused add backward, zero-copy',
+      slow: () => {
+        m.rmsNormBackward(v.dy, v.h, v.w, { rstd: v.rstd, dx: v.dx, dweight: dwOut });
+        bk.add(v.dx, v.dh, v.dx);
+      },
+      fast: () => {
+        m.rmsNormBackward(v.dy, v.h, v.w, { rstd: v.rstd, dx: v.dx, dweight: dwOut, dresidual: v.dh });
+      },
+    },
+    {
+      name: 'pRMSNorm 6.25% forward, default call',
+      slow: () => m.rmsNorm(x, w),
+      fast: () => m.rmsNorm(x, w, { partial: 0.0625 }),
+    },
+    {
+      name: 'pRMSNorm 6.25% forward, zero-copy',
+      slow: () => m.rmsNorm(v.x, v.w, { out: v.y }),
+      fast: () => m.rmsNorm(v.x, v.w, { out: v.y, partial: 0.0625 }),
+    },
+    {
+      name: 'pRMSNorm 6.25% backward, default call (rstd recomputed)',
+      slow: () => m.rmsNormBackward(dy, x, w, { dx: dxOut, dweight: dwOut }),
+      fast: () => m.rmsNormBackward(dy, x, w, { dx: dxOut2, dweight: dwOut2, partial: 0.0625 }),
+    },
+  ];
+}
+
+/** Median latency (ms) of `f` over a short tinybench run. */
+async function median(f: () => void, n: number): Promise<number> {
+  const budget = Math.min(400, Math.max(60, n / 2e5));
+  const bench = new Bench({ time: budget, warmupTime: 20, iterations: 5, throws: true });
+  bench.add('t', f);
+  await bench.run();
+  const r = bench.tasks[0]!.result;
+  if (r.state !== 'completed') throw new Error(`tinybench task ended in state ${r.state}`);
+  return r.latency.p50;
+}
+
+const q = (a: number[], p: number) => [...a].sort((u, v) => u - v)[Math.floor(p * (a.length - 1))]!;
+
+interface Row {
+  shape: string;
+  pair: string;
+  slowUs: number;
+  fastUs: number;
+  speedup: number;
+  iqr: [number, number];
+  target: number | null;
+  met: boolean | null;
+}
+const rows: Row[] = [];
+console.log(`load ${os.loadavg()[0]!.toFixed(2)}, ${ROUNDS} rounds per pair`);
+console.log('shape      | pair                                                | without (µs) | with (µs) | speed-up (IQR)       | target');
+for (const { rows: r, dim: d } of SHAPES) {
+  const shape = `${r}x${d}`;
+  for (const p of pairsFor(r, d)) {
+    const bad = p.check?.();
+    if (bad) throw new Error(`${shape} ${p.name}: outputs differ (${bad})`);
+    const ratios: number[] = [];
+    const slow: number[] = [];
+    const fast: number[] = [];
+    for (let k = 0; k < ROUNDS; k++) {
+      const order = k % 2 === 0 ? [p.slow, p.fast] : [p.fast, p.slow];
+      const t0 = await median(order[0]!, r * d);
+      const t1 = await median(order[1]!, r * d);
+      const [s, f] = k % 2 === 0 ? [t0, t1] : [t1, t0];
+      slow.push(s);
+      fast.push(f);
+      ratios.push(s / f);
+    }
+    const target = TARGET_SHAPES.has(shape) ? (TARGETS[p.name] ?? null) : null;
+    const row: Row = {
+      shape,
+      pair: p.name,
+      slowUs: q(slow, 0.5) * 1000,
+      fastUs: q(fast, 0.5) * 1000,
+      speedup: q(ratios, 0.5),
+      iqr: [q(ratios, 0.25), q(ratios, 0.75)],
+      target,
+      met: target === null ? null : q(ratios, 0.5) >= target,
+    };
+    rows.push(row);
+    const t = target === null ? '' : `≥ ${target}× ${row.met ? 'met' : 'MISSED'}`;
+    console.log(
+      `${shape.padEnd(10)} | ${p.name.padEnd(51)} | ${row.slowUs.toFixed(1).padStart(12)} | ${row.fastUs.toFixed(1).padStart(9)} | ` +
+        `${row.speedup.toFixed(2)}× (${row.iqr[0].toFixed(2)}–${row.iqr[1].toFixed(2)})`.padEnd(20) + ` | ${t}`,
+    );
+  }
+}
+const out = new URL('./results/variants.json', import.meta.url);
+writeFileSync(out, JSON.stringify({ date: new Date().toISOString(), load: os.loadavg(), node: process.version, rounds: ROUNDS, rows }, null, 2) + '\n');
+console.log(`wrote ${out.pathname}`);
