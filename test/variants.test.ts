@@ -397,3 +397,31 @@ describe('properties: random shapes and variant options against the float64 refe
     }
   });
 });
+
+describe('createRmsNorm with offset and partial', () => {
+  it('gives the bits of the one-off calls with the same options', async () => {
+    const m = await loadRmsNorm('simd');
+    const dim = 1000;
+    const rows = 20;
+    const x = testRows(rows, dim, 31);
+    const dy = randn(rows * dim, 32);
+    const w = testWeight(dim, 33);
+    const opts = { offset: 1, partial: 0.0625 };
+    const layer = m.createLayer(w, opts);
+    try {
+      expect(layer.stat).toBe(63);
+      const rstd = new Float32Array(rows);
+      const y = m.rmsNorm(x, w, { ...opts, rstd });
+      expect(firstBitDiff(layer.forward(x), y)).toBe(-1);
+      expect(firstBitDiff(layer.rstd, rstd)).toBe(-1);
+      const a = m.rmsNormBackward(dy, x, w, { ...opts, rstd });
+      const b = layer.backward(dy, x, { rstd: layer.rstd });
+      expect(firstBitDiff(b.dx, a.dx)).toBe(-1);
+      expect(firstBitDiff(b.dweight!, a.dweight!)).toBe(-1);
+      expect(() => m.createLayer(w, { partial: 2 })).toThrow(RangeError);
+      expect(() => m.createLayer(null, { dim, offset: 1 })).toThrow(/needs a weight/);
+    } finally {
+      layer.free();
+    }
+  });
+});
