@@ -1,0 +1,164 @@
+/**
+ * The `rmsnorm-wasm` command (bin.ts runs it): `rmsnorm-wasm normalize IN OUT [options]` (see {@link USAGE}),
+ * a thin shell over {@link normalizeFile}: argument parsing, a progress line on a terminal,
+ * the summary, exit codes, and Ctrl-C. Exit codes: 0 done, 1 a bad file or failed run, 2 bad
+ * usage, 130 interrupted (SIGINT; the temporary output is removed).
+ * @module
+ */
+import { readFileSync } from 'node:fs';
+import { clearLine, cursorTo } from 'node:readline';
+import { parseArgs } from 'node:util';
+import { normalizeFile, type NormalizeProgress, type NormalizeSummary } from './file.js';
+
+const USAGE = `Usage: rmsnorm-wasm normalize IN OUT [options]
+
+Normalizes every row of IN (NumPy .npy float32, C order, the last axis is the row; or raw
+little-endian float32 with --dim) with RMSNorm on worker threads, writing OUT in the same
+format. OUT appears only when complete; IN is never modified.
+
+Options:
+  --weight W      the gain: a .npy or raw float32 file of dim elements (default: none)
+  --eps E         added inside the square root (default 1e-6)
+  --dim D         row length (raw input; default: the weight's length)
+  --threads N     worker threads (default: one per core)
+  --offset O      add O to the weight: the gain is O + weight (Gemma: 1; default 0)
+  --partial P     pRMSNorm: rms from the first ceil(P * dim) elements, 0 < P <= 1 (default 1)
+  --rstd FILE     also write each row's rstd (same format as IN)
+  --format F      npy or raw (default: npy for a .npy name, else raw)
+  --in-place      allow OUT to be IN (still through a temporary file)
+  --quiet         print nothing but errors
+  --json          print the summary as JSON
+  --help, --version`;
+
+function version(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+  return pkg.version;
+}
+
+class UsageError extends Error {}
+
+function num(name: string, v: string | undefined, integer = false): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (v.trim() === '' || !Number.isFinite(n) || (integer && !Number.isInteger(n))) {
+    throw new UsageError(`--${name} must be ${integer ? 'an integer' : 'a number'}, got ${JSON.stringify(v)}`);
+  }
+  return n;
+}
+
+const MB = 1e6;
+
+/** The live progress line (terminal only): rows done, percent, GB/s, ETA. */
+function progressLine(p: NormalizeProgress): string {
+  const pct = p.totalBytes ? (100 * p.bytes) / p.totalBytes : 100;
+  const rate = p.seconds > 0 ? p.bytes / p.seconds : 0;
+  const eta = rate > 0 ? (p.totalBytes - p.bytes) / rate : 0;
+  return `${p.rows.toLocaleString('en-US')}/${p.totalRows.toLocaleString('en-US')} rows  ${pct.toFixed(1)}%  ${(rate / 1e9).toFixed(2)} GB/s  ETA ${eta.toFixed(0)} s`;
+}
+
+function summaryLine(s: NormalizeSummary): string {
+  return (
+    `normalized ${s.rows.toLocaleString('en-US')} rows × ${s.dim} (${s.dtype}, ${(s.bytes / MB).toFixed(1)} MB) ` +
+    `in ${s.seconds.toFixed(2)} s: ${s.gbPerS.toFixed(2)} GB/s on ${s.threads} thread${s.threads === 1 ? '' : 's'} → ${s.output}`
+  );
+}
+
+/** Runs the command with `argv` (without node and the script); resolves to the exit code. */
+export async function main(argv: string[]): Promise<number> {
+  let values: Record<string, string | boolean | undefined>;
+  let positionals: string[];
+  try {
+    ({ values, positionals } = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      strict: true,
+      options: {
+        weight: { type: 'string' },
+        eps: { type: 'string' },
+        dim: { type: 'string' },
+        threads: { type: 'string' },
+        offset: { type: 'string' },
+        partial: { type: 'string' },
+        rstd: { type: 'string' },
+        format: { type: 'string' },
+        'in-place': { type: 'boolean' },
+        quiet: { type: 'boolean' },
+        json: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+        version: { type: 'boolean', short: 'v' },
+      },
+    }));
+  } catch (e) {
+    process.stderr.write(`rmsnorm-wasm: ${(e as Error).message}\n\n${USAGE}\n`);
+    return 2;
+  }
+  if (values.help) {
+    process.stdout.write(USAGE + '\n');
+    return 0;
+  }
+  if (values.version) {
+    process.stdout.write(version() + '\n');
+    return 0;
+  }
+  const ac = new AbortController();
+  let interrupted = false;
+  const onSigint = () => {
+    interrupted = true;
+    ac.abort(new Error('interrupted'));
+  };
+  try {
+    if (positionals[0] !== 'normalize' || positionals.length !== 3) {
+      throw new UsageError(positionals.length === 0 ? 'no command given' : `expected "normalize IN OUT", got ${JSON.stringify(positionals.join(' '))}`);
+    }
+    const [, input, output] = positionals as [string, string, string];
+    const format = values.format as string | undefined;
+    if (format !== undefined && format !== 'npy' && format !== 'raw') throw new UsageError(`--format must be npy or raw, got ${JSON.stringify(format)}`);
+    const tty = process.stderr.isTTY && !values.quiet && !values.json;
+    process.on('SIGINT', onSigint);
+    const summary = await normalizeFile(input, output, {
+      weight: values.weight as string | undefined,
+      eps: num('eps', values.eps as string | undefined),
+      dim: num('dim', values.dim as string | undefined, true),
+      threads: num('threads', values.threads as string | undefined, true),
+      offset: num('offset', values.offset as string | undefined),
+      partial: num('partial', values.partial as string | undefined),
+      rstd: values.rstd as string | undefined,
+      format: format as 'npy' | 'raw' | undefined,
+      inPlace: values['in-place'] === true,
+      signal: ac.signal,
+      onProgress: tty
+        ? (p) => {
+            cursorTo(process.stderr, 0);
+            process.stderr.write(progressLine(p));
+            clearLine(process.stderr, 1);
+          }
+        : undefined,
+    });
+    if (tty) {
+      cursorTo(process.stderr, 0);
+      clearLine(process.stderr, 0);
+    }
+    if (values.json) process.stdout.write(JSON.stringify(summary) + '\n');
+    else if (!values.quiet) process.stdout.write(summaryLine(summary) + '\n');
+    return 0;
+  } catch (e) {
+    if (process.stderr.isTTY) {
+      cursorTo(process.stderr, 0);
+      clearLine(process.stderr, 0);
+    }
+    if (interrupted) {
+      process.stderr.write('rmsnorm-wasm: interrupted; no output was written\n');
+      return 130;
+    }
+    if (e instanceof UsageError) {
+      process.stderr.write(`rmsnorm-wasm: ${e.message}\n\n${USAGE}\n`);
+      return 2;
+    }
+    const msg = (e as Error).message ?? String(e);
+    // Bad arguments and bad files: a message, never a stack trace.
+    process.stderr.write(`rmsnorm-wasm: error: ${msg.replace(/^normalizeFile: /, '')}\n`);
+    return 1;
+  } finally {
+    process.off('SIGINT', onSigint);
+  }
+}

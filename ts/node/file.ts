@@ -1,0 +1,356 @@
+/**
+ * Normalizing files of any size on the worker pool (Node): `normalizeFile(input, output)`.
+ *
+ * Rows are read in chunks straight into the pool's shared wasm memory (`FileHandle.read` into a
+ * view of it: no copy in JavaScript), normalized there in place by the workers, and written
+ * from there. Up to {@link SLOTS} chunks are in flight, so the read of one chunk, the
+ * normalization of the one before and the write of the one before that overlap. Memory stays
+ * at `SLOTS × chunkBytes` (48 MiB by default) plus the pool's, whatever the file's size.
+ *
+ * Nothing is lost: the input is opened read-only; the output (and the rstd file) is written to
+ * a temporary file beside it, flushed (`fsync`), and renamed into place only when complete, so
+ * an error or an abort leaves either no output or the previous file intact.
+ * @module
+ */
+import { randomBytes } from 'node:crypto';
+import { open, realpath, rename, stat, unlink, type FileHandle } from 'node:fs/promises';
+import { basename, dirname, extname, join, resolve } from 'node:path';
+import { createPool, type RmsNormPool } from '../index.js';
+import type { F32Buffer } from '../memory.js';
+import { checkForward, describe, options as checkOptions } from '../validate.js';
+import { NPY_PREFIX_BYTES, NpyError, npyDataOffset, npyHeader, parseNpyHeader } from './npy.js';
+
+/** Chunks in flight: one being read, one normalized, one written. */
+export const SLOTS = 3;
+/** Default bytes per chunk: 16 MiB, several pool jobs' worth, small next to the page cache. */
+export const CHUNK_BYTES = 16 << 20;
+
+/** How far a {@link normalizeFile} call has come. */
+export interface NormalizeProgress {
+  /** Rows written so far. */
+  rows: number;
+  totalRows: number;
+  /** Bytes of data (not counting headers) written so far. */
+  bytes: number;
+  totalBytes: number;
+  /** Seconds since the call started. */
+  seconds: number;
+}
+
+/** Options of {@link normalizeFile}. */
+export interface NormalizeFileOptions {
+  /** The gain: `dim` floats, or the path of a `.npy` (float32, `dim` elements) or raw float32 file. Default: none. */
+  weight?: Float32Array | string | null;
+  /** Row length. Default: the `.npy`'s last axis, else the weight's length; required for raw input without weight. */
+  dim?: number;
+  /** Inside the root. Default 1e-6. */
+  eps?: number;
+  /** Added to the weight (Gemma: 1). Default 0. */
+  offset?: number;
+  /** pRMSNorm's fraction of each row rstd is estimated from, (0, 1]. Default 1. */
+  partial?: number;
+  /** `'npy'` or `'raw'` (little-endian float32, rows of `dim`). Default: `'npy'` for a `.npy` name, else `'raw'`. */
+  format?: 'npy' | 'raw';
+  /** Also write each row's rstd to this path (same format as the input; shape = the input's without its last axis). */
+  rstd?: string;
+  /** Allow `output` to be `input` (still through a temporary file). Default false. */
+  inPlace?: boolean;
+  /** Workers of the pool made for this call (default: one per core). Ignored with `pool`. */
+  threads?: number;
+  /** A pool to use (not destroyed at the end); default: one made and destroyed by this call. */
+  pool?: RmsNormPool;
+  /** Bytes per chunk (default 16 MiB; at least one row). */
+  chunkBytes?: number;
+  /** Called after each chunk is written. */
+  onProgress?: (p: NormalizeProgress) => void;
+  /** Aborts the call: it rejects with the signal's reason and leaves no output. */
+  signal?: AbortSignal;
+}
+
+/** What {@link normalizeFile} did. */
+export interface NormalizeSummary {
+  input: string;
+  output: string;
+  format: 'npy' | 'raw';
+  dtype: 'float32';
+  rows: number;
+  dim: number;
+  /** The input's shape (npy), or `[rows, dim]` (raw). */
+  shape: number[];
+  /** Bytes of data read (= written). */
+  bytes: number;
+  seconds: number;
+  /** Data bytes per second, in GB/s (10^9). */
+  gbPerS: number;
+  threads: number;
+}
+
+/** An error in the files or the arguments of a {@link normalizeFile} call; the message says what and where. */
+export class NormalizeError extends Error {
+  override name = 'NormalizeError';
+}
+
+const KEYS = ['weight', 'dim', 'eps', 'offset', 'partial', 'format', 'rstd', 'inPlace', 'threads', 'pool', 'chunkBytes', 'onProgress', 'signal'];
+
+interface Layout {
+  format: 'npy' | 'raw';
+  shape: number[];
+  dataOffset: number;
+  rows: number;
+  dim: number;
+}
+
+/** Reads the input's layout: its header (npy) or its size in rows (raw). */
+async function layoutOf(fh: FileHandle, name: string, size: number, format: 'npy' | 'raw', dimOpt: number | undefined): Promise<Layout> {
+  if (format === 'raw') {
+    const dim = dimOpt;
+    if (dim === undefined) throw new NormalizeError(`${name}: a raw file needs --dim (or a weight) to know its row length`);
+    if (size % (4 * dim) !== 0) {
+      throw new NormalizeError(`${name}: its size (${size} bytes) is not a whole number of rows of ${dim} float32 (${4 * dim} bytes each)`);
+    }
+    const rows = size / (4 * dim);
+    return { format, shape: [rows, dim], dataOffset: 0, rows, dim };
+  }
+  const prefix = new Uint8Array(Math.min(size, NPY_PREFIX_BYTES));
+  await fh.read(prefix, 0, prefix.length, 0);
+  const offset = npyDataOffset(prefix, name);
+  const head = new Uint8Array(Math.min(size, offset));
+  await fh.read(head, 0, head.length, 0);
+  const h = parseNpyHeader(head, size, name);
+  const dim = h.shape[h.shape.length - 1]!;
+  if (dimOpt !== undefined && dimOpt !== dim) throw new NormalizeError(`${name}: its rows have ${dim} elements (last axis of shape (${h.shape.join(', ')})), but dim ${dimOpt} was given`);
+  if (dim === 0) throw new NormalizeError(`${name}: its rows are empty (shape (${h.shape.join(', ')}))`);
+  const rows = h.shape.slice(0, -1).reduce((a, b) => a * b, 1);
+  return { format, shape: h.shape, dataOffset: h.dataOffset, rows, dim };
+}
+
+/** Loads a weight given as a path (npy or raw float32). */
+async function loadWeight(path: string): Promise<Float32Array> {
+  let fh: FileHandle;
+  try {
+    fh = await open(path, 'r');
+  } catch (e) {
+    throw new NormalizeError(`cannot read the weight ${path}: ${(e as Error).message}`);
+  }
+  try {
+    const size = (await fh.stat()).size;
+    let offset = 0;
+    if (extname(path).toLowerCase() === '.npy') {
+      const prefix = new Uint8Array(Math.min(size, NPY_PREFIX_BYTES));
+      await fh.read(prefix, 0, prefix.length, 0);
+      const head = new Uint8Array(Math.min(size, npyDataOffset(prefix, path)));
+      await fh.read(head, 0, head.length, 0);
+      offset = parseNpyHeader(head, size, path).dataOffset;
+    } else if (size % 4 !== 0) {
+      throw new NormalizeError(`${path}: a raw weight must be float32 (a multiple of 4 bytes), got ${size} bytes`);
+    }
+    const w = new Float32Array((size - offset) / 4);
+    await fh.read(new Uint8Array(w.buffer), 0, w.byteLength, offset);
+    return w;
+  } finally {
+    await fh.close();
+  }
+}
+
+/** A temporary file beside `target`: `.<name>.tmp-<pid>-<random>`. */
+async function openTemp(target: string): Promise<{ path: string; fh: FileHandle }> {
+  const path = join(dirname(target), `.${basename(target)}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`);
+  try {
+    return { path, fh: await open(path, 'wx') };
+  } catch (e) {
+    throw new NormalizeError(`cannot write ${target} (its directory ${dirname(target)}): ${(e as Error).message}`);
+  }
+}
+
+/** Whether `a` and `b` name the same file (b may not exist). */
+async function sameFile(a: string, b: string): Promise<boolean> {
+  if (resolve(a) === resolve(b)) return true;
+  try {
+    const [sa, sb] = await Promise.all([stat(a), stat(b)]);
+    return sa.dev === sb.dev && sa.ino === sb.ino;
+  } catch {
+    try {
+      return (await realpath(a)) === resolve(dirname(b) === '.' ? b : join(await realpath(dirname(b)), basename(b)));
+    } catch {
+      return false;
+    }
+  }
+}
+
+function positive(name: string, v: unknown, max: number): number | undefined {
+  if (v === undefined) return undefined;
+  if (typeof v !== 'number') throw new TypeError(`normalizeFile: options.${name} must be a number, got ${describe(v)}`);
+  if (!Number.isInteger(v) || v < 1 || v > max) throw new RangeError(`normalizeFile: options.${name} must be an integer from 1 to ${max}, got ${v}`);
+  return v;
+}
+
+/**
+ * Normalizes every row of the file `input` (`.npy` float32 in C order, or raw little-endian
+ * float32) into `output`, in the same format, on the worker pool; see the module doc.
+ *
+ * @param input Path of the input (never modified).
+ * @param output Path of the result; it appears only when complete. Refused if it is `input`,
+ *   unless `options.inPlace`.
+ * @returns A summary: rows, dim, bytes, seconds, GB/s, threads.
+ * @throws (rejects) NormalizeError for a bad file (missing, malformed or truncated header,
+ *   unsupported dtype, byte order or Fortran order, a size that is not whole rows, a weight of
+ *   the wrong length, an unwritable output, a full disk); TypeError / RangeError for bad
+ *   options; the signal's reason when aborted. In every case the output path is left as it was.
+ */
+export async function normalizeFile(input: string, output: string, options?: NormalizeFileOptions): Promise<NormalizeSummary> {
+  const t0 = performance.now();
+  if (typeof input !== 'string' || typeof output !== 'string') {
+    throw new TypeError(`normalizeFile: input and output must be paths (strings), got ${describe(input)} and ${describe(output)}`);
+  }
+  const o = checkOptions('normalizeFile', options, KEYS) as NormalizeFileOptions;
+  const signal = o.signal;
+  if (signal !== undefined && !(signal instanceof AbortSignal)) throw new TypeError(`normalizeFile: options.signal must be an AbortSignal, got ${describe(signal)}`);
+  signal?.throwIfAborted();
+  const dimOpt = positive('dim', o.dim, 0xffffffff);
+  const chunkBytes = positive('chunkBytes', o.chunkBytes, 2 ** 30) ?? CHUNK_BYTES;
+  const format = o.format ?? (extname(input).toLowerCase() === '.npy' ? 'npy' : 'raw');
+  if (format !== 'npy' && format !== 'raw') throw new RangeError(`normalizeFile: options.format must be 'npy' or 'raw', got ${describe(format)}`);
+  if (o.onProgress !== undefined && typeof o.onProgress !== 'function') throw new TypeError(`normalizeFile: options.onProgress must be a function, got ${describe(o.onProgress)}`);
+  if (!o.inPlace && (await sameFile(input, output))) {
+    throw new NormalizeError(`output ${output} is the input file; pass inPlace (--in-place) to replace it (still through a temporary file)`);
+  }
+  if (o.rstd !== undefined && (typeof o.rstd !== 'string' || (await sameFile(o.rstd, output)) || (await sameFile(o.rstd, input)))) {
+    throw new NormalizeError(`the rstd path must be a path other than the input and the output, got ${describe(o.rstd)}`);
+  }
+
+  let inFh: FileHandle;
+  try {
+    inFh = await open(input, 'r');
+  } catch (e) {
+    throw new NormalizeError(`cannot read ${input}: ${(e as Error).message}`);
+  }
+  const temps: { path: string; fh: FileHandle }[] = [];
+  let pool: RmsNormPool | null = null;
+  const bufs: F32Buffer[] = [];
+  let done = false;
+  try {
+    const size = (await inFh.stat()).size;
+    const weight = typeof o.weight === 'string' ? await loadWeight(o.weight) : (o.weight ?? null);
+    if (weight !== null && !(weight instanceof Float32Array)) throw new TypeError(`normalizeFile: options.weight must be a Float32Array or a path, got ${describe(weight)}`);
+    const layout = await layoutOf(inFh, input, size, format, dimOpt ?? (format === 'raw' ? (weight?.length || undefined) : undefined));
+    const { dim, rows } = layout;
+    if (weight !== null && weight.length !== dim) {
+      throw new NormalizeError(`the weight has ${weight.length} elements, but the rows of ${input} have ${dim}`);
+    }
+    // eps, offset and partial get the sync API's checks (on one row), before any file is made.
+    checkForward('normalizeFile', new Float32Array(dim), weight, { dim, eps: o.eps, offset: o.offset, partial: o.partial });
+    const out = await openTemp(output);
+    temps.push(out);
+    const rstdOut = o.rstd !== undefined ? await openTemp(o.rstd) : null;
+    if (rstdOut) temps.push(rstdOut);
+
+    pool = o.pool ?? (await createPool(o.threads === undefined ? undefined : { threads: o.threads }));
+    const own = o.pool === undefined;
+    const chunkRows = Math.max(1, Math.min(rows, Math.floor(chunkBytes / (4 * dim))));
+    for (let s = 0; s < SLOTS; s++) bufs.push(pool.allocF32(Math.max(1, chunkRows * dim)), pool.allocF32(Math.max(1, chunkRows)));
+    const wBuf = weight ? pool.allocF32(dim) : null;
+    if (wBuf) bufs.push(wBuf);
+    wBuf?.view().set(weight!);
+
+    let outPos = 0;
+    let rstdPos = 0;
+    if (layout.format === 'npy') {
+      const head = npyHeader(layout.shape);
+      await out.fh.write(head, 0, head.length, 0);
+      outPos = head.length;
+      if (rstdOut) {
+        const rh = npyHeader(layout.shape.length > 1 ? layout.shape.slice(0, -1) : [1]);
+        await rstdOut.fh.write(rh, 0, rh.length, 0);
+        rstdPos = rh.length;
+      }
+    }
+    const call = { eps: o.eps, offset: o.offset, partial: o.partial };
+    const chunks = Math.ceil(rows / chunkRows);
+    const slotBusy: Promise<void>[] = [];
+    let rowsDone = 0;
+    let failure: unknown = null;
+    const p = pool;
+    for (let c = 0; c < chunks && failure === null; c++) {
+      const slot = c % SLOTS;
+      await slotBusy[slot];
+      if (failure !== null) break;
+      signal?.throwIfAborted();
+      const r0 = c * chunkRows;
+      const n = Math.min(chunkRows, rows - r0);
+      const x = bufs[2 * slot]!.view().subarray(0, n * dim);
+      const rs = bufs[2 * slot + 1]!.view().subarray(0, n);
+      const bytes = 4 * n * dim;
+      slotBusy[slot] = (async () => {
+        const got = await readFully(inFh, x, layout.dataOffset + 4 * r0 * dim);
+        if (got !== bytes) throw new NormalizeError(`${input}: the file shrank while it was read (row ${r0})`);
+        await p.rmsNorm(x, wBuf ? wBuf.view() : null, { ...call, dim, out: x, rstd: rstdOut ? rs : undefined, signal });
+        await writeFully(out.fh, x, outPos + 4 * r0 * dim, output);
+        if (rstdOut) await writeFully(rstdOut.fh, rs, rstdPos + 4 * r0, o.rstd!);
+        rowsDone += n;
+        o.onProgress?.({ rows: rowsDone, totalRows: rows, bytes: 4 * rowsDone * dim, totalBytes: 4 * rows * dim, seconds: (performance.now() - t0) / 1000 });
+      })().catch((e: unknown) => {
+        failure ??= e;
+      });
+    }
+    await Promise.all(slotBusy);
+    if (failure !== null) throw failure;
+    signal?.throwIfAborted();
+    for (const t of temps) {
+      await t.fh.sync();
+      await t.fh.close();
+    }
+    await rename(out.path, output);
+    if (rstdOut) await rename(rstdOut.path, o.rstd!);
+    done = true;
+    for (const b of bufs) b.free();
+    bufs.length = 0;
+    const threads = pool.threads;
+    if (own) await pool.destroy();
+    pool = null;
+    const seconds = (performance.now() - t0) / 1000;
+    const bytes = 4 * rows * dim;
+    return { input, output, format: layout.format, dtype: 'float32', rows, dim, shape: layout.shape, bytes, seconds, gbPerS: bytes / seconds / 1e9, threads };
+  } catch (e) {
+    if (e instanceof NpyError) throw new NormalizeError(e.message);
+    throw e;
+  } finally {
+    await inFh.close().catch(() => {});
+    if (!done) {
+      for (const t of temps) {
+        await t.fh.close().catch(() => {});
+        await unlink(t.path).catch(() => {});
+      }
+    }
+    for (const b of bufs) b.free();
+    if (pool && o.pool === undefined) await pool.destroy();
+  }
+}
+
+/** Reads `into.byteLength` bytes at `pos` (fewer only at the end of the file); returns the count. */
+async function readFully(fh: FileHandle, into: Float32Array, pos: number): Promise<number> {
+  const bytes = new Uint8Array(into.buffer, into.byteOffset, into.byteLength);
+  let got = 0;
+  while (got < bytes.length) {
+    const { bytesRead } = await fh.read(bytes, got, bytes.length - got, pos + got);
+    if (bytesRead === 0) break;
+    got += bytesRead;
+  }
+  return got;
+}
+
+/** Writes all of `from` at `pos`; a full disk or another write error becomes a NormalizeError naming `name`. */
+async function writeFully(fh: FileHandle, from: Float32Array, pos: number, name: string): Promise<void> {
+  const bytes = new Uint8Array(from.buffer, from.byteOffset, from.byteLength);
+  let put = 0;
+  try {
+    while (put < bytes.length) {
+      const { bytesWritten } = await fh.write(bytes, put, bytes.length - put, pos + put);
+      put += bytesWritten;
+    }
+  } catch (e) {
+    const code = (e as { code?: string }).code;
+    throw new NormalizeError(
+      code === 'ENOSPC' ? `no space left on the device writing ${name} (nothing was written in its place)` : `cannot write ${name}: ${(e as Error).message}`,
+    );
+  }
+}
