@@ -124,8 +124,19 @@ afterAll(async () => {
 describe('installed tarball', () => {
   test('installs outside the repository as a plain folder with no dependencies', async () => {
     expect(app.startsWith(REPO)).toBe(false);
-    expect(await readdir(join(app, 'node_modules'))).toEqual(['.package-lock.json', 'rmsnorm-wasm']);
+    expect(await readdir(join(app, 'node_modules'))).toEqual(['.bin', '.package-lock.json', 'rmsnorm-wasm']);
+    expect(await readdir(join(app, 'node_modules', '.bin'))).toEqual(['rmsnorm-wasm']);
   });
+
+  test('the installed command runs (npx rmsnorm-wasm): --version, and a normalize of a .npy', async () => {
+    const bin = join(app, 'node_modules', '.bin', 'rmsnorm-wasm');
+    const version = JSON.parse(await readFile(join(REPO, 'package.json'), 'utf8')).version as string;
+    expect((await run(bin, ['--version'], { cwd: app })).stdout.trim()).toBe(version);
+    await copyFile(join(REPO, 'test', 'fixtures', 'npy', 'v1.npy'), join(app, 'in.npy'));
+    const { stdout } = await run(bin, ['normalize', 'in.npy', 'out.npy', '--json'], { cwd: app, timeout: 60_000 });
+    expect(JSON.parse(stdout)).toMatchObject({ rows: 15, dim: 16, format: 'npy', dtype: 'float32' });
+    expect((await readFile(join(app, 'out.npy'))).length).toBe((await readFile(join(app, 'in.npy'))).length);
+  }, 90_000);
 
   test('works from Node with no flags', async () => {
     const { stdout } = await run(process.execPath, ['node-main.js'], { cwd: app, timeout: 60_000 });

@@ -169,8 +169,9 @@ async function sameFile(a: string, b: string): Promise<boolean> {
     const [sa, sb] = await Promise.all([stat(a), stat(b)]);
     return sa.dev === sb.dev && sa.ino === sb.ino;
   } catch {
+    // b does not exist yet: the same file only if it would be created where a is (a link to a's directory).
     try {
-      return (await realpath(a)) === resolve(dirname(b) === '.' ? b : join(await realpath(dirname(b)), basename(b)));
+      return (await realpath(a)) === join(await realpath(dirname(b)), basename(b));
     } catch {
       return false;
     }
