@@ -238,8 +238,8 @@ export async function normalizeFile(input: string, output: string, options?: Nor
     if (weight !== null && weight.length !== dim) {
       throw new NormalizeError(`the weight has ${weight.length} elements, but the rows of ${input} have ${dim}`);
     }
-    // eps, offset and partial get the sync API's checks (on one row), before any file is made.
-    checkForward('normalizeFile', new Float32Array(dim), weight, { dim, eps: o.eps, offset: o.offset, partial: o.partial });
+    // eps, offset and partial get the sync API's checks (on no rows), before any file is made.
+    checkForward('normalizeFile', new Float32Array(0), weight, { dim, eps: o.eps, offset: o.offset, partial: o.partial });
     const out = await openTemp(output);
     temps.push(out);
     const rstdOut = o.rstd !== undefined ? await openTemp(o.rstd) : null;
