@@ -78,6 +78,9 @@ export interface Op {
   complete(k: KernelExports, a: ArrayLike<number>, rows: number, dim: number, blockRows: number, accumulate: boolean): number;
 }
 
+/** Address `addr` moved on by `bytes`, or 0 for an absent array. */
+const at = (addr: number, bytes: number) => (addr === 0 ? 0 : addr + bytes);
+
 const operand = (name: string, shape: Shape, out = false, alias: readonly number[] = []): Operand => ({ name, shape, out, alias });
 
 /**
@@ -102,7 +105,6 @@ export const FORWARD: Op = {
     k.rms_norm_forward(a[0]!, a[1]!, a[2]!, a[3]!, a[4]!, a[5]!, rows, dim, q.eps, q.offset, q.stat),
   chunk(k, a, r0, r1, _rows, dim, q) {
     const off = r0 * dim * 4;
-    const at = (addr: number, bytes: number) => (addr === 0 ? 0 : addr + bytes);
     return k.rms_norm_forward(
       a[0]! + off, at(a[1]!, off), a[2]!, a[3]! + off, at(a[4]!, off), at(a[5]!, r0 * 4),
       r1 - r0, dim, q.eps, q.offset, q.stat,

@@ -18,7 +18,7 @@ import { basename, dirname, extname, join, resolve } from 'node:path';
 import { createPool, type RmsNormPool } from '../index.js';
 import type { F32Buffer } from '../memory.js';
 import { checkForward, describe, options as checkOptions } from '../validate.js';
-import { NPY_PREFIX_BYTES, NpyError, npyDataOffset, npyHeader, parseNpyHeader } from './npy.js';
+import { NPY_PREFIX_BYTES, NpyError, npyDataOffset, npyHeader, parseNpyHeader, type NpyHeader } from './npy.js';
 
 /** Chunks in flight: one being read, one normalized, one written. */
 export const SLOTS = 3;
@@ -100,6 +100,15 @@ interface Layout {
   dim: number;
 }
 
+/** Reads and checks the `.npy` header of the open file `fh` of `size` bytes (its prefix first, for the length). */
+async function readNpyHeader(fh: FileHandle, size: number, name: string): Promise<NpyHeader> {
+  const prefix = new Uint8Array(Math.min(size, NPY_PREFIX_BYTES));
+  await fh.read(prefix, 0, prefix.length, 0);
+  const head = new Uint8Array(Math.min(size, npyDataOffset(prefix, name)));
+  await fh.read(head, 0, head.length, 0);
+  return parseNpyHeader(head, size, name);
+}
+
 /** Reads the input's layout: its header (npy) or its size in rows (raw). */
 async function layoutOf(fh: FileHandle, name: string, size: number, format: 'npy' | 'raw', dimOpt: number | undefined): Promise<Layout> {
   if (format === 'raw') {
@@ -111,12 +120,7 @@ async function layoutOf(fh: FileHandle, name: string, size: number, format: 'npy
     const rows = size / (4 * dim);
     return { format, shape: [rows, dim], dataOffset: 0, rows, dim };
   }
-  const prefix = new Uint8Array(Math.min(size, NPY_PREFIX_BYTES));
-  await fh.read(prefix, 0, prefix.length, 0);
-  const offset = npyDataOffset(prefix, name);
-  const head = new Uint8Array(Math.min(size, offset));
-  await fh.read(head, 0, head.length, 0);
-  const h = parseNpyHeader(head, size, name);
+  const h = await readNpyHeader(fh, size, name);
   const dim = h.shape[h.shape.length - 1]!;
   if (dimOpt !== undefined && dimOpt !== dim) throw new NormalizeError(`${name}: its rows have ${dim} elements (last axis of shape (${h.shape.join(', ')})), but dim ${dimOpt} was given`);
   if (dim === 0) throw new NormalizeError(`${name}: its rows are empty (shape (${h.shape.join(', ')}))`);
@@ -136,11 +140,7 @@ async function loadWeight(path: string): Promise<Float32Array> {
     const size = (await fh.stat()).size;
     let offset = 0;
     if (extname(path).toLowerCase() === '.npy') {
-      const prefix = new Uint8Array(Math.min(size, NPY_PREFIX_BYTES));
-      await fh.read(prefix, 0, prefix.length, 0);
-      const head = new Uint8Array(Math.min(size, npyDataOffset(prefix, path)));
-      await fh.read(head, 0, head.length, 0);
-      offset = parseNpyHeader(head, size, path).dataOffset;
+      offset = (await readNpyHeader(fh, size, path)).dataOffset;
     } else if (size % 4 !== 0) {
       throw new NormalizeError(`${path}: a raw weight must be float32 (a multiple of 4 bytes), got ${size} bytes`);
     }
