@@ -249,10 +249,18 @@ export async function time(inst, budgetMs, minBatchMs) {
     if (t >= minBatchMs || k >= 1 << 24) break;
     k *= t > 0 ? Math.min(16, Math.max(2, Math.ceil((1.2 * minBatchMs) / t))) : 16;
   }
-  const per = [];
+  let per = [];
   const start = performance.now();
   while (per.length < 5 || (per.length < 200 && performance.now() - start < budgetMs)) {
-    per.push((await batch(inst, k)) / k);
+    const t = await batch(inst, k);
+    // A batch under one clock step measures 0: the calibration batch above was slowed (a GC, a
+    // busy machine) and picked too few calls. Start over with more, or the median may be 0.
+    if (t === 0 && k < 1 << 24) {
+      k *= 4;
+      per = [];
+      continue;
+    }
+    per.push(t / k);
   }
   const mean = per.reduce((a, b) => a + b, 0) / per.length;
   const sd = Math.sqrt(per.reduce((a, b) => a + (b - mean) ** 2, 0) / (per.length - 1));
