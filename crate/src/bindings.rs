@@ -5,6 +5,7 @@
 //! than trapping, so no panic or out-of-bounds access can reach JavaScript as an opaque
 //! `unreachable`. The TypeScript layer validates first and treats a non-zero status as a bug.
 
+use crate::half::{self, Bf16, Elem, F16};
 use crate::kernel::{self, Backward, Forward};
 use crate::simd::Native;
 use core::arch::wasm32::memory_size;
@@ -25,16 +26,29 @@ const E_BOUNDS: u32 = 4;
 const E_SHARD: u32 = 5;
 /// `stat` (the elements rstd is estimated from) is 0 or more than `dim`.
 const E_STAT: u32 = 6;
+/// An unknown dtype code.
+const E_DTYPE: u32 = 7;
+
+/// Storage type codes of the `dtypes` argument (bits 0-1; bit 2: the `llama` casting mode).
+const DT_F32: u32 = 0;
+const DT_F16: u32 = 1;
+const DT_BF16: u32 = 2;
+const LLAMA: u32 = 4;
 
 /// Checks that `len` floats at `addr` lie inside memory (`required`: `addr` may not be 0).
 fn span(addr: usize, len: usize, required: bool) -> Result<(), u32> {
+    span_of(addr, len, 4, required)
+}
+
+/// Checks that `len` elements of `size` bytes at `addr` (aligned to `size`) lie inside memory.
+fn span_of(addr: usize, len: usize, size: usize, required: bool) -> Result<(), u32> {
     if addr == 0 {
         return if required { Err(E_NULL) } else { Ok(()) };
     }
-    if addr % 4 != 0 {
+    if addr % size != 0 {
         return Err(E_ALIGN);
     }
-    let bytes = len.checked_mul(4).ok_or(E_BOUNDS)?;
+    let bytes = len.checked_mul(size).ok_or(E_BOUNDS)?;
     let end = addr.checked_add(bytes).ok_or(E_BOUNDS)?;
     if end > memory_size::<0>() * 65536 {
         return Err(E_BOUNDS);
@@ -58,6 +72,26 @@ fn stat_of(stat: usize, dim: usize) -> Result<usize, u32> {
 
 fn status(r: Result<(), u32>) -> u32 {
     r.err().unwrap_or(OK)
+}
+
+/// Bytes per element of the storage type in `dtypes`' low bits.
+fn elem_size(dtypes: u32) -> Result<usize, u32> {
+    match dtypes & 3 {
+        DT_F32 => Ok(4),
+        DT_F16 | DT_BF16 => Ok(2),
+        _ => Err(E_DTYPE),
+    }
+}
+
+/// Calls `$f::<A>($args)` with `A` the storage type in `$dt`'s low bits (checked before).
+macro_rules! by_dtype {
+    ($dt:expr, $f:ident($($arg:expr),*)) => {
+        match $dt & 3 {
+            DT_F16 => $f::<F16>($($arg),*),
+            DT_BF16 => $f::<Bf16>($($arg),*),
+            _ => $f::<f32>($($arg),*),
+        }
+    };
 }
 
 /// Allocates `len` floats (16-byte aligned) and returns their byte address, or 0 when the
@@ -88,11 +122,13 @@ pub fn dg_block_rows() -> usize {
     kernel::DG_BLOCK_ROWS
 }
 
-/// RMSNorm forward over `rows × dim` floats: `y = h · rstd · (offset + w)` with `h = x`, or
+/// RMSNorm forward over `rows × dim` elements: `y = h · rstd · (offset + w)` with `h = x`, or
 /// with a residual `res` (`rows × dim`, else 0) `h = x + res` written to `h` (may equal `x` or
-/// `res`). `y` may equal `x`. `w` (gain, `dim`; then `offset` is added to it) and `rstd`
-/// (output, `rows`) may be 0. `rstd = 1/sqrt(Σ h² / stat + eps)` over the first `stat` elements
-/// of each row (`1..=dim`; `dim` for RMSNorm, fewer for pRMSNorm).
+/// `res`). `y` may equal `x`. `w` (gain, `dim` f32; then `offset` is added to it) and `rstd`
+/// (f32 output, `rows`) may be 0. `rstd = 1/sqrt(Σ h² / stat + eps)` over the first `stat`
+/// elements of each row (`1..=dim`; `dim` for RMSNorm, fewer for pRMSNorm). `dtypes`: the
+/// storage of `x`, `res`, `y` and `h` (0 f32, 1 float16, 2 bfloat16), plus 4 for the `llama`
+/// casting mode; the math is f32 whatever they are.
 #[wasm_bindgen]
 #[allow(clippy::too_many_arguments)]
 pub fn rms_norm_forward(
@@ -107,32 +143,70 @@ pub fn rms_norm_forward(
     eps: f32,
     offset: f32,
     stat: usize,
+    dtypes: u32,
 ) -> u32 {
     status((|| {
         let n = matrix(rows, dim)?;
-        span(x, n, true)?;
-        span(res, n, false)?;
-        span(y, n, true)?;
-        span(h, n, res != 0)?;
+        let es = elem_size(dtypes)?;
+        span_of(x, n, es, true)?;
+        span_of(res, n, es, false)?;
+        span_of(y, n, es, true)?;
+        span_of(h, n, es, res != 0)?;
         span(w, dim, false)?;
         span(rstd, rows, false)?;
         let stat = stat_of(stat, dim)?;
-        let k = Forward {
-            x: x as *const f32,
-            res: res as *const f32,
-            g: w as *const f32,
-            y: y as *mut f32,
-            h: h as *mut f32,
-            rstd: rstd as *mut f32,
-            dim,
-            eps,
-            offset,
-            stat,
-        };
-        // SAFETY: every range was checked to lie inside memory, stat to lie in the row.
-        unsafe { kernel::forward_with::<Native>(&k, rows) };
+        fn go<A: Elem>(a: [usize; 6], rows: usize, dim: usize, q: (f32, f32, usize, bool)) {
+            let k = Forward::<A> {
+                x: a[0] as *const A,
+                res: a[1] as *const A,
+                g: a[2] as *const f32,
+                y: a[3] as *mut A,
+                h: a[4] as *mut A,
+                rstd: a[5] as *mut f32,
+                dim,
+                eps: q.0,
+                offset: q.1,
+                stat: q.2,
+                llama: q.3,
+            };
+            // SAFETY: every range was checked to lie inside memory, stat to lie in the row.
+            unsafe { kernel::forward_with::<Native, A>(&k, rows) };
+        }
+        let q = (eps, offset, stat, dtypes & LLAMA != 0);
+        by_dtype!(dtypes, go([x, res, w, y, h, rstd], rows, dim, q));
         Ok(())
     })())
+}
+
+/// A backward call's checked addresses and parameters, before its storage type is chosen.
+#[derive(Clone, Copy)]
+struct BackwardArgs {
+    a: [usize; 6],
+    dim: usize,
+    eps: f32,
+    offset: f32,
+    stat: usize,
+    dtypes: u32,
+}
+
+impl BackwardArgs {
+    /// The kernel's view of these arguments, the activations stored as `A`.
+    fn with<A: Elem>(&self) -> Backward<A> {
+        let a = self.a;
+        Backward {
+            dy: a[0] as *const A,
+            x: a[1] as *const A,
+            g: a[2] as *const f32,
+            rstd: a[3] as *const f32,
+            dh: a[4] as *const A,
+            dx: a[5] as *mut A,
+            dim: self.dim,
+            eps: self.eps,
+            offset: self.offset,
+            stat: self.stat,
+            llama: self.dtypes & LLAMA != 0,
+        }
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -148,25 +222,23 @@ fn backward_args(
     eps: f32,
     offset: f32,
     stat: usize,
-) -> Result<Backward, u32> {
+    dtypes: u32,
+) -> Result<BackwardArgs, u32> {
     let n = matrix(rows, dim)?;
-    span(dy, n, true)?;
-    span(x, n, true)?;
-    span(dx, n, true)?;
-    span(dh, n, false)?;
+    let es = elem_size(dtypes)?;
+    span_of(dy, n, es, true)?;
+    span_of(x, n, es, true)?;
+    span_of(dx, n, es, true)?;
+    span_of(dh, n, es, false)?;
     span(w, dim, false)?;
     span(rstd, rows, false)?;
-    Ok(Backward {
-        dy: dy as *const f32,
-        x: x as *const f32,
-        g: w as *const f32,
-        rstd: rstd as *const f32,
-        dh: dh as *const f32,
-        dx: dx as *mut f32,
+    Ok(BackwardArgs {
+        a: [dy, x, w, rstd, dh, dx],
         dim,
         eps,
         offset,
         stat: stat_of(stat, dim)?,
+        dtypes,
     })
 }
 
@@ -178,6 +250,8 @@ fn backward_args(
 /// `rstd` (`rows`, from the forward) may be 0 to recompute it with `eps` over the first `stat`
 /// elements. `offset` and `stat` as in [`rms_norm_forward`]; `dh` (`rows × dim`, or 0) is the
 /// gradient on a fused residual add's output, added to `dx` (which may equal `dh` too).
+/// `dtypes` as in [`rms_norm_forward`]: the storage of `dy`, `x`, `dh` and `dx`; `w`, `rstd`,
+/// `dw` and `work` are f32.
 #[wasm_bindgen]
 #[allow(clippy::too_many_arguments)]
 pub fn rms_norm_backward(
@@ -196,18 +270,22 @@ pub fn rms_norm_backward(
     stat: usize,
     row0: usize,
     total: usize,
+    dtypes: u32,
 ) -> u32 {
     status((|| {
-        let k = backward_args(dy, x, w, rstd, dh, dx, rows, dim, eps, offset, stat)?;
+        let k = backward_args(dy, x, w, rstd, dh, dx, rows, dim, eps, offset, stat, dtypes)?;
         span(dw, dim, w != 0)?;
         span(work, dim, w != 0)?;
         if row0.checked_add(rows).is_none_or(|end| end > total) {
             return Err(E_SHARD);
         }
-        // SAFETY: every range was checked to lie inside memory.
-        unsafe {
-            kernel::backward_span::<Native>(&k, row0, rows, total, dw as *mut f32, work as *mut f32)
-        };
+        fn go<A: Elem>(k: BackwardArgs, s: [usize; 5]) {
+            // SAFETY: every range was checked to lie inside memory.
+            unsafe {
+                kernel::backward_span::<Native, A>(&k.with::<A>(), s[0], s[1], s[2], s[3] as *mut f32, s[4] as *mut f32)
+            };
+        }
+        by_dtype!(dtypes, go(k, [row0, rows, total, dw, work]));
         Ok(())
     })())
 }
@@ -233,16 +311,58 @@ pub fn rms_norm_backward_rows(
     stat: usize,
     row0: usize,
     row1: usize,
+    dtypes: u32,
 ) -> u32 {
     status((|| {
-        let k = backward_args(dy, x, w, rstd, dh, dx, rows, dim, eps, offset, stat)?;
+        let k = backward_args(dy, x, w, rstd, dh, dx, rows, dim, eps, offset, stat, dtypes)?;
         if row0 > row1 || row1 > rows || row0 % kernel::DG_BLOCK_ROWS != 0 {
             return Err(E_SHARD);
         }
         let blocks = kernel::dg_blocks(rows);
         span(partials, matrix(blocks, dim)?, w != 0)?;
-        // SAFETY: every range was checked to lie inside memory.
-        unsafe { kernel::backward_rows::<Native>(&k, row0, row1, partials as *mut f32) };
+        fn go<A: Elem>(k: BackwardArgs, row0: usize, row1: usize, partials: usize) {
+            // SAFETY: every range was checked to lie inside memory.
+            unsafe { kernel::backward_rows::<Native, A>(&k.with::<A>(), row0, row1, partials as *mut f32) };
+        }
+        by_dtype!(dtypes, go(k, row0, row1, partials));
+        Ok(())
+    })())
+}
+
+/// Widens `n` half-precision bit patterns at `src` (`dtype` 1 float16, 2 bfloat16) into f32
+/// at `dst` (`n` floats; no overlap). Exact.
+#[wasm_bindgen]
+pub fn widen_half(src: usize, dst: usize, n: usize, dtype: u32) -> u32 {
+    status((|| {
+        if elem_size(dtype)? != 2 {
+            return Err(E_DTYPE);
+        }
+        span_of(src, n, 2, true)?;
+        span(dst, n, true)?;
+        fn go<A: Elem>(src: usize, dst: usize, n: usize) {
+            // SAFETY: checked above; non-overlap is the caller's contract.
+            unsafe { half::widen::<Native, A>(src as *const A, dst as *mut f32, n) }
+        }
+        by_dtype!(dtype, go(src, dst, n));
+        Ok(())
+    })())
+}
+
+/// Rounds `n` floats at `src` to half precision (`dtype` 1 float16, 2 bfloat16; nearest even)
+/// into bit patterns at `dst` (`n` u16; no overlap).
+#[wasm_bindgen]
+pub fn narrow_half(src: usize, dst: usize, n: usize, dtype: u32) -> u32 {
+    status((|| {
+        if elem_size(dtype)? != 2 {
+            return Err(E_DTYPE);
+        }
+        span(src, n, true)?;
+        span_of(dst, n, 2, true)?;
+        fn go<A: Elem>(src: usize, dst: usize, n: usize) {
+            // SAFETY: checked above; non-overlap is the caller's contract.
+            unsafe { half::narrow::<Native, A>(src as *const f32, dst as *mut A, n) }
+        }
+        by_dtype!(dtype, go(src, dst, n));
         Ok(())
     })())
 }

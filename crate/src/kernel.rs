@@ -13,6 +13,7 @@
 //! eps does not hide it) are redone in f64 by a slow path that only such rows pay. A NaN
 //! stays in its row.
 
+use crate::half::Elem;
 use crate::simd::F32x4;
 
 /// Rows per dweight block. The weight gradient is summed in f32 over each block of this many
@@ -99,9 +100,8 @@ unsafe fn fold_long<V: F32x4, const K: usize>(
     term: impl Fn(usize) -> [V; K],
     tail: impl Fn(usize) -> [f32; K],
 ) -> [f32; K] {
-    if n <= SUM_BLOCK {
-        return fold::<V, K>(n, term, tail);
-    }
+    // A row of at most one block is one `fold` too: its sum goes to f64 and back exactly, so
+    // it keeps the bits it always had — and `fold` is inlined once here, not twice.
     let mut acc = [0f64; K];
     let mut b = 0;
     while b < n {
@@ -115,17 +115,17 @@ unsafe fn fold_long<V: F32x4, const K: usize>(
     acc.map(|a| a as f32)
 }
 
-/// Sum of `x[i]²` over `n` floats (blocked past [`SUM_BLOCK`]).
+/// Sum of `x[i]²` over `n` elements (blocked past [`SUM_BLOCK`]).
 #[inline(always)]
-unsafe fn sum_sq<V: F32x4>(x: *const f32, n: usize) -> f32 {
+unsafe fn sum_sq<V: F32x4, A: Elem>(x: *const A, n: usize) -> f32 {
     let [s] = fold_long::<V, 1>(
         n,
         |i| {
-            let v = V::load(x.add(i));
+            let v = A::load::<V>(x.add(i));
             [v.mul(v)]
         },
         |i| {
-            let v = *x.add(i);
+            let v = A::get(x.add(i));
             [v * v]
         },
     );
@@ -133,14 +133,14 @@ unsafe fn sum_sq<V: F32x4>(x: *const f32, n: usize) -> f32 {
 }
 
 /// One pass over a row for the backward: `Σ gy·x` (gy = dy·(offset + g), dy·g, or dy without
-/// gain) and, when `with_ss` (a constant at every call site, so the unused sum is compiled
-/// away), `Σ x²` for a recomputed rstd.
+/// gain; with `L`, gy rounded to the activations' type) and, when `with_ss` (a constant at
+/// every call site, so the unused sum is compiled away), `Σ x²` for a recomputed rstd.
 #[inline(always)]
-unsafe fn dot_gy_x<V: F32x4, const W: bool, const O: bool>(
-    dy: *const f32,
+unsafe fn dot_gy_x<V: F32x4, A: Elem, const W: bool, const O: bool, const L: bool>(
+    dy: *const A,
     g: *const f32,
     offset: f32,
-    x: *const f32,
+    x: *const A,
     n: usize,
     with_ss: bool,
 ) -> (f32, f32) {
@@ -148,22 +148,54 @@ unsafe fn dot_gy_x<V: F32x4, const W: bool, const O: bool>(
     let [c, s] = fold_long::<V, 2>(
         n,
         |i| {
-            let d = V::load(dy.add(i));
-            let gy = if W { d.mul(gain::<V, O>(g, ov, i)) } else { d };
-            let xv = V::load(x.add(i));
+            let gy = gy_of::<V, A, W, O, L>(dy, g, ov, i);
+            let xv = A::load::<V>(x.add(i));
             [gy.mul(xv), if with_ss { xv.mul(xv) } else { V::zero() }]
         },
         |i| {
-            let xv = *x.add(i);
-            let gy = if W {
-                *dy.add(i) * gain1::<O>(g, offset, i)
-            } else {
-                *dy.add(i)
-            };
+            let xv = A::get(x.add(i));
+            let gy = gy1_of::<A, W, O, L>(dy, g, offset, i);
             [gy * xv, if with_ss { xv * xv } else { 0.0 }]
         },
     );
     (c, s)
+}
+
+/// `gy = dy·gain` of lanes `i..i+4` (dy without a gain). With `L` (the `llama` casting mode)
+/// rounded to the activations' type, as autograd rounds the gradient of `weight · y_half`.
+#[inline(always)]
+unsafe fn gy_of<V: F32x4, A: Elem, const W: bool, const O: bool, const L: bool>(
+    dy: *const A,
+    g: *const f32,
+    ov: V,
+    i: usize,
+) -> V {
+    let d = A::load::<V>(dy.add(i));
+    if !W {
+        d
+    } else if L {
+        A::round(d.mul(gain::<V, O>(g, ov, i)))
+    } else {
+        d.mul(gain::<V, O>(g, ov, i))
+    }
+}
+
+/// `gy` of element `i`, as [`gy_of`].
+#[inline(always)]
+unsafe fn gy1_of<A: Elem, const W: bool, const O: bool, const L: bool>(
+    dy: *const A,
+    g: *const f32,
+    offset: f32,
+    i: usize,
+) -> f32 {
+    let d = A::get(dy.add(i));
+    if !W {
+        d
+    } else if L {
+        A::round1(d * gain1::<O>(g, offset, i))
+    } else {
+        d * gain1::<O>(g, offset, i)
+    }
 }
 
 /// The gain of lanes `i..i+4`: `offset + g` with an offset (Gemma's `1 + weight`), else `g`
@@ -188,45 +220,46 @@ unsafe fn gain1<const O: bool>(g: *const f32, offset: f32, i: usize) -> f32 {
     }
 }
 
-/// `h = x + res` over `n` floats (lane-wise; `h` may equal `x` or `res`).
+/// `h = x + res` over `n` elements (lane-wise; `h` may equal `x` or `res`).
 #[inline(always)]
-unsafe fn add_rows<V: F32x4>(x: *const f32, res: *const f32, h: *mut f32, n: usize) {
+unsafe fn add_rows<V: F32x4, A: Elem>(x: *const A, res: *const A, h: *mut A, n: usize) {
     let mut i = 0;
     while i + 4 <= n {
-        V::load(x.add(i)).add(V::load(res.add(i))).store(h.add(i));
+        A::store::<V>(h.add(i), A::load::<V>(x.add(i)).add(A::load::<V>(res.add(i))));
         i += 4;
     }
     while i < n {
-        *h.add(i) = *x.add(i) + *res.add(i);
+        A::put(h.add(i), A::get(x.add(i)) + A::get(res.add(i)));
         i += 1;
     }
 }
 
-/// The fused residual add's first pass: `h = x + res` over the row's `n` floats, and the sum
-/// of `h²` over its first `stat` (in [`fold_long`]'s order, so with `stat = n` the same bits as
-/// [`sum_sq`] of a precomputed `h`). One read of `x` and `res`, one write of `h`.
+/// The fused residual add's first pass: `h = x + res` over the row's `n` elements, and the
+/// sum of `h²` over its first `stat` (in [`fold_long`]'s order, so with `stat = n` the same
+/// bits as [`sum_sq`] of a precomputed `h`: the squares are of `h` as stored, rounded to a
+/// half type when the activations are one). One read of `x` and `res`, one write of `h`.
 #[inline(always)]
-unsafe fn add_sum_sq<V: F32x4>(
-    x: *const f32,
-    res: *const f32,
-    h: *mut f32,
+unsafe fn add_sum_sq<V: F32x4, A: Elem>(
+    x: *const A,
+    res: *const A,
+    h: *mut A,
     n: usize,
     stat: usize,
 ) -> f32 {
     let [s] = fold_long::<V, 1>(
         stat,
         |i| {
-            let v = V::load(x.add(i)).add(V::load(res.add(i)));
-            v.store(h.add(i));
+            let v = A::round(A::load::<V>(x.add(i)).add(A::load::<V>(res.add(i))));
+            A::store::<V>(h.add(i), v);
             [v.mul(v)]
         },
         |i| {
-            let v = *x.add(i) + *res.add(i);
-            *h.add(i) = v;
+            let v = A::round1(A::get(x.add(i)) + A::get(res.add(i)));
+            A::put(h.add(i), v);
             [v * v]
         },
     );
-    add_rows::<V>(x.add(stat), res.add(stat), h.add(stat), n - stat);
+    add_rows::<V, A>(x.add(stat), res.add(stat), h.add(stat), n - stat);
     s
 }
 
@@ -237,20 +270,24 @@ unsafe fn add_sum_sq<V: F32x4>(
 /// for forward and backward and measured no faster here: 47–52% of copy speed at 4096×4096
 /// instead of 58–61% for the forward, within noise for the backward. Walking this pass
 /// backwards, to meet first the lines the first pass read last, was slower still: 47–50%.)
+///
+/// With `L` (the `llama` casting mode) `x · r` is rounded to the activations' type before the
+/// gain multiplies it, as Hugging Face's LlamaRMSNorm does (`weight * h.to(input_dtype)`).
 #[inline(always)]
-unsafe fn scale_row<V: F32x4, const W: bool, const O: bool>(
-    x: *const f32,
+unsafe fn scale_row<V: F32x4, A: Elem, const W: bool, const O: bool, const L: bool>(
+    x: *const A,
     g: *const f32,
     offset: f32,
-    y: *mut f32,
+    y: *mut A,
     n: usize,
     r: f32,
 ) {
     let rv = V::splat(r);
     let ov = V::splat(offset);
     let one = |i: usize| {
-        let v = V::load(x.add(i)).mul(rv);
+        let v = A::load::<V>(x.add(i)).mul(rv);
         if W {
+            let v = if L { A::round(v) } else { v };
             v.mul(gain::<V, O>(g, ov, i))
         } else {
             v
@@ -259,19 +296,25 @@ unsafe fn scale_row<V: F32x4, const W: bool, const O: bool>(
     let mut i = 0;
     while i + 16 <= n {
         let (v0, v1, v2, v3) = (one(i), one(i + 4), one(i + 8), one(i + 12));
-        v0.store(y.add(i));
-        v1.store(y.add(i + 4));
-        v2.store(y.add(i + 8));
-        v3.store(y.add(i + 12));
+        A::store::<V>(y.add(i), v0);
+        A::store::<V>(y.add(i + 4), v1);
+        A::store::<V>(y.add(i + 8), v2);
+        A::store::<V>(y.add(i + 12), v3);
         i += 16;
     }
     while i + 4 <= n {
-        one(i).store(y.add(i));
+        A::store::<V>(y.add(i), one(i));
         i += 4;
     }
     while i < n {
-        let v = *x.add(i) * r;
-        *y.add(i) = if W { v * gain1::<O>(g, offset, i) } else { v };
+        let v = A::get(x.add(i)) * r;
+        let v = if W {
+            let v = if L { A::round1(v) } else { v };
+            v * gain1::<O>(g, offset, i)
+        } else {
+            v
+        };
+        A::put(y.add(i), v);
         i += 1;
     }
 }
@@ -292,20 +335,22 @@ unsafe fn add_into<V: F32x4>(acc: *mut f32, src: *const f32, n: usize) {
     }
 }
 
-/// Pointers and parameters of one forward call.
+/// Pointers and parameters of one forward call. The activations (`x`, `res`, `y`, `h`) are
+/// stored as `A` (f32, or a half type: then each result is rounded to it once, or twice with
+/// `llama`); the gain and rstd are always f32.
 #[derive(Clone, Copy, Debug)]
-pub struct Forward {
+pub struct Forward<A: Elem = f32> {
     /// Input, `rows × dim`.
-    pub x: *const f32,
+    pub x: *const A,
     /// Residual, `rows × dim`, or null. With it the row normalized is `h = x + res`, written
     /// to `h` (the fused residual add).
-    pub res: *const f32,
+    pub res: *const A,
     /// Gain, `dim`; null for none (g = 1, and `offset` is not used).
     pub g: *const f32,
     /// Output, `rows × dim`; may equal `x`.
-    pub y: *mut f32,
+    pub y: *mut A,
     /// With `res`: receives `x + res`, `rows × dim`; may equal `x` or `res`, not `y`.
-    pub h: *mut f32,
+    pub h: *mut A,
     /// Receives one rstd per row, or null.
     pub rstd: *mut f32,
     /// Row length.
@@ -316,6 +361,9 @@ pub struct Forward {
     pub offset: f32,
     /// The rms is estimated from the first `stat` elements of each row (pRMSNorm), `1..=dim`.
     pub stat: usize,
+    /// The `llama` casting mode (half types with a gain): `x · rstd` is rounded to `A` before
+    /// the gain multiplies it. Without it one rounding at the end (`none`, `gemma`).
+    pub llama: bool,
 }
 
 impl Forward {
@@ -340,6 +388,7 @@ impl Forward {
             eps,
             offset: 0.0,
             stat: dim,
+            llama: false,
         }
     }
 }
@@ -348,8 +397,8 @@ impl Forward {
 /// floats (with `F`, forming and writing `h = x + res` over the whole row in the same pass),
 /// then the scaling, which reads the row again while it is still in cache.
 #[inline(always)]
-unsafe fn forward_row<V: F32x4, const W: bool, const O: bool, const F: bool>(
-    k: &Forward,
+unsafe fn forward_row<V: F32x4, A: Elem, const W: bool, const O: bool, const F: bool, const L: bool>(
+    k: &Forward<A>,
     row: usize,
 ) -> f32 {
     let n = k.dim;
@@ -358,18 +407,18 @@ unsafe fn forward_row<V: F32x4, const W: bool, const O: bool, const F: bool>(
     let (src, ss) = if F {
         let h = k.h.add(off);
         (
-            h as *const f32,
-            add_sum_sq::<V>(k.x.add(off), k.res.add(off), h, n, k.stat),
+            h as *const A,
+            add_sum_sq::<V, A>(k.x.add(off), k.res.add(off), h, n, k.stat),
         )
     } else {
         let x = k.x.add(off);
-        (x, sum_sq::<V>(x, k.stat))
+        (x, sum_sq::<V, A>(x, k.stat))
     };
     if !ss_is_fast(ss, k.eps) {
-        return forward_row_f64::<W, O>(k, src, y);
+        return forward_row_f64::<A, W, O, L>(k, src, y);
     }
     let r = 1.0 / (ss / k.stat as f32 + k.eps).sqrt();
-    scale_row::<V, W, O>(src, k.g, k.offset, y, n, r);
+    scale_row::<V, A, W, O, L>(src, k.g, k.offset, y, n, r);
     r
 }
 
@@ -378,24 +427,28 @@ unsafe fn forward_row<V: F32x4, const W: bool, const O: bool, const F: bool>(
 /// below f32's range.
 #[cold]
 #[inline(never)]
-unsafe fn forward_row_f64<const W: bool, const O: bool>(
-    k: &Forward,
-    src: *const f32,
-    y: *mut f32,
+unsafe fn forward_row_f64<A: Elem, const W: bool, const O: bool, const L: bool>(
+    k: &Forward<A>,
+    src: *const A,
+    y: *mut A,
 ) -> f32 {
     let mut ss = 0f64;
     for i in 0..k.stat {
-        let v = *src.add(i) as f64;
+        let v = A::get(src.add(i)) as f64;
         ss += v * v;
     }
     let r = 1.0 / (ss / k.stat as f64 + k.eps as f64).sqrt();
     for i in 0..k.dim {
-        let v = *src.add(i) as f64 * r;
-        *y.add(i) = if W {
+        let v = A::get(src.add(i)) as f64 * r;
+        let v = if W {
+            // llama: x·rstd rounded to A first (through f32: A is at most f32's precision).
+            let v = if L { A::round1(v as f32) as f64 } else { v };
             v * gain1::<O>(k.g, k.offset, i) as f64
         } else {
             v
-        } as f32;
+        };
+        // f64 → f32 → A rounds twice; a half's value is then within one of its ulps.
+        A::put(y.add(i), v as f32);
     }
     r as f32
 }
@@ -407,26 +460,41 @@ unsafe fn forward_row_f64<const W: bool, const O: bool>(
 /// # Safety
 /// Every non-null pointer must be valid for its shape (see the module docs); `h` non-null
 /// when `res` is; `1 <= stat <= dim`.
-pub unsafe fn forward_with<V: F32x4>(k: &Forward, rows: usize) {
+pub unsafe fn forward_with<V: F32x4, A: Elem>(k: &Forward<A>, rows: usize) {
     // One function per flavour, never inlined into the dispatch: inlined, the twelve flavours
     // made one function so large that the engine compiled the backward 10-20% slower.
     #[inline(never)]
-    unsafe fn go<V: F32x4, const W: bool, const O: bool, const F: bool>(k: &Forward, rows: usize) {
+    unsafe fn go<V: F32x4, A: Elem, const W: bool, const O: bool, const F: bool, const L: bool>(
+        k: &Forward<A>,
+        rows: usize,
+    ) {
         for r in 0..rows {
-            let rs = forward_row::<V, W, O, F>(k, r);
+            let rs = forward_row::<V, A, W, O, F, L>(k, r);
             if !k.rstd.is_null() {
                 *k.rstd.add(r) = rs;
             }
         }
     }
-    match (k.g.is_null(), k.offset != 0.0, k.res.is_null()) {
-        (true, _, true) => go::<V, false, false, false>(k, rows),
-        (true, _, false) => go::<V, false, false, true>(k, rows),
-        (false, false, true) => go::<V, true, false, false>(k, rows),
-        (false, false, false) => go::<V, true, false, true>(k, rows),
-        (false, true, true) => go::<V, true, true, false>(k, rows),
-        (false, true, false) => go::<V, true, true, true>(k, rows),
+    // llama differs only for a half type with a gain: elsewhere it is not instantiated.
+    let l = k.llama && is_half::<A>() && !k.g.is_null();
+    match (k.g.is_null(), k.offset != 0.0, k.res.is_null(), l) {
+        (true, _, true, _) => go::<V, A, false, false, false, false>(k, rows),
+        (true, _, false, _) => go::<V, A, false, false, true, false>(k, rows),
+        (false, false, true, false) => go::<V, A, true, false, false, false>(k, rows),
+        (false, false, false, false) => go::<V, A, true, false, true, false>(k, rows),
+        (false, true, true, false) => go::<V, A, true, true, false, false>(k, rows),
+        (false, true, false, false) => go::<V, A, true, true, true, false>(k, rows),
+        (false, false, true, true) => go::<V, A, true, false, false, true>(k, rows),
+        (false, false, false, true) => go::<V, A, true, false, true, true>(k, rows),
+        (false, true, true, true) => go::<V, A, true, true, false, true>(k, rows),
+        (false, true, false, true) => go::<V, A, true, true, true, true>(k, rows),
     }
+}
+
+/// Whether `A` is a half type (the `llama` mode's extra rounding does something).
+#[inline(always)]
+fn is_half<A: Elem>() -> bool {
+    core::mem::size_of::<A>() == 2
 }
 
 /// RMSNorm forward over `rows` rows of `dim`: `y = x · rstd · g` ([`forward_with`] of
@@ -446,24 +514,26 @@ pub unsafe fn forward<V: F32x4>(
     dim: usize,
     eps: f32,
 ) {
-    forward_with::<V>(&Forward::plain(x, g, y, rstd_out, dim, eps), rows)
+    forward_with::<V, f32>(&Forward::plain(x, g, y, rstd_out, dim, eps), rows)
 }
 
 /// Pointers and parameters of one backward call, shared by the sync path and the pool's shards.
+/// The activations and their gradients (`dy`, `x`, `dh`, `dx`) are stored as `A`; the gain,
+/// rstd and the weight gradient are f32.
 #[derive(Clone, Copy, Debug)]
-pub struct Backward {
+pub struct Backward<A: Elem = f32> {
     /// Upstream gradient, `rows × dim`.
-    pub dy: *const f32,
+    pub dy: *const A,
     /// Forward input, `rows × dim` (with a fused residual add: the forward's `h = x + res`).
-    pub x: *const f32,
+    pub x: *const A,
     /// Gain, `dim`; null for none (then no weight gradient is formed, and `offset` is not used).
     pub g: *const f32,
     /// Saved rstd from the forward, `rows`; null to recompute it from `x`, `eps` and `stat`.
     pub rstd: *const f32,
     /// Gradient arriving on the residual stream, `rows × dim`, added to `dx`; or null.
-    pub dh: *const f32,
+    pub dh: *const A,
     /// Destination of the input gradient, `rows × dim`; may equal `dy`, `x` or `dh`.
-    pub dx: *mut f32,
+    pub dx: *mut A,
     /// Row length.
     pub dim: usize,
     /// Added inside the square root when rstd is recomputed.
@@ -472,6 +542,9 @@ pub struct Backward {
     pub offset: f32,
     /// As the forward's: rstd came from the first `stat` elements, `1..=dim`.
     pub stat: usize,
+    /// As the forward's (half types with a gain): `gy = dy·g` is rounded to `A`, and the
+    /// weight gradient takes `dy · round(x·rstd)`, as autograd does through LlamaRMSNorm.
+    pub llama: bool,
 }
 
 impl Backward {
@@ -497,16 +570,26 @@ impl Backward {
             eps,
             offset: 0.0,
             stat: dim,
+            llama: false,
         }
     }
 }
 
 /// `dx = a·gy − b·x (+ dh)` over elements `[from, to)` of a row (`B` false: without the `b·x`
-/// term, the elements past `stat` that did not enter rstd); with a gain, `p += dy·(x·a)`.
+/// term, the elements past `stat` that did not enter rstd); with a gain, `p += dy·(x·a)`
+/// (with `L`, `x·a` rounded to `A` first: the forward's `y` before the gain).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn backward_elems<V: F32x4, const W: bool, const O: bool, const D: bool, const B: bool>(
-    k: &Backward,
+unsafe fn backward_elems<
+    V: F32x4,
+    A: Elem,
+    const W: bool,
+    const O: bool,
+    const D: bool,
+    const B: bool,
+    const L: bool,
+>(
+    k: &Backward<A>,
     off: usize,
     from: usize,
     to: usize,
@@ -519,12 +602,13 @@ unsafe fn backward_elems<V: F32x4, const W: bool, const O: bool, const D: bool, 
     let dh = k.dh.wrapping_add(off);
     let (av, bv, ov) = (V::splat(a), V::splat(b), V::splat(k.offset));
     let one = |i: usize| {
-        let d = V::load(dy.add(i));
-        let xv = V::load(x.add(i));
-        let gy = if W { d.mul(gain::<V, O>(g, ov, i)) } else { d };
+        let xv = A::load::<V>(x.add(i));
+        let gy = gy_of::<V, A, W, O, L>(dy, g, ov, i);
         if W {
+            let d = A::load::<V>(dy.add(i));
+            let xa = if L { A::round(xv.mul(av)) } else { xv.mul(av) };
             let pv = V::load(p.add(i));
-            pv.add(d.mul(xv.mul(av))).store(p.add(i));
+            pv.add(d.mul(xa)).store(p.add(i));
         }
         let v = if B {
             av.mul(gy).sub(bv.mul(xv))
@@ -532,7 +616,7 @@ unsafe fn backward_elems<V: F32x4, const W: bool, const O: bool, const D: bool, 
             av.mul(gy)
         };
         if D {
-            v.add(V::load(dh.add(i)))
+            v.add(A::load::<V>(dh.add(i)))
         } else {
             v
         }
@@ -540,22 +624,23 @@ unsafe fn backward_elems<V: F32x4, const W: bool, const O: bool, const D: bool, 
     let mut i = from;
     while i + 8 <= to {
         let (v0, v1) = (one(i), one(i + 4));
-        v0.store(dx.add(i));
-        v1.store(dx.add(i + 4));
+        A::store::<V>(dx.add(i), v0);
+        A::store::<V>(dx.add(i + 4), v1);
         i += 8;
     }
     while i + 4 <= to {
-        one(i).store(dx.add(i));
+        A::store::<V>(dx.add(i), one(i));
         i += 4;
     }
     while i < to {
-        let (d, xv) = (*dy.add(i), *x.add(i));
-        let gy = if W { d * gain1::<O>(g, k.offset, i) } else { d };
+        let xv = A::get(x.add(i));
+        let gy = gy1_of::<A, W, O, L>(dy, g, k.offset, i);
         if W {
-            *p.add(i) += d * (xv * a);
+            let xa = if L { A::round1(xv * a) } else { xv * a };
+            *p.add(i) += A::get(dy.add(i)) * xa;
         }
         let v = if B { a * gy - b * xv } else { a * gy };
-        *dx.add(i) = if D { v + *dh.add(i) } else { v };
+        A::put(dx.add(i), if D { v + A::get(dh.add(i)) } else { v });
         i += 1;
     }
 }
@@ -568,8 +653,16 @@ unsafe fn backward_elems<V: F32x4, const W: bool, const O: bool, const D: bool, 
 /// squares when rstd is recomputed: over the whole row in the same pass, or with `stat < dim`
 /// a second pass over the first `stat`), one for `dx`.
 #[inline(always)]
-unsafe fn backward_row<V: F32x4, const W: bool, const R: bool, const O: bool, const D: bool>(
-    k: &Backward,
+unsafe fn backward_row<
+    V: F32x4,
+    A: Elem,
+    const W: bool,
+    const R: bool,
+    const O: bool,
+    const D: bool,
+    const L: bool,
+>(
+    k: &Backward<A>,
     row: usize,
     p: *mut f32,
 ) {
@@ -580,11 +673,11 @@ unsafe fn backward_row<V: F32x4, const W: bool, const R: bool, const O: bool, co
     let dy = k.dy.add(off);
     // `with_ss` must be a constant at each call: a flag tested inside the fold costs 20-30%.
     let (c, ss) = if R {
-        dot_gy_x::<V, W, O>(dy, k.g, k.offset, x, n, false)
+        dot_gy_x::<V, A, W, O, L>(dy, k.g, k.offset, x, n, false)
     } else if whole {
-        dot_gy_x::<V, W, O>(dy, k.g, k.offset, x, n, true)
+        dot_gy_x::<V, A, W, O, L>(dy, k.g, k.offset, x, n, true)
     } else {
-        partial_sums::<V, W, O>(k, dy, x)
+        partial_sums::<V, A, W, O, L>(k, dy, x)
     };
     let rstd = if R {
         *k.rstd.add(row)
@@ -597,34 +690,41 @@ unsafe fn backward_row<V: F32x4, const W: bool, const R: bool, const O: bool, co
     let a = rstd;
     let b = (c / k.stat as f32) * rstd * (rstd * rstd);
     if !(rstd >= RSTD_LO && rstd <= RSTD_HI && c.is_finite() && b.is_finite()) {
-        return backward_row_f64::<W, R, O, D>(k, row, p);
+        return backward_row_f64::<A, W, R, O, D, L>(k, row, p);
     }
-    backward_elems::<V, W, O, D, true>(k, off, 0, k.stat, a, b, p);
+    backward_elems::<V, A, W, O, D, true, L>(k, off, 0, k.stat, a, b, p);
     if !whole {
-        backward_elems::<V, W, O, D, false>(k, off, k.stat, n, a, b, p);
+        backward_elems::<V, A, W, O, D, false, L>(k, off, k.stat, n, a, b, p);
     }
 }
 
 /// pRMSNorm's backward sums: `Σ gy·x` over the row and `Σ x²` over its first `stat`. Out of
 /// line, so that the code of whole rows (every plain call) stays as small as before.
 #[inline(never)]
-unsafe fn partial_sums<V: F32x4, const W: bool, const O: bool>(
-    k: &Backward,
-    dy: *const f32,
-    x: *const f32,
+unsafe fn partial_sums<V: F32x4, A: Elem, const W: bool, const O: bool, const L: bool>(
+    k: &Backward<A>,
+    dy: *const A,
+    x: *const A,
 ) -> (f32, f32) {
     (
-        dot_gy_x::<V, W, O>(dy, k.g, k.offset, x, k.dim, false).0,
-        sum_sq::<V>(x, k.stat),
+        dot_gy_x::<V, A, W, O, L>(dy, k.g, k.offset, x, k.dim, false).0,
+        sum_sq::<V, A>(x, k.stat),
     )
 }
 
 /// The backward of a row f32 cannot do faithfully (rms outside about [1e-12, 1e12], overflow
-/// in `Σ gy·x`, or a NaN/Inf): all in f64, each result rounded once to f32.
+/// in `Σ gy·x`, or a NaN/Inf): all in f64, each result rounded once to f32 (then to `A`).
 #[cold]
 #[inline(never)]
-unsafe fn backward_row_f64<const W: bool, const R: bool, const O: bool, const D: bool>(
-    k: &Backward,
+unsafe fn backward_row_f64<
+    A: Elem,
+    const W: bool,
+    const R: bool,
+    const O: bool,
+    const D: bool,
+    const L: bool,
+>(
+    k: &Backward<A>,
     row: usize,
     p: *mut f32,
 ) {
@@ -634,16 +734,18 @@ unsafe fn backward_row_f64<const W: bool, const R: bool, const O: bool, const D:
     // dh may be null (D false): wrapping_add, as add on null is undefined.
     let dh = k.dh.wrapping_add(off);
     let gy = |i: usize| {
-        let d = *dy.add(i) as f64;
-        if W {
-            d * gain1::<O>(g, k.offset, i) as f64
-        } else {
+        let d = A::get(dy.add(i)) as f64;
+        if !W {
             d
+        } else if L {
+            A::round1((d * gain1::<O>(g, k.offset, i) as f64) as f32) as f64
+        } else {
+            d * gain1::<O>(g, k.offset, i) as f64
         }
     };
     let (mut c, mut ss) = (0f64, 0f64);
     for i in 0..n {
-        let xv = *x.add(i) as f64;
+        let xv = A::get(x.add(i)) as f64;
         c += gy(i) * xv;
         if i < k.stat {
             ss += xv * xv;
@@ -657,29 +759,14 @@ unsafe fn backward_row_f64<const W: bool, const R: bool, const O: bool, const D:
     };
     let b = rstd * rstd * rstd * (c / stat);
     for i in 0..n {
-        let xv = *x.add(i) as f64;
+        let xv = A::get(x.add(i)) as f64;
         let gyv = gy(i);
         if W {
-            *p.add(i) += (*dy.add(i) as f64 * xv * rstd) as f32;
+            let xa = if L { A::round1((xv * rstd) as f32) as f64 } else { xv * rstd };
+            *p.add(i) += (A::get(dy.add(i)) as f64 * xa) as f32;
         }
         let v = rstd * gyv - if i < k.stat { b * xv } else { 0.0 };
-        *dx.add(i) = (if D { v + *dh.add(i) as f64 } else { v }) as f32;
-    }
-}
-
-/// Rows `[start, end)` (within one dweight block) into the zeroed partial `p` (`dim` floats).
-#[inline(always)]
-unsafe fn backward_block<V: F32x4, const W: bool, const R: bool, const O: bool, const D: bool>(
-    k: &Backward,
-    start: usize,
-    end: usize,
-    p: *mut f32,
-) {
-    if W {
-        core::ptr::write_bytes(p, 0, k.dim);
-    }
-    for row in start..end {
-        backward_row::<V, W, R, O, D>(k, row, p);
+        A::put(dx.add(i), (if D { v + A::get(dh.add(i)) as f64 } else { v }) as f32);
     }
 }
 
@@ -696,35 +783,67 @@ fn for_each_block(row0: usize, row1: usize, mut f: impl FnMut(usize, usize, usiz
     }
 }
 
-/// Calls `$f::<$V, W, R, O, D>` with the flags of `$k`: gain, saved rstd, offset (only with a
-/// gain), residual gradient.
-macro_rules! with_flags {
-    ($k:expr, $f:ident::<$V:ty>($($arg:expr),*)) => {{
-        let w = !$k.g.is_null();
-        let o = w && $k.offset != 0.0;
-        match (w, !$k.rstd.is_null(), o, !$k.dh.is_null()) {
-            (false, false, _, false) => $f::<$V, false, false, false, false>($($arg),*),
-            (false, false, _, true) => $f::<$V, false, false, false, true>($($arg),*),
-            (false, true, _, false) => $f::<$V, false, true, false, false>($($arg),*),
-            (false, true, _, true) => $f::<$V, false, true, false, true>($($arg),*),
-            (true, false, false, false) => $f::<$V, true, false, false, false>($($arg),*),
-            (true, false, false, true) => $f::<$V, true, false, false, true>($($arg),*),
-            (true, true, false, false) => $f::<$V, true, true, false, false>($($arg),*),
-            (true, true, false, true) => $f::<$V, true, true, false, true>($($arg),*),
-            (true, false, true, false) => $f::<$V, true, false, true, false>($($arg),*),
-            (true, false, true, true) => $f::<$V, true, false, true, true>($($arg),*),
-            (true, true, true, false) => $f::<$V, true, true, true, false>($($arg),*),
-            (true, true, true, true) => $f::<$V, true, true, true, true>($($arg),*),
-        }
-    }};
+/// Rows `[s, e)` of `k` (row indices relative to `k`'s pointers), adding their dweight terms
+/// into `p` (with a gain). One function per flavour, never inlined into its callers: inlined,
+/// the flavours made functions so large that the engine compiled the backward 10-20% slower;
+/// reached through a pointer ([`rows_fn`]) once per block, so both entry points share it.
+type RowsFn<A> = unsafe fn(&Backward<A>, usize, usize, *mut f32);
+
+#[inline(never)]
+unsafe fn rows_go<
+    V: F32x4,
+    A: Elem,
+    const W: bool,
+    const R: bool,
+    const O: bool,
+    const D: bool,
+    const L: bool,
+>(
+    k: &Backward<A>,
+    s: usize,
+    e: usize,
+    p: *mut f32,
+) {
+    for row in s..e {
+        backward_row::<V, A, W, R, O, D, L>(k, row, p);
+    }
+}
+
+/// The [`rows_go`] flavour for `k`: gain, saved rstd, offset (only with a gain), residual
+/// gradient, llama (only for a half type with a gain).
+fn rows_fn<V: F32x4, A: Elem>(k: &Backward<A>) -> RowsFn<A> {
+    let w = !k.g.is_null();
+    let o = w && k.offset != 0.0;
+    let l = w && k.llama && is_half::<A>();
+    let (r, d) = (!k.rstd.is_null(), !k.dh.is_null());
+    macro_rules! pick {
+        ($($w:literal $r:literal $o:literal $d:literal $l:literal),*) => {
+            match (w, r, o, d, l) {
+                $(($w, $r, $o, $d, $l) => rows_go::<V, A, $w, $r, $o, $d, $l>,)*
+                _ => unreachable!("o and l are false without a gain"),
+            }
+        };
+    }
+    pick!(
+        false false false false false, false false false true false,
+        false true false false false, false true false true false,
+        true false false false false, true false false true false,
+        true true false false false, true true false true false,
+        true false true false false, true false true true false,
+        true true true false false, true true true true false,
+        true false false false true, true false false true true,
+        true true false false true, true true false true true,
+        true false true false true, true false true true true,
+        true true true false true, true true true true true
+    )
 }
 
 /// RMSNorm backward over all `rows`, single-threaded: [`backward_span`] over the whole matrix.
 ///
 /// # Safety
 /// As [`backward_span`] with `row0 = 0`, `total = rows`.
-pub unsafe fn backward<V: F32x4>(k: &Backward, rows: usize, dg: *mut f32, work: *mut f32) {
-    backward_span::<V>(k, 0, rows, rows, dg, work)
+pub unsafe fn backward<V: F32x4, A: Elem>(k: &Backward<A>, rows: usize, dg: *mut f32, work: *mut f32) {
+    backward_span::<V, A>(k, 0, rows, rows, dg, work)
 }
 
 /// RMSNorm backward over rows `[row0, row0 + rows)` of a `total`-row matrix, single-threaded;
@@ -741,41 +860,28 @@ pub unsafe fn backward<V: F32x4>(k: &Backward, rows: usize, dg: *mut f32, work: 
 /// # Safety
 /// Every non-null pointer must be valid for its shape (`rows` rows); `dg` and `work` too when
 /// `k.g` is set; `row0 + rows <= total`.
-pub unsafe fn backward_span<V: F32x4>(
-    k: &Backward,
+pub unsafe fn backward_span<V: F32x4, A: Elem>(
+    k: &Backward<A>,
     row0: usize,
     rows: usize,
     total: usize,
     dg: *mut f32,
     work: *mut f32,
 ) {
-    // One function per flavour, never inlined into the dispatch: inlined, the twelve flavours
-    // made one function so large that the engine compiled the backward 10-20% slower.
-    #[inline(never)]
-    unsafe fn go<V: F32x4, const W: bool, const R: bool, const O: bool, const D: bool>(
-        k: &Backward,
-        row0: usize,
-        rows: usize,
-        total: usize,
-        dg: *mut f32,
-        work: *mut f32,
-    ) {
-        if W && row0 == 0 {
-            core::ptr::write_bytes(dg, 0, k.dim);
-        }
-        for_each_block(row0, row0 + rows, |s, e, _| {
-            if W && s % DG_BLOCK_ROWS == 0 {
-                core::ptr::write_bytes(work, 0, k.dim);
-            }
-            for row in s..e {
-                backward_row::<V, W, R, O, D>(k, row - row0, work);
-            }
-            if W && (e % DG_BLOCK_ROWS == 0 || e == total) {
-                add_into::<V>(dg, work, k.dim);
-            }
-        });
+    let go = rows_fn::<V, A>(k);
+    let w = !k.g.is_null();
+    if w && row0 == 0 {
+        core::ptr::write_bytes(dg, 0, k.dim);
     }
-    with_flags!(k, go::<V>(k, row0, rows, total, dg, work))
+    for_each_block(row0, row0 + rows, |s, e, _| {
+        if w && s % DG_BLOCK_ROWS == 0 {
+            core::ptr::write_bytes(work, 0, k.dim);
+        }
+        go(k, s - row0, e - row0, work);
+        if w && (e % DG_BLOCK_ROWS == 0 || e == total) {
+            add_into::<V>(dg, work, k.dim);
+        }
+    });
 }
 
 /// RMSNorm backward over rows `[row0, row1)` for one shard of the worker pool.
@@ -785,22 +891,21 @@ pub unsafe fn backward_span<V: F32x4>(
 ///
 /// # Safety
 /// As [`backward`]; `partials` valid for every block the range touches.
-pub unsafe fn backward_rows<V: F32x4>(k: &Backward, row0: usize, row1: usize, partials: *mut f32) {
-    // One function per flavour, never inlined into the dispatch: inlined, the twelve flavours
-    // made one function so large that the engine compiled the backward 10-20% slower.
-    #[inline(never)]
-    unsafe fn go<V: F32x4, const W: bool, const R: bool, const O: bool, const D: bool>(
-        k: &Backward,
-        row0: usize,
-        row1: usize,
-        partials: *mut f32,
-    ) {
-        for_each_block(row0, row1, |s, e, b| {
-            let p = if W { partials.add(b * k.dim) } else { partials };
-            backward_block::<V, W, R, O, D>(k, s, e, p);
-        });
-    }
-    with_flags!(k, go::<V>(k, row0, row1, partials))
+pub unsafe fn backward_rows<V: F32x4, A: Elem>(
+    k: &Backward<A>,
+    row0: usize,
+    row1: usize,
+    partials: *mut f32,
+) {
+    let go = rows_fn::<V, A>(k);
+    let w = !k.g.is_null();
+    for_each_block(row0, row1, |s, e, b| {
+        let p = if w { partials.add(b * k.dim) } else { partials };
+        if w {
+            core::ptr::write_bytes(p, 0, k.dim);
+        }
+        go(k, s, e, p);
+    });
 }
 
 /// `dg = Σ_b partials[b·dim ..]`, the blocks added in order — onto zero, or with `accumulate`
@@ -919,5 +1024,5 @@ pub unsafe fn copy<V: F32x4>(src: *const f32, dst: *mut f32, n: usize) {
 /// # Safety
 /// `a`, `b` readable and `out` writable for `n` floats.
 pub unsafe fn add<V: F32x4>(a: *const f32, b: *const f32, out: *mut f32, n: usize) {
-    add_rows::<V>(a, b, out, n)
+    add_rows::<V, f32>(a, b, out, n)
 }

@@ -205,7 +205,7 @@ fn backward(
     let mut work = vec![f32::from_bits(0x7fc0_dead); dim];
     let k = backward_args(dy, x, g, rstd, &mut dx, dim, eps);
     // SAFETY: every slice has the shape the kernel expects.
-    unsafe { kernel::backward::<V>(&k, rows, dg.as_mut_ptr(), work.as_mut_ptr()) };
+    unsafe { kernel::backward::<V, _>(&k, rows, dg.as_mut_ptr(), work.as_mut_ptr()) };
     (dx, g.map(|_| dg))
 }
 
@@ -539,7 +539,7 @@ fn in_place_aliasing_gives_the_same_bits() {
                 1e-6,
             );
             // SAFETY: dx == dy and dx == x are allowed by the kernel's contract.
-            unsafe { kernel::backward::<V>(&k, rows, dg2.as_mut_ptr(), work.as_mut_ptr()) };
+            unsafe { kernel::backward::<V, _>(&k, rows, dg2.as_mut_ptr(), work.as_mut_ptr()) };
             assert!(
                 same_bits(&buf, &dx),
                 "dx in place (alias dy: {alias_dy}), dim {dim}"
@@ -573,7 +573,7 @@ fn sharded(
     for w in shards.windows(2).rev() {
         assert_eq!(w[0] % DG_BLOCK_ROWS, 0);
         // SAFETY: shapes as documented; partials holds nblocks × dim.
-        unsafe { kernel::backward_rows::<V>(&k, w[0], w[1], partials.as_mut_ptr()) };
+        unsafe { kernel::backward_rows::<V, _>(&k, w[0], w[1], partials.as_mut_ptr()) };
     }
     let dg = g.map(|_| {
         // Blocks reduced in segments (later ones accumulating), as the pool does for a matrix
@@ -765,7 +765,7 @@ fn backward_in_spans_gives_the_same_bits_as_one_call() {
                         );
                         // SAFETY: every pointer is valid for n rows; dg2 and work hold dim.
                         unsafe {
-                            kernel::backward_span::<V>(
+                            kernel::backward_span::<V, _>(
                                 &k,
                                 r0,
                                 n,

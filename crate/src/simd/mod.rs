@@ -5,6 +5,8 @@
 //! in the `scalar` wasm build. Both have four lanes and every operation is lane-wise IEEE
 //! single precision without fused multiply-add, so a kernel gives the same bits on either.
 
+use crate::half;
+
 pub mod portable;
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 pub mod wasm32;
@@ -30,6 +32,60 @@ pub trait F32x4: Copy {
     fn mul(self, o: Self) -> Self;
     /// `(l0 + l1) + (l2 + l3)`: a fixed order, so every implementation rounds alike.
     fn hsum(self) -> f32;
+
+    // Half-precision storage. The scalar conversions of `crate::half` define the bits; these
+    // defaults apply them lane by lane, and a SIMD implementation must give the same bits.
+
+    /// Loads 4 bfloat16 bit patterns from `p`, widened exactly.
+    ///
+    /// # Safety
+    /// `p..p+4` must be readable.
+    #[inline(always)]
+    unsafe fn load_bf16(p: *const u16) -> Self {
+        Self::from_lanes(core::array::from_fn(|i| half::bf16_to_f32(*p.add(i))))
+    }
+    /// Rounds the lanes to bfloat16 (nearest even) and stores their 4 bit patterns at `p`.
+    ///
+    /// # Safety
+    /// `p..p+4` must be writable.
+    #[inline(always)]
+    unsafe fn store_bf16(self, p: *mut u16) {
+        for (i, v) in self.lanes().into_iter().enumerate() {
+            *p.add(i) = half::f32_to_bf16(v);
+        }
+    }
+    /// Loads 4 float16 bit patterns from `p`, widened exactly.
+    ///
+    /// # Safety
+    /// `p..p+4` must be readable.
+    #[inline(always)]
+    unsafe fn load_f16(p: *const u16) -> Self {
+        Self::from_lanes(core::array::from_fn(|i| half::f16_to_f32(*p.add(i))))
+    }
+    /// Rounds the lanes to float16 (nearest even) and stores their 4 bit patterns at `p`.
+    ///
+    /// # Safety
+    /// `p..p+4` must be writable.
+    #[inline(always)]
+    unsafe fn store_f16(self, p: *mut u16) {
+        for (i, v) in self.lanes().into_iter().enumerate() {
+            *p.add(i) = half::f32_to_f16(v);
+        }
+    }
+    /// Each lane rounded to bfloat16 and widened back.
+    #[inline(always)]
+    fn round_bf16(self) -> Self {
+        Self::from_lanes(self.lanes().map(|v| half::bf16_to_f32(half::f32_to_bf16(v))))
+    }
+    /// Each lane rounded to float16 and widened back.
+    #[inline(always)]
+    fn round_f16(self) -> Self {
+        Self::from_lanes(self.lanes().map(|v| half::f16_to_f32(half::f32_to_f16(v))))
+    }
+    /// The four lanes, in order.
+    fn lanes(self) -> [f32; 4];
+    /// A vector of these four lanes.
+    fn from_lanes(l: [f32; 4]) -> Self;
 }
 
 /// The vector type the exported kernels use in this build.

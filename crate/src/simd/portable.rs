@@ -44,6 +44,14 @@ impl F32x4 for Portable {
         self.zip(o, |a, b| a * b)
     }
     #[inline(always)]
+    fn lanes(self) -> [f32; 4] {
+        self.0
+    }
+    #[inline(always)]
+    fn from_lanes(l: [f32; 4]) -> Self {
+        Portable(l)
+    }
+    #[inline(always)]
     fn hsum(self) -> f32 {
         let l = self.0;
         (l[0] + l[1]) + (l[2] + l[3])
