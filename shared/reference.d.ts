@@ -163,3 +163,69 @@ export interface CaseReference {
 export declare function caseReference(c: RefCase): CaseReference;
 /** Checks a contender's outputs for `op` against `ref` (ATOL/RTOL; a copy must be exact). */
 export declare function checkOutputs(op: 'forward' | 'backward' | 'layernorm' | 'copy', out: RefOutputs, c: RefCase, ref: CaseReference): RefCheck;
+
+// ---------------------------------------------------------------------------------------------
+// Half precision (float16, bfloat16): exact reference conversions (see the section in
+// reference.js for how they are derived and the NaN rules, checked in test/half-reference.test.ts).
+// Patterns are numbers: 0..65535 for a half, 0..2^32−1 for a float32; anything else is a RangeError.
+// ---------------------------------------------------------------------------------------------
+
+/** The two 16-bit storage formats: IEEE binary16 and bfloat16 (float32's top 16 bits). */
+export type HalfDtype = 'float16' | 'bfloat16';
+
+/** The float32 bit pattern (uint32) of `v` rounded to float32; a NaN gives whatever the engine stores. */
+export declare function f32BitsOf(v: number): number;
+/** The float32 value of bit pattern `bits` (uint32); NaN patterns give NaN. */
+export declare function f32FromBits(bits: number): number;
+
+/** The exact value of half pattern `bits` (±0, subnormals, ±Infinity; NaN for NaN patterns). */
+export declare function halfToF32(bits: number, dtype: HalfDtype): number;
+/**
+ * The float32 bit pattern of half pattern `bits`. NaN: sign kept, quiet bit 0x00400000 set,
+ * payload kept in the top fraction bits (`sign | 0x7fc00000 | frac << (23 − p)`).
+ */
+export declare function halfToF32Bits(bits: number, dtype: HalfDtype): number;
+/**
+ * float32 bit pattern → half pattern, round to nearest, ties to even; overflow (a result that
+ * rounds to 2^(emax+1) or more: ≥ 65520 for float16) gives Inf. NaN: sign kept, quiet bit set,
+ * top payload bits kept — float16 `sign | 0x7e00 | frac32 >>> 13`, bfloat16 `bits >>> 16 | 0x0040`.
+ */
+export declare function f32BitsToHalf(bits: number, dtype: HalfDtype): number;
+/**
+ * float32 value → half pattern as {@link f32BitsToHalf}. RangeError unless `Math.fround(v) === v`
+ * (or v is NaN): a float64 rounded straight to half can differ from float32-then-half. A NaN
+ * number's sign and payload are whatever the engine stores (usually 0x7fc00000 → 0x7e00 / 0x7fc0);
+ * pass bits to f32BitsToHalf when they matter.
+ */
+export declare function f32ToHalf(v: number, dtype: HalfDtype): number;
+/** bfloat16 pattern → its value (exactly a float32); NaN for NaN patterns. */
+export declare function bf16ToF32(bits: number): number;
+/** IEEE binary16 pattern → its value: subnormals, ±0, ±Infinity; NaN for NaN patterns. */
+export declare function f16ToF32(bits: number): number;
+/** float32 value → bfloat16 pattern, round to nearest even; NaN → quiet NaN (see {@link f32ToHalf}). */
+export declare function f32ToBf16(v: number): number;
+/** float32 value → binary16 pattern, round to nearest even, subnormal/zero results, ≥ 65520 → Inf; NaN → quiet NaN (see {@link f32ToHalf}). */
+export declare function f32ToF16(v: number): number;
+/** Half patterns → float32 values (NaNs by {@link halfToF32Bits}'s rule, written as bits). */
+export declare function toF32Array(bits: Uint16Array, dtype: HalfDtype): Float32Array;
+/**
+ * float32 values → half patterns, round to nearest even. A Float32Array is read as bits (NaN
+ * signs and payloads kept, as {@link f32BitsToHalf}); other arrays must hold float32 values.
+ */
+export declare function fromF32Array(a: ArrayLike<number>, dtype: HalfDtype): Uint16Array;
+/** Whether half pattern `bits` is a NaN of `dtype`. */
+export declare function halfIsNaN(bits: number, dtype: HalfDtype): boolean;
+/** Whether half pattern `bits` is ±Infinity in `dtype`. */
+export declare function halfIsInf(bits: number, dtype: HalfDtype): boolean;
+/**
+ * One ulp of the half value with pattern `bits`: the format's spacing in that value's binade (at
+ * a power of two, the spacing above it); 2^(emin−p) for ±0 and subnormals (2^-24 for float16,
+ * 2^-133 for bfloat16). Infinity for ±Inf, NaN for NaN.
+ */
+export declare function halfUlp(bits: number, dtype: HalfDtype): number;
+/**
+ * The number of representable values between two half patterns of `dtype` (+0 and −0 are the
+ * same; neighbours across zero or a binade are 1 apart). Both NaN: 0; exactly one NaN: Infinity;
+ * an infinity: 0 when both are the same infinity, else Infinity.
+ */
+export declare function halfUlpDiff(aBits: number, bBits: number, dtype: HalfDtype): number;

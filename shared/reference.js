@@ -447,3 +447,254 @@ export function caseReference(c) {
     layerNorm: () => (ln ??= refLayerNorm(c.x, c.w, c.b, c.dim, c.eps)),
   };
 }
+
+// =============================================================================================
+// Half precision (float16, bfloat16): exact reference conversions.
+//
+// Written from the IEEE 754 definitions, slow on purpose: a value is decoded as
+// (−1)^s · 2^(e−bias) · (1 + f/2^p) (subnormals: 2^emin · f/2^p) in float64, where every half
+// and float32 value is exact; a value is encoded by counting how many quanta (the spacing of
+// the format at its magnitude) it holds and rounding that count to the nearest integer, ties to
+// even. No bit tricks with rounding biases, so there is nothing clever to get wrong; the
+// kernels' fast conversions are tested against this, and this against NumPy and ml_dtypes
+// (test/half-reference.test.ts).
+//
+// NaNs (a JS number cannot carry a NaN's sign or payload reliably, so the *Bits functions are
+// the definitive ones and take or give bit patterns):
+// - narrowing float32 → half: sign kept, quiet bit set, the payload's top bits kept
+//   (float16: sign | 0x7e00 | frac32 >>> 13; bfloat16: top 16 bits | 0x0040). A canonical
+//   float32 NaN (0x7fc00000) gives 0x7e00 / 0x7fc0. This is what IEEE 754 §6.2.3 recommends,
+//   what x86 F16C / Arm FCVT do and what the Rust `half` crate does; NumPy keeps a signalling
+//   NaN signalling and ml_dtypes drops the payload, so tests compare only NaN-ness and sign
+//   with them.
+// - widening half → float32: sign kept, quiet bit (0x00400000) set, payload kept in the top
+//   bits (frac << (23 − p)), for the same reasons.
+// =============================================================================================
+
+/** Exponent and fraction widths; everything else about a format follows from them. */
+function halfFormat(expBits, fracBits) {
+  const bias = 2 ** (expBits - 1) - 1;
+  return {
+    fracBits,
+    bias,
+    emin: 1 - bias,
+    emax: bias,
+    expAll: 2 ** expBits - 1,
+    expMask: (2 ** expBits - 1) * 2 ** fracBits,
+    fracMask: 2 ** fracBits - 1,
+    quietBit: 2 ** (fracBits - 1),
+  };
+}
+const HALF_FORMATS = { float16: halfFormat(5, 10), bfloat16: halfFormat(8, 7) };
+
+function formatOf(dtype) {
+  const f = Object.hasOwn(HALF_FORMATS, dtype) ? HALF_FORMATS[dtype] : undefined;
+  if (!f) throw new RangeError(`dtype must be 'float16' or 'bfloat16', got ${String(dtype)}`);
+  return f;
+}
+
+// Rejecting non-patterns catches the easy mistake of passing a value where bits are expected.
+function checkHalfBits(bits) {
+  if (!(Number.isInteger(bits) && bits >= 0 && bits <= 0xffff)) throw new RangeError(`not a 16-bit pattern: ${bits}`);
+}
+function checkF32Bits(bits) {
+  if (!(Number.isInteger(bits) && bits >= 0 && bits <= 0xffffffff)) throw new RangeError(`not a 32-bit pattern: ${bits}`);
+}
+
+// Powers of two by repeated doubling and halving, each step exact, rather than `2 ** e`, whose
+// exactness rests on the engine's pow.
+const POW2 = new Float64Array(1023 + 1074 + 1);
+POW2[1074] = 1;
+for (let e = 1; e <= 1023; e++) POW2[1074 + e] = POW2[1074 + e - 1] * 2;
+for (let e = -1; e >= -1074; e--) POW2[1074 + e] = POW2[1074 + e + 1] / 2;
+function pow2(e) {
+  if (!Number.isInteger(e) || e < -1074 || e > 1023) throw new RangeError(`2^${e} is not a float64`);
+  return POW2[1074 + e];
+}
+
+/** ⌊log2 a⌋ for finite a > 0; Math.log2 only gives the first guess, the loops make it exact. */
+function floorLog2(a) {
+  let e = Math.max(-1074, Math.min(1023, Math.floor(Math.log2(a))));
+  while (pow2(e) > a) e--;
+  while (e < 1023 && pow2(e + 1) <= a) e++;
+  return e;
+}
+
+const F32_SCRATCH = new DataView(new ArrayBuffer(4));
+
+/** The float32 bit pattern (uint32) of `v` rounded to float32; NaN gives whatever pattern the engine writes. */
+export function f32BitsOf(v) {
+  F32_SCRATCH.setFloat32(0, v, true);
+  return F32_SCRATCH.getUint32(0, true);
+}
+
+/** The float32 with bit pattern `bits` (uint32), as a number; NaN patterns give NaN. */
+export function f32FromBits(bits) {
+  checkF32Bits(bits);
+  F32_SCRATCH.setUint32(0, bits, true);
+  return F32_SCRATCH.getFloat32(0, true);
+}
+
+/** The value of half pattern `bits`: exact, as every half value is a float64 (and a float32). */
+export function halfToF32(bits, dtype) {
+  checkHalfBits(bits);
+  const F = formatOf(dtype);
+  const sign = bits & 0x8000 ? -1 : 1;
+  const e = (bits & 0x7fff) >>> F.fracBits;
+  const f = bits & F.fracMask;
+  if (e === F.expAll) return f === 0 ? sign * Infinity : NaN;
+  // sign · 0 keeps −0.
+  if (e === 0) return sign * f * pow2(F.emin - F.fracBits);
+  return sign * (pow2(F.fracBits) + f) * pow2(e - F.bias - F.fracBits);
+}
+
+/**
+ * The float32 bit pattern of half pattern `bits`. NaN: bfloat16 is the top half of a float32,
+ * so its bits are kept as they are (a shift, as every bfloat16 loader does); a float16 NaN
+ * keeps its sign and payload and gets the quiet bit (as x86's F16C does).
+ */
+export function halfToF32Bits(bits, dtype) {
+  const F = formatOf(dtype);
+  checkHalfBits(bits);
+  const e = (bits & 0x7fff) >>> F.fracBits;
+  const f = bits & F.fracMask;
+  if (dtype === 'bfloat16' && e === F.expAll && f !== 0) return bits * 0x10000;
+  if (e === F.expAll && f !== 0) return (bits & 0x8000) * 0x10000 + 0x7f800000 + (f | F.quietBit) * pow2(23 - F.fracBits);
+  return f32BitsOf(halfToF32(bits, dtype));
+}
+
+/**
+ * The half pattern (sign bit excluded) nearest to the magnitude `a` (≥ 0, not NaN), ties to
+ * even. The quantum is the format's spacing at a's exponent, with the exponent range unbounded
+ * above, because IEEE 754 (§4.3, §7.4) rounds first and only then overflows: a result that
+ * rounds to 2^(emax+1) or beyond is Inf. Works for any float64 `a`, not only float32 ones.
+ */
+function roundMagnitude(a, F) {
+  if (a === Infinity) return F.expMask;
+  if (a === 0) return 0;
+  const e = Math.max(floorLog2(a), F.emin);
+  const quantum = pow2(e - F.fracBits);
+  // Exact: dividing by a power of two, and q < 2^(p+1) keeps q's fraction within float64.
+  const q = a / quantum;
+  let n = Math.floor(q);
+  const rest = q - n;
+  if (rest > 0.5 || (rest === 0.5 && n % 2 === 1)) n += 1;
+  return encodeMagnitude(n * quantum, F);
+}
+
+/** Bits of an exactly representable half magnitude `v`, or Inf for v ≥ 2^(emax+1). */
+function encodeMagnitude(v, F) {
+  if (v === 0) return 0;
+  if (v >= pow2(F.emax + 1)) return F.expMask;
+  let exp;
+  let frac;
+  if (v < pow2(F.emin)) {
+    exp = 0;
+    frac = v / pow2(F.emin - F.fracBits);
+  } else {
+    const e = floorLog2(v);
+    exp = e + F.bias;
+    frac = v / pow2(e - F.fracBits) - pow2(F.fracBits);
+  }
+  // A guard on this file's own reasoning: v was built as a whole number of quanta.
+  if (!Number.isInteger(frac) || frac < 0 || frac > F.fracMask) throw new Error(`internal: ${v} is not a half value`);
+  return exp * pow2(F.fracBits) + frac;
+}
+
+/** float32 pattern `bits` (uint32) → half pattern, round to nearest even; NaN: sign, quiet bit and top payload bits kept. */
+export function f32BitsToHalf(bits, dtype) {
+  checkF32Bits(bits);
+  const F = formatOf(dtype);
+  const sign = bits >= 0x80000000 ? 0x8000 : 0;
+  const exp32 = Math.floor(bits / pow2(23)) & 0xff;
+  const frac32 = bits & 0x7fffff;
+  if (exp32 === 0xff && frac32 !== 0) return sign | F.expMask | F.quietBit | Math.floor(frac32 / pow2(23 - F.fracBits));
+  return sign | roundMagnitude(Math.abs(f32FromBits(bits)), F);
+}
+
+/**
+ * A float32 value (a number that Math.fround leaves unchanged) → half pattern, round to nearest
+ * even. Any other number is a RangeError: rounding a float64 straight to half can differ from
+ * the float32-then-half a kernel does (double rounding), so the caller must say which it means.
+ */
+export function f32ToHalf(v, dtype) {
+  if (typeof v !== 'number' || !(Number.isNaN(v) || Math.fround(v) === v)) {
+    throw new RangeError(`not a float32 value: ${v} (round it with Math.fround first)`);
+  }
+  return f32BitsToHalf(f32BitsOf(v), dtype);
+}
+
+/** bfloat16 pattern → its value (NaN for NaN patterns). */
+export const bf16ToF32 = (bits) => halfToF32(bits, 'bfloat16');
+/** IEEE binary16 pattern → its value (NaN for NaN patterns). */
+export const f16ToF32 = (bits) => halfToF32(bits, 'float16');
+/** float32 value → bfloat16 pattern, round to nearest even (NaN → 0x7fc0 | sign as the engine stores it). */
+export const f32ToBf16 = (v) => f32ToHalf(v, 'bfloat16');
+/** float32 value → binary16 pattern, round to nearest even (NaN → 0x7e00 | sign as the engine stores it). */
+export const f32ToF16 = (v) => f32ToHalf(v, 'float16');
+
+/** Half patterns → their float32 values; NaN patterns become float32 NaN patterns by halfToF32Bits's rule. */
+export function toF32Array(bits, dtype) {
+  const out = new Float32Array(bits.length);
+  // Written as bits so that NaN signs and payloads survive (a NaN number might not).
+  const outBits = new Uint32Array(out.buffer);
+  for (let i = 0; i < bits.length; i++) outBits[i] = halfToF32Bits(bits[i], dtype);
+  return out;
+}
+
+/**
+ * float32 values → half patterns, round to nearest even. A Float32Array is read as bits (its
+ * NaNs keep sign and payload); any other array must hold float32 values (see f32ToHalf).
+ */
+export function fromF32Array(a, dtype) {
+  const out = new Uint16Array(a.length);
+  if (a instanceof Float32Array) {
+    const inBits = new Uint32Array(a.buffer, a.byteOffset, a.length);
+    for (let i = 0; i < a.length; i++) out[i] = f32BitsToHalf(inBits[i], dtype);
+  } else {
+    for (let i = 0; i < a.length; i++) out[i] = f32ToHalf(a[i], dtype);
+  }
+  return out;
+}
+
+/** Whether half pattern `bits` is a NaN of `dtype`. */
+export function halfIsNaN(bits, dtype) {
+  const F = formatOf(dtype);
+  checkHalfBits(bits);
+  return (bits & F.expMask) === F.expMask && (bits & F.fracMask) !== 0;
+}
+/** Whether half pattern `bits` is ±Inf in `dtype`. */
+export function halfIsInf(bits, dtype) {
+  const F = formatOf(dtype);
+  checkHalfBits(bits);
+  return (bits & 0x7fff) === F.expMask;
+}
+
+/**
+ * One unit in the last place of the half value with pattern `bits`: the spacing of the format
+ * in that value's binade (at a power of two, the spacing above it), 2^(emin−p) for zeros and
+ * subnormals. Infinity for ±Inf, NaN for NaN.
+ */
+export function halfUlp(bits, dtype) {
+  const F = formatOf(dtype);
+  if (halfIsNaN(bits, dtype)) return NaN;
+  if (halfIsInf(bits, dtype)) return Infinity;
+  const e = (bits & 0x7fff) >>> F.fracBits;
+  return pow2(Math.max(e, 1) - F.bias - F.fracBits);
+}
+
+/**
+ * How many representable values apart two half patterns of `dtype` are: sign-magnitude
+ * patterns mapped to integers in value order (+0 and −0 both to 0), then subtracted, so
+ * neighbours across zero and across binades count 1. Both NaN: 0; one NaN: Infinity; an
+ * infinity: 0 if both are the same infinity, else Infinity (Inf is not "one step past" the
+ * largest finite for a tolerance's purposes).
+ */
+export function halfUlpDiff(aBits, bBits, dtype) {
+  const na = halfIsNaN(aBits, dtype);
+  const nb = halfIsNaN(bBits, dtype);
+  if (na || nb) return na && nb ? 0 : Infinity;
+  if (halfIsInf(aBits, dtype) || halfIsInf(bBits, dtype)) return aBits === bBits ? 0 : Infinity;
+  const ordered = (b) => (b & 0x8000 ? -(b & 0x7fff) : b);
+  return Math.abs(ordered(aBits) - ordered(bBits));
+}
