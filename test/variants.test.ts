@@ -295,7 +295,7 @@ describe('bad variant options: a clear error before anything is written', () => 
     [{ offset: Number.NaN }, RangeError, /options\.offset must be finite/],
     [{ offset: null }, TypeError, /options\.offset must be a number, got null/],
     [{ residual: new Float32Array(15) }, RangeError, /options\.residual\.length must be 16/],
-    [{ residual: new Float64Array(16) }, TypeError, /options\.residual must be a Float32Array, got Float64Array\(16\)/],
+    [{ residual: new Float64Array(16) }, TypeError, /options\.residual must be a Float32Array, Float16Array or Uint16Array .*got Float64Array\(16\)/],
     [{ residualOut: new Float32Array(16) }, TypeError, /options\.residualOut was given without options\.residual/],
   ])('rmsNorm(x, w, %o)', (opts, type, msg) => {
     const out = new Float32Array(16).fill(7);

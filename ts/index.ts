@@ -9,15 +9,31 @@
  * @module
  */
 import { defaultBuild, loadWasm, type Build } from './load.js';
-import type { F32Buffer } from './memory.js';
+import type { F32Buffer, U16Buffer } from './memory.js';
 import type { RmsNormLayer, RmsNormLayerOptions } from './layer.js';
 import { RmsNorm } from './rmsnorm.js';
 import { createPool as createPoolWith, type PoolOptions, type RmsNormPool } from './pool/pool.js';
-import { options as checkOptions, type RmsNormBackwardOptions, type RmsNormBackwardResult, type RmsNormOptions } from './validate.js';
+import {
+  options as checkOptions,
+  type FloatArray,
+  type HalfDtype,
+  type RmsNormBackwardOptions,
+  type RmsNormBackwardResult,
+  type RmsNormOptions,
+} from './validate.js';
 
 export type { Build, KernelExports, LoadedWasm } from './load.js';
-export type { F32Buffer } from './memory.js';
-export type { RmsNormBackwardOptions, RmsNormBackwardResult, RmsNormOptions } from './validate.js';
+export type { F32Buffer, U16Buffer } from './memory.js';
+export type {
+  CastingMode,
+  Dtype,
+  Float16ArrayLike,
+  FloatArray,
+  HalfDtype,
+  RmsNormBackwardOptions,
+  RmsNormBackwardResult,
+  RmsNormOptions,
+} from './validate.js';
 export { RmsNorm } from './rmsnorm.js';
 export type { RmsNormLayer, RmsNormLayerBackwardOptions, RmsNormLayerOptions } from './layer.js';
 export { simdSupported, threadsAvailable } from './platform.js';
@@ -77,16 +93,21 @@ function ready(fn: string): RmsNorm {
  * `offset + weight` (Gemma: 1); `partial` — pRMSNorm, the mean over the first
  * `ceil(partial · dim)` elements only.
  *
- * @param x `rows × dim` floats, row-major. Views of wasm memory ({@link allocF32}) are used
- *   in place; other Float32Arrays are copied through reused scratch space.
- * @param weight The gain, `dim` floats, or null for none.
+ * Half precision: `x` (and every `rows × dim` array) may be a Float16Array or a Uint16Array
+ * of float16 / bfloat16 bit patterns (`dtype`), the weight likewise (`weightDtype`, may
+ * differ); the math is float32, results rounded to nearest even as `castingMode` says.
+ *
+ * @param x `rows × dim` elements, row-major. Views of wasm memory ({@link allocF32},
+ *   {@link allocU16}) are used in place; other arrays are copied through reused scratch space.
+ * @param weight The gain, `dim` elements, or null for none.
  * @param options `dim` (default `weight.length`, required without weight), `eps` (default
- *   1e-6, inside the root), `out` (destination, may be `x`), `rstd` (receives one per row),
- *   `residual`, `residualOut`, `offset` (default 0), `partial` (default 1): see {@link RmsNormOptions}.
- * @returns `options.out`, or a new Float32Array.
+ *   1e-6, inside the root), `out` (destination, may be `x`), `rstd` (receives one float32 per
+ *   row), `residual`, `residualOut`, `offset` (default 0), `partial` (default 1), `dtype`,
+ *   `weightDtype`, `castingMode` (default 'none'): see {@link RmsNormOptions}.
+ * @returns `options.out`, or a new array of `x`'s type.
  * @throws TypeError / RangeError naming the bad argument, before anything is written.
  */
-export function rmsNorm(x: Float32Array, weight: Float32Array | null, options?: RmsNormOptions): Float32Array {
+export function rmsNorm<T extends FloatArray = Float32Array>(x: T, weight: FloatArray | null, options?: RmsNormOptions<T>): T {
   return ready('rmsNorm').rmsNorm(x, weight, options);
 }
 
@@ -102,15 +123,17 @@ export function rmsNorm(x: Float32Array, weight: Float32Array | null, options?: 
  *   `dx` (destination, may be `dy` or `x`), `dweight` (destination, `dim`); the forward's
  *   `offset` and `partial`; `dresidual` (fused residual add: the gradient on `h`, added to
  *   `dx`; pass `h` as `x`): see {@link RmsNormBackwardOptions}.
+ *   Half precision as in {@link rmsNorm}: `dx` in the activations' dtype, `dweight` in the
+ *   weight's (summed in float32, rounded once).
  * @returns `{ dx, dweight }`; `dweight` is null when `weight` is null.
  * @throws TypeError / RangeError naming the bad argument, before anything is written.
  */
-export function rmsNormBackward(
-  dy: Float32Array,
-  x: Float32Array,
-  weight: Float32Array | null,
-  options?: RmsNormBackwardOptions,
-): RmsNormBackwardResult {
+export function rmsNormBackward<T extends FloatArray = Float32Array, W extends FloatArray = Float32Array>(
+  dy: T,
+  x: T,
+  weight: W | null,
+  options?: RmsNormBackwardOptions<T, W>,
+): RmsNormBackwardResult<T, W> {
   return ready('rmsNormBackward').rmsNormBackward(dy, x, weight, options);
 }
 
@@ -140,6 +163,37 @@ export function createRmsNorm(weight: Float32Array | null, options?: RmsNormLaye
  */
 export function allocF32(length: number): F32Buffer {
   return ready('allocF32').allocF32(length);
+}
+
+/**
+ * Allocates `length` 16-bit elements inside the module's memory for half-precision data:
+ * `view()` gives a Uint16Array (bit patterns; wrap it as a Float16Array where the engine has
+ * one) used in place like {@link allocF32}'s views. Call `free()` when done.
+ */
+export function allocU16(length: number): U16Buffer {
+  return ready('allocU16').allocU16(length);
+}
+
+/**
+ * Half-precision bit patterns to float32 values, exactly (in wasm, SIMD128).
+ * @param bits `n` float16 or bfloat16 bit patterns.
+ * @param dtype `'float16'` or `'bfloat16'`.
+ * @returns A new Float32Array of `n` values (NaNs: bfloat16's bits shifted up as they are; a
+ *   float16 NaN's payload moved up with the quiet bit set).
+ */
+export function halfToFloat32(bits: Uint16Array, dtype: HalfDtype): Float32Array {
+  return ready('halfToFloat32').halfToFloat32(bits, dtype);
+}
+
+/**
+ * float32 values to half-precision bit patterns, rounded to nearest even (overflow to ±Inf;
+ * NaN to a quiet NaN keeping its sign and the top of its payload), in wasm.
+ * @param x `n` float32 values.
+ * @param dtype `'float16'` or `'bfloat16'`.
+ * @returns A new Uint16Array of `n` bit patterns.
+ */
+export function float32ToHalf(x: Float32Array, dtype: HalfDtype): Uint16Array {
+  return ready('float32ToHalf').float32ToHalf(x, dtype);
 }
 
 export type { PoolCallOptions, PoolOptions, RmsNormPool } from './pool/pool.js';

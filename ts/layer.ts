@@ -75,8 +75,8 @@ export class RmsNormLayer {
     const y = this.y.take(x.length);
     const rstd = this.rstdOut.take(rows);
     const { dim, eps, offset, stat } = this;
-    const a = { x, weight: this.weight(), out: y, rstd, residual: null, h: null, rows, dim, eps, offset, stat };
-    return this.rn.forwardChecked(a, 'layer.forward');
+    const a = { x, weight: this.weight(), out: y, outGiven: y, rstd, residual: null, h: null, rows, dim, eps, offset, stat, dtypes: 0, wdt: 0, xKind: 0 };
+    return this.rn.forwardChecked(a, 'layer.forward') as Float32Array;
   }
 
   /** The rstd of each row of the last {@link forward} (valid until the next one). */
@@ -98,8 +98,12 @@ export class RmsNormLayer {
     const dx = this.dx.take(x.length);
     const weight = this.w ? this.weight() : null;
     const { dim, eps, offset, stat } = this;
-    const a = { dy, x, weight, rstd, dresidual: null, dx, dweight: this.dw, rows, dim, eps, offset, stat };
-    return this.rn.backwardChecked(a, 'layer.backward');
+    const dweight = this.dw;
+    const a = {
+      dy, x, weight, rstd, dresidual: null, dx, dxGiven: dx, dweight, dweightGiven: dweight,
+      rows, dim, eps, offset, stat, dtypes: 0, wdt: 0, xKind: 0, wKind: 0,
+    };
+    return this.rn.backwardChecked(a, 'layer.backward') as RmsNormBackwardResult;
   }
 
   /** Replaces the weight's values (`dim` floats; the layer was created with a weight). */

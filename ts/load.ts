@@ -17,17 +17,21 @@ export interface KernelExports {
   dg_block_rows(): number;
   rms_norm_forward(
     x: number, res: number, w: number, y: number, h: number, rstd: number,
-    rows: number, dim: number, eps: number, offset: number, stat: number,
+    rows: number, dim: number, eps: number, offset: number, stat: number, dtypes: number,
   ): number;
   rms_norm_backward(
     dy: number, x: number, w: number, rstd: number, dh: number, dx: number, dw: number, work: number,
-    rows: number, dim: number, eps: number, offset: number, stat: number, row0: number, total: number,
+    rows: number, dim: number, eps: number, offset: number, stat: number, row0: number, total: number, dtypes: number,
   ): number;
   rms_norm_backward_rows(
     dy: number, x: number, w: number, rstd: number, dh: number, dx: number, partials: number,
-    rows: number, dim: number, eps: number, offset: number, stat: number, row0: number, row1: number,
+    rows: number, dim: number, eps: number, offset: number, stat: number, row0: number, row1: number, dtypes: number,
   ): number;
   reduce_partials(partials: number, blocks: number, dim: number, dw: number, accumulate: number): number;
+  /** `n` half bit patterns (`dtype` 1 float16, 2 bfloat16) at `src` widened to float32 at `dst`. */
+  widen_half(src: number, dst: number, n: number, dtype: number): number;
+  /** `n` floats at `src` rounded (nearest even) to half bit patterns at `dst`. */
+  narrow_half(src: number, dst: number, n: number, dtype: number): number;
 }
 
 /** An instantiated build. `module` and (for `simd-threads`) `memory` are what workers need to join it. */

@@ -7,6 +7,22 @@
 import type { LoadedWasm } from './load.js';
 import { describe } from './validate.js';
 
+/**
+ * Storage for `length` 16-bit words inside the module's memory (half-precision bit patterns,
+ * see {@link allocU16}): as {@link F32Buffer}, with views of type Uint16Array (wrap one as a
+ * Float16Array over the same bytes where the engine has it).
+ */
+export interface U16Buffer {
+  /** Number of 16-bit elements. */
+  readonly length: number;
+  /** A Uint16Array over the storage; make a new one after anything that may grow memory. */
+  view(): Uint16Array;
+  /** Returns the storage to the allocator; view() and free() throw afterwards. */
+  free(): void;
+  /** free() unless already freed. */
+  [Symbol.dispose](): void;
+}
+
 /** Storage for `length` floats inside the module's memory; see {@link allocF32}. */
 export interface F32Buffer {
   /** Number of floats. */
@@ -40,6 +56,7 @@ const roundUp = (n: number) => Math.ceil(n / ALIGN) * ALIGN;
 export class Heap {
   readonly wasm: LoadedWasm;
   private f32view: Float32Array;
+  private u16view: Uint16Array;
   // Buffers this memory had before it grew: views on them still address this memory
   // (shared memory), or are detached (non-shared); either way we recognize them.
   private readonly past = new WeakSet<ArrayBufferLike>();
@@ -49,6 +66,7 @@ export class Heap {
     this.wasm = wasm;
     this.shared = wasm.shared;
     this.f32view = new Float32Array(wasm.memory.buffer);
+    this.u16view = new Uint16Array(wasm.memory.buffer);
   }
 
   /** The current view of all memory (re-made if the memory grew). */
@@ -65,8 +83,19 @@ export class Heap {
     return this.f32view;
   }
 
+  /** The current view of all memory as 16-bit words (half-precision data), re-made as {@link f32}. */
+  u16(): Uint16Array {
+    if (this.u16view.buffer !== this.f32().buffer) this.u16view = new Uint16Array(this.f32view.buffer);
+    return this.u16view;
+  }
+
+  /** The current view of all memory with `a`'s element type. */
+  viewLike(a: Float32Array | Uint16Array): Float32Array | Uint16Array {
+    return a.BYTES_PER_ELEMENT === 2 ? this.u16() : this.f32();
+  }
+
   /** Whether `a` is a view of this memory, so that its byteOffset is its wasm address. */
-  holds(a: Float32Array): boolean {
+  holds(a: Float32Array | Uint16Array): boolean {
     const b = a.buffer;
     if (b === this.f32().buffer) return true;
     if (!this.past.has(b)) return false;
@@ -80,7 +109,7 @@ export class Heap {
    * memory from before it grew (detached). `cur` is `f32().buffer`, for callers that place
    * several arrays at once.
    */
-  addressOf(fn: string, name: string, a: Float32Array, cur: ArrayBufferLike = this.f32().buffer): number {
+  addressOf(fn: string, name: string, a: Float32Array | Uint16Array, cur: ArrayBufferLike = this.f32().buffer): number {
     const b = a.buffer;
     if (b === cur) return a.byteOffset;
     if (this.shared) return this.past.has(b) ? a.byteOffset : -1;
@@ -109,25 +138,40 @@ export class Heap {
     this.wasm.exports.free_f32(addr, length);
   }
 
-  /** A user-owned buffer (the allocF32 API). */
+  /** A user-owned buffer of floats (the allocF32 API). */
   allocBuffer(length: number): F32Buffer {
+    return this.allocTyped('allocF32', length, Float32Array);
+  }
+
+  /** A user-owned buffer of 16-bit words (the allocU16 API: half-precision bit patterns). */
+  allocBuffer16(length: number): U16Buffer {
+    return this.allocTyped('allocU16', length, Uint16Array);
+  }
+
+  private allocTyped<T extends Float32Array | Uint16Array>(
+    fn: string,
+    length: number,
+    Type: { new (b: ArrayBufferLike, at: number, n: number): T; BYTES_PER_ELEMENT: number },
+  ): { readonly length: number; view(): T; free(): void; [Symbol.dispose](): void } {
     if (typeof length !== 'number') {
-      throw new TypeError(`allocF32: length must be a number (a count of floats), got ${describe(length)}`);
+      throw new TypeError(`${fn}: length must be a number (a count of ${Type.BYTES_PER_ELEMENT === 4 ? 'floats' : 'elements'}), got ${describe(length)}`);
     }
     if (!Number.isInteger(length) || length < 0 || length > 0x3fffffff) {
-      throw new RangeError(`allocF32: length must be an integer in [0, 2^30), got ${String(length)}`);
+      throw new RangeError(`${fn}: length must be an integer in [0, 2^30), got ${String(length)}`);
     }
-    let addr = this.alloc(length);
+    // The allocator counts floats: a half buffer takes half as many (16-byte aligned either way).
+    const floats = Math.ceil((length * Type.BYTES_PER_ELEMENT) / 4);
+    let addr = this.alloc(floats);
     const heap = this;
     return {
       length,
       view() {
-        if (addr === 0) throw new Error('allocF32: view() called after free(); allocate a new buffer');
-        return new Float32Array(heap.f32().buffer, addr, length);
+        if (addr === 0) throw new Error(`${fn}: view() called after free(); allocate a new buffer`);
+        return new Type(heap.f32().buffer, addr, length);
       },
       free() {
-        if (addr === 0) throw new Error('allocF32: free() called twice on the same buffer');
-        heap.free(addr, length);
+        if (addr === 0) throw new Error(`${fn}: free() called twice on the same buffer`);
+        heap.free(addr, floats);
         addr = 0;
       },
       [Symbol.dispose]() {

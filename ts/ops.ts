@@ -10,6 +10,9 @@
  */
 import type { KernelExports } from './load.js';
 
+/** An array as placed: float32 values, or half-precision bit patterns (a Float16Array is seen through its bits). */
+export type Data = Float32Array | Uint16Array;
+
 /** A row-major `rows × dim` matrix. */
 export const MATRIX = 0;
 /** One float per row (`rows`). */
@@ -42,10 +45,25 @@ export interface Params {
   readonly eps: number;
   readonly offset: number;
   readonly stat: number;
+  /**
+   * The kernel's `dtypes` word: the storage of the matrix operands (0 float32, 1 float16,
+   * 2 bfloat16; {@link DT}) plus {@link LLAMA} for the `llama` casting mode.
+   */
+  readonly dtypes: number;
+  /** The weight's storage ({@link DT}); a half weight is widened to float32 before the kernel sees it. */
+  readonly wdt: number;
 }
 
+/** Storage codes, as the kernel's bindings number them. */
+export const DT = { float32: 0, float16: 1, bfloat16: 2 } as const;
+/** The `llama` casting mode's bit in {@link Params.dtypes}. */
+export const LLAMA = 4;
+
+/** Bytes per element of the matrix operands of a call with these params. */
+export const matrixBytes = (q: Params): number => ((q.dtypes & 3) === 0 ? 4 : 2);
+
 /** Params of a job that runs no kernel (the pool's ping and test jobs). */
-export const NO_PARAMS: Params = Object.freeze({ eps: 0, offset: 0, stat: 0 });
+export const NO_PARAMS: Params = Object.freeze({ eps: 0, offset: 0, stat: 0, dtypes: 0, wdt: 0 });
 
 /** An operation: see the module doc. */
 export interface Op {
@@ -56,9 +74,9 @@ export interface Op {
    * Floats of workspace for a sync span (after the operands): the backward's open dweight
    * block, a row, when there is a weight.
    */
-  syncWork(dim: number, arrs: readonly (Float32Array | null)[]): number;
+  syncWork(dim: number, arrs: readonly (Data | null)[]): number;
   /** Floats of workspace for a pool job of `rows` rows: the backward's per-block dweight partials. */
-  poolWork(rows: number, dim: number, blockRows: number, arrs: readonly (Float32Array | null)[]): number;
+  poolWork(rows: number, dim: number, blockRows: number, arrs: readonly (Data | null)[]): number;
   /** Chunks of a pool job must be whole dweight blocks. */
   readonly blockAligned: boolean;
   /** Elements of work per element of input (sizes chunks and thresholds). */
@@ -102,12 +120,12 @@ export const FORWARD: Op = {
   blockAligned: false,
   cost: 1,
   span: (k, a, _row0, rows, _total, dim, q) =>
-    k.rms_norm_forward(a[0]!, a[1]!, a[2]!, a[3]!, a[4]!, a[5]!, rows, dim, q.eps, q.offset, q.stat),
+    k.rms_norm_forward(a[0]!, a[1]!, a[2]!, a[3]!, a[4]!, a[5]!, rows, dim, q.eps, q.offset, q.stat, q.dtypes),
   chunk(k, a, r0, r1, _rows, dim, q) {
-    const off = r0 * dim * 4;
+    const off = r0 * dim * matrixBytes(q);
     return k.rms_norm_forward(
       a[0]! + off, at(a[1]!, off), a[2]!, a[3]! + off, at(a[4]!, off), at(a[5]!, r0 * 4),
-      r1 - r0, dim, q.eps, q.offset, q.stat,
+      r1 - r0, dim, q.eps, q.offset, q.stat, q.dtypes,
     );
   },
   complete: () => 0,
@@ -134,9 +152,9 @@ export const BACKWARD: Op = {
   blockAligned: true,
   cost: 2,
   span: (k, a, row0, rows, total, dim, q) =>
-    k.rms_norm_backward(a[0]!, a[1]!, a[2]!, a[3]!, a[4]!, a[5]!, a[6]!, a[7]!, rows, dim, q.eps, q.offset, q.stat, row0, total),
+    k.rms_norm_backward(a[0]!, a[1]!, a[2]!, a[3]!, a[4]!, a[5]!, a[6]!, a[7]!, rows, dim, q.eps, q.offset, q.stat, row0, total, q.dtypes),
   chunk: (k, a, r0, r1, rows, dim, q) =>
-    k.rms_norm_backward_rows(a[0]!, a[1]!, a[2]!, a[3]!, a[4]!, a[5]!, a[7]!, rows, dim, q.eps, q.offset, q.stat, r0, r1),
+    k.rms_norm_backward_rows(a[0]!, a[1]!, a[2]!, a[3]!, a[4]!, a[5]!, a[7]!, rows, dim, q.eps, q.offset, q.stat, r0, r1, q.dtypes),
   complete: (k, a, rows, dim, blockRows, accumulate) =>
     a[2] === 0 ? 0 : k.reduce_partials(a[7]!, Math.ceil(rows / blockRows), dim, a[6]!, accumulate ? 1 : 0),
 };

@@ -12,13 +12,17 @@
  * - An input that an output would overwrite before it is read (a partial overlap; an exact
  *   match is an in-place call the kernel allows) is first copied aside in JavaScript — a
  *   snapshot, then streamed like any plain array.
+ * - Half-precision data (Uint16Array bit patterns) is placed like float32 data, two bytes an
+ *   element, and the kernel reads it as such — except a one-row operand (the weight, dweight):
+ *   the kernel takes those as float32, so a half one always goes through the window, widened
+ *   there once per call (`widen_half`) or, for dweight, rounded into the array at the end.
  *
  * A placement is the operands' addresses for the current segment ({@link Placement.addrs},
  * in the kernel's order, then the workspace) plus the copies; see {@link Placement}.
  * @module
  */
 import { REGION_PAD_FLOATS, type Heap, type Scratch } from './memory.js';
-import { MATRIX, MAX_ADDRS, OPS, PER_ROW, ROW, type Op } from './ops.js';
+import { MATRIX, MAX_ADDRS, OPS, PER_ROW, ROW, type Data, type Op, type Params } from './ops.js';
 
 /**
  * The sync API's window: 256 KiB (65536 floats). Chosen by `npm run bench:window` (bench/window.ts) on this
@@ -43,8 +47,11 @@ export interface WindowRules {
   /** Segments start on multiples of this many rows (the pool's backward: dweight blocks). */
   rowAlign(op: Op): number;
   /** Workspace floats for a segment of `rows` rows (after the operands). */
-  work(op: Op, rows: number, dim: number, arrs: readonly (Float32Array | null)[]): number;
+  work(op: Op, rows: number, dim: number, arrs: readonly (Data | null)[]): number;
 }
+
+/** Floats of a one-row region that holds a half operand: its float32 values, then its bits. */
+const convertedFloats = (dim: number) => dim + Math.ceil(dim / 2);
 
 /** A placed call: see the module doc. One at a time per {@link Placer}: the object is reused. */
 export class Placement {
@@ -60,12 +67,16 @@ export class Placement {
   // Arrays of a fixed size, filled from the start: V8 keeps them packed and in bounds, which
   // the per-call loops over them need to stay cheap.
   /** The arrays (inputs that had to be copied aside replaced by their snapshots). */
-  readonly arrs: (Float32Array | null)[] = new Array<Float32Array | null>(MAX_ADDRS).fill(null);
+  readonly arrs: (Data | null)[] = new Array<Data | null>(MAX_ADDRS).fill(null);
+  /** Bytes per element of each operand as the kernel reads it (a converted half row: 4). */
+  private readonly es: number[] = new Array<number>(MAX_ADDRS).fill(4);
+  /** The weight's storage code (ops.ts DT), for converting half one-row operands. */
+  wdt = 0;
   private readonly kind: number[] = new Array<number>(MAX_ADDRS).fill(0);
   /** Resident: the array's byte address. Copied: its region's. */
   private readonly base: number[] = new Array<number>(MAX_ADDRS).fill(0);
   private start = 0;
-  private readonly views: (Float32Array | null)[] = new Array<Float32Array | null>(MAX_ADDRS).fill(null);
+  private readonly views: (Data | null)[] = new Array<Data | null>(MAX_ADDRS).fill(null);
   private readonly viewAt: number[] = new Array<number>(MAX_ADDRS).fill(0);
 
   constructor(private readonly heap: Heap) {}
@@ -79,7 +90,7 @@ export class Placement {
       if (this.kind[i] !== RESIDENT) this.addrs[i] = b;
       else {
         const shape = op.operands[i]!.shape;
-        this.addrs[i] = shape === MATRIX ? b + s * dim * 4 : shape === PER_ROW ? b + s * 4 : b;
+        this.addrs[i] = shape === MATRIX ? b + s * dim * this.es[i]! : shape === PER_ROW ? b + s * 4 : b;
       }
     }
   }
@@ -89,15 +100,15 @@ export class Placement {
     if (!this.streams) return;
     const { dim, op } = this;
     const whole = r0 === 0 && r1 === this.rows;
-    let mem: Float32Array | null = null;
     for (let i = 0; i < op.operands.length; i++) {
       const o = op.operands[i]!;
       if (this.kind[i] !== COPIED || o.out || o.shape === ROW) continue;
-      mem ??= this.heap.f32();
       const w = o.shape === MATRIX ? dim : 1;
       const a = this.arrs[i]!;
+      const es = this.es[i]!;
+      const mem = es === 2 ? this.heap.u16() : this.heap.f32();
       // A call that fits the window (most small ones) copies whole arrays: no subarray to make.
-      mem.set(whole ? a : a.subarray(r0 * w, r1 * w), (this.base[i]! >>> 2) + (r0 - this.start) * w);
+      mem.set(whole ? a : a.subarray(r0 * w, r1 * w), this.base[i]! / es + (r0 - this.start) * w);
     }
   }
 
@@ -109,7 +120,8 @@ export class Placement {
       const o = op.operands[i]!;
       if (this.kind[i] !== COPIED || !o.out || o.shape === ROW) continue;
       const w = o.shape === MATRIX ? dim : 1;
-      this.arrs[i]!.set(this.windowView(i, (this.base[i]! >>> 2) + (r0 - this.start) * w, (r1 - r0) * w), r0 * w);
+      const es = this.es[i]!;
+      this.arrs[i]!.set(this.windowView(i, this.base[i]! / es + (r0 - this.start) * w, (r1 - r0) * w, es), r0 * w);
     }
   }
 
@@ -118,10 +130,10 @@ export class Placement {
    * repeat a shape copy results out through the same view instead of making one per call. A
    * kept view of non-shared memory that growth detached has length 0 and is re-made.
    */
-  private windowView(i: number, at: number, len: number): Float32Array {
+  private windowView(i: number, at: number, len: number, es: number): Data {
     const v = this.views[i];
-    if (v !== null && v!.length === len && this.viewAt[i] === at) return v!;
-    const mem = this.heap.f32();
+    if (v !== null && v!.length === len && this.viewAt[i] === at && v!.BYTES_PER_ELEMENT === es) return v!;
+    const mem = es === 2 ? this.heap.u16() : this.heap.f32();
     const nv = mem.subarray(at, at + len);
     this.views[i] = nv;
     this.viewAt[i] = at;
@@ -135,8 +147,14 @@ export class Placement {
     for (let i = 0; this.streams && i < op.operands.length; i++) {
       const o = op.operands[i]!;
       if (this.kind[i] !== COPIED || !o.out || o.shape !== ROW) continue;
-      const at = this.base[i]! >>> 2;
-      this.arrs[i]!.set(this.heap.f32().subarray(at, at + this.dim));
+      const a = this.arrs[i]!;
+      const at = this.base[i]!;
+      if (a.BYTES_PER_ELEMENT === 2) {
+        // A half dweight: the kernel's float32 sums rounded into the region's bits, then out.
+        const bits = at + 4 * this.dim;
+        this.heap.wasm.exports.narrow_half(at, bits, this.dim, this.wdt);
+        a.set(this.heap.u16().subarray(bits >>> 1, (bits >>> 1) + this.dim));
+      } else a.set(this.heap.f32().subarray(at >>> 2, (at >>> 2) + this.dim));
     }
     // Keep no caller's array (nor snapshot) alive past the call.
     for (let i = 0; i < op.operands.length; i++) this.arrs[i] = null;
@@ -147,17 +165,25 @@ export class Placement {
    * non-shared memory that this call's growth detached — a fresh view of the same storage
    * (never an empty array).
    */
-  result(i: number, given: Float32Array): Float32Array {
+  result<T extends Data>(i: number, given: T): T {
     if (this.kind[i] !== RESIDENT || given.length !== 0) return given;
     const shape = this.op.operands[i]!.shape;
     const n = shape === MATRIX ? this.rows * this.dim : shape === PER_ROW ? this.rows : this.dim;
-    return n === 0 ? given : new Float32Array(this.heap.f32().buffer, this.base[i]!, n);
+    if (n === 0) return given;
+    const Type = given.constructor as new (b: ArrayBufferLike, at: number, n: number) => T;
+    return new Type(this.heap.f32().buffer, this.base[i]!, n);
   }
 
-  /** @internal Used by Placer. */
-  set(i: number, kind: number, base: number): void {
+  /** @internal Used by Placer: operand `i`'s placement, and its element size as the kernel reads it. */
+  set(i: number, kind: number, base: number, es = this.es[i]!): void {
     this.kind[i] = kind;
     this.base[i] = base;
+    this.es[i] = es;
+  }
+
+  /** @internal */
+  esOf(i: number): number {
+    return this.es[i]!;
   }
 
   /** @internal */
@@ -177,7 +203,7 @@ export class Placer {
   // Per operation and operand, the last view of wasm memory placed there and its address: a
   // call repeated on the same views reads no typed-array getter (buffer and byteOffset cost
   // 10-15 ns each in Node 20; a view's byteOffset never changes).
-  private readonly seen: (Float32Array | null)[] = new Array<Float32Array | null>(OPS.length * MAX_ADDRS).fill(null);
+  private readonly seen: (Data | null)[] = new Array<Data | null>(OPS.length * MAX_ADDRS).fill(null);
   private readonly seenAt: number[] = new Array<number>(OPS.length * MAX_ADDRS).fill(0);
   private readonly sizes: number[] = [];
   private readonly region: number[] = [];
@@ -197,7 +223,8 @@ export class Placer {
   private memoDim = 0;
   private memoWork = 0;
   private memoGen = -1;
-  private readonly memoArrs: (Float32Array | null)[] = new Array<Float32Array | null>(MAX_ADDRS).fill(null);
+  private memoDt = -1;
+  private readonly memoArrs: (Data | null)[] = new Array<Data | null>(MAX_ADDRS).fill(null);
   private readonly memoBase: number[] = new Array<number>(MAX_ADDRS).fill(0);
 
   constructor(
@@ -215,14 +242,16 @@ export class Placer {
    * Throws a TypeError naming `fn` and the array on a stale view of wasm memory, before
    * anything is written.
    */
-  place(fn: string, op: Op, arrs: readonly (Float32Array | null)[], rows: number, dim: number, fresh = 0): Placement {
+  place(fn: string, op: Op, arrs: readonly (Data | null)[], rows: number, dim: number, q: Params, fresh = 0): Placement {
     const p = this.p;
     const heap = this.heap;
     const n = op.operands.length;
     p.op = op;
     p.rows = rows;
     p.dim = dim;
-    if (this.repeats(op, arrs, rows, dim, fresh)) {
+    p.wdt = q.wdt;
+    const dt = q.dtypes * 4 + q.wdt;
+    if (this.repeats(op, arrs, rows, dim, fresh, dt)) {
       for (let i = 0; i < n; i++) {
         p.arrs[i] = arrs[i]!;
         p.set(i, arrs[i] === null ? ABSENT : RESIDENT, this.memoBase[i]!);
@@ -240,11 +269,14 @@ export class Placer {
       const a = arrs[i]!;
       p.arrs[i] = a;
       if (a === null) {
-        p.set(i, ABSENT, 0);
+        p.set(i, ABSENT, 0, 4);
         continue;
       }
-      if (fresh & (1 << i)) {
-        p.set(i, COPIED, -1);
+      const shape = op.operands[i]!.shape;
+      const es = shape === MATRIX ? a.BYTES_PER_ELEMENT : 4;
+      // A half one-row operand is converted in the window (see the module doc).
+      if (fresh & (1 << i) || (shape === ROW && a.BYTES_PER_ELEMENT === 2)) {
+        p.set(i, COPIED, -1, es);
         copied = true;
         continue;
       }
@@ -258,9 +290,9 @@ export class Placer {
           this.seenAt[slot] = off;
         }
       }
-      if (off >= 0) p.set(i, RESIDENT, off);
+      if (off >= 0) p.set(i, RESIDENT, off, es);
       else {
-        p.set(i, COPIED, -1);
+        p.set(i, COPIED, -1, es);
         copied = true;
       }
     }
@@ -277,6 +309,7 @@ export class Placer {
       this.memoDim = dim;
       this.memoWork = p.addrs[n]!;
       this.memoGen = this.window.generation;
+      this.memoDt = dt;
       for (let i = 0; i < n; i++) {
         this.memoArrs[i] = p.arrs[i]!;
         this.memoBase[i] = p.baseOf(i);
@@ -285,11 +318,18 @@ export class Placer {
     }
     this.carveWindow(p);
     p.seek(0);
-    // One-row inputs (the weight) once, now.
-    const mem = heap.f32();
+    // One-row inputs (the weight) once, now; a half one as bits after its region's floats,
+    // then widened into them.
     for (let i = 0; i < n; i++) {
       const o = op.operands[i]!;
-      if (p.kindOf(i) === COPIED && !o.out && o.shape === ROW) mem.set(p.arrs[i]!, p.baseOf(i) >>> 2);
+      if (p.kindOf(i) !== COPIED || o.out || o.shape !== ROW) continue;
+      const a = p.arrs[i]!;
+      const at = p.baseOf(i);
+      if (a.BYTES_PER_ELEMENT === 2) {
+        const bits = at + 4 * dim;
+        heap.u16().set(a, bits >>> 1);
+        heap.wasm.exports.widen_half(bits, at, dim, q.wdt);
+      } else heap.f32().set(a, at >>> 2);
     }
     return p;
   }
@@ -299,8 +339,8 @@ export class Placer {
    * objects, no output allocated by the library, the window where it was, and (non-shared
    * memory) no view detached since — a detached view has length 0.
    */
-  private repeats(op: Op, arrs: readonly (Float32Array | null)[], rows: number, dim: number, fresh: number): boolean {
-    if (op !== this.memoOp || rows !== this.memoRows || dim !== this.memoDim || fresh !== 0) return false;
+  private repeats(op: Op, arrs: readonly (Data | null)[], rows: number, dim: number, fresh: number, dt: number): boolean {
+    if (op !== this.memoOp || rows !== this.memoRows || dim !== this.memoDim || fresh !== 0 || dt !== this.memoDt) return false;
     if (this.window.generation !== this.memoGen) return false;
     const shared = this.heap.wasm.shared;
     for (let i = 0; i < op.operands.length; i++) {
@@ -335,13 +375,13 @@ export class Placer {
         if (ki === COPIED && (inp.shape === ROW || out.shape === ROW)) continue;
         const io = ki === RESIDENT ? p.baseOf(i) : a.byteOffset;
         const oo = ki === RESIDENT ? p.baseOf(o) : b.byteOffset;
-        const il = 4 * a.length;
-        const ol = 4 * b.length;
+        const il = a.BYTES_PER_ELEMENT * a.length;
+        const ol = b.BYTES_PER_ELEMENT * b.length;
         if (io >= oo + ol || oo >= io + il) continue;
         if (ki === COPIED && a.buffer !== b.buffer) continue;
         if (io === oo && il === ol && out.alias.includes(i)) continue;
         p.arrs[i] = a.slice();
-        p.set(i, COPIED, -1);
+        p.set(i, COPIED, -1, p.esOf(i));
         made = true;
         break;
       }
@@ -355,7 +395,7 @@ export class Placer {
     const ops = op.operands;
     const n = ops.length;
     let key = op.id;
-    for (let i = 0; i < n; i++) key = key * 4 + p.kindOf(i);
+    for (let i = 0; i < n; i++) key = key * 8 + p.kindOf(i) + (p.arrs[i]?.BYTES_PER_ELEMENT === 2 ? 4 : 0);
     if (key === this.lastKey && rows === this.lastRows && dim === this.lastDim && this.window.generation === this.lastGen) {
       for (let i = 0; i < n; i++) if (p.kindOf(i) === COPIED) p.set(i, COPIED, this.lastBase[i]!);
       p.segRows = this.lastSeg;
@@ -383,9 +423,9 @@ export class Placer {
         if (shareOf[i]! >= 0) continue;
       }
       regions++;
-      if (o.shape === MATRIX) perRow += dim;
+      if (o.shape === MATRIX) perRow += (dim * p.esOf(i)) / 4;
       else if (o.shape === PER_ROW) perRow += 1;
-      else fixed += dim;
+      else fixed += p.arrs[i]!.BYTES_PER_ELEMENT === 2 ? convertedFloats(dim) : dim;
     }
     const align = this.rules.rowAlign(op);
     // The workspace may grow with the segment (the pool's partials): size by one aligned block.
@@ -407,7 +447,15 @@ export class Placer {
         continue;
       }
       const shape = ops[i]!.shape;
-      slotOf.push(sizes.push(shape === MATRIX ? seg * dim : shape === PER_ROW ? seg : dim) - 1);
+      const floats =
+        shape === MATRIX
+          ? Math.ceil((seg * dim * p.esOf(i)) / 4)
+          : shape === PER_ROW
+            ? seg
+            : p.arrs[i]!.BYTES_PER_ELEMENT === 2
+              ? convertedFloats(dim)
+              : dim;
+      slotOf.push(sizes.push(floats) - 1);
     }
     const work = this.rules.work(op, seg, dim, p.arrs);
     if (work > 0) sizes.push(work);

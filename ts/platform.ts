@@ -89,3 +89,21 @@ export function resultArray(n: number): Float32Array {
   if (NodeBuffer !== undefined && n >= UNZEROED_FROM) return new Float32Array(NodeBuffer.allocUnsafeSlow(4 * n).buffer, 0, n);
   return new Float32Array(n);
 }
+
+/**
+ * A new array of `n` elements for a result the library allocates, of the kind the caller's
+ * input was given as (validate.ts KIND_*: 0 Float32Array, 1 Uint16Array of half bits,
+ * 2 Float16Array), allocated as {@link resultArray} does. Returns the array the kernel writes
+ * (a half result's Uint16Array) and the one the caller gets (the Float16Array over the same
+ * bytes, for kind 2).
+ */
+export function resultOfKind(kind: number, n: number): { placed: Float32Array | Uint16Array; given: Float32Array | Uint16Array | ArrayBufferView } {
+  if (kind === 0) {
+    const a = resultArray(n);
+    return { placed: a, given: a };
+  }
+  const bits = NodeBuffer !== undefined && n >= 2 * UNZEROED_FROM ? new Uint16Array(NodeBuffer.allocUnsafeSlow(2 * n).buffer, 0, n) : new Uint16Array(n);
+  if (kind === 1) return { placed: bits, given: bits };
+  const F16 = (globalThis as { Float16Array?: new (b: ArrayBufferLike, at: number, n: number) => ArrayBufferView }).Float16Array!;
+  return { placed: bits, given: new F16(bits.buffer, bits.byteOffset, n) };
+}

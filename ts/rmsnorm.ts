@@ -6,17 +6,24 @@
  * (ops.ts), finish. See docs/architecture.md.
  * @module
  */
-import { resultArray } from './platform.js';
 import type { Build, LoadedWasm } from './load.js';
 import { RmsNormLayer, type RmsNormLayerOptions } from './layer.js';
-import { Heap, Scratch, type F32Buffer } from './memory.js';
-import { BACKWARD, FORWARD, type Op, type Params } from './ops.js';
+import { Heap, Scratch, type F32Buffer, type U16Buffer } from './memory.js';
+import { BACKWARD, FORWARD, type Data, type Op, type Params } from './ops.js';
+import { backwardResults, forwardResult } from './results.js';
 import { Placer, SYNC_WINDOW_FLOATS, type Placement, type WindowRules } from './place.js';
 import { checkStatus } from './status.js';
+import { resultArray } from './platform.js';
 import {
   checkBackward,
+  checkConvertInput,
   checkForward,
+  halfDtypeCode,
+  KIND_F32,
+  KIND_U16,
+  type HalfDtype,
   type BackwardArgs,
+  type FloatArray,
   type ForwardArgs,
   type RmsNormBackwardOptions,
   type RmsNormBackwardResult,
@@ -61,22 +68,24 @@ export class RmsNorm {
    * RMSNorm forward: for each row `x_r` of length `dim`,
    * `y_r = x_r · rstd_r · weight` with `rstd_r = 1/sqrt(mean(x_r²) + eps)`.
    *
-   * @param x `rows × dim` floats, row-major.
-   * @param weight The gain, `dim` floats, or null for none (g = 1).
-   * @param options `dim` (default weight.length), `eps` (default 1e-6), `out`, `rstd`.
-   * @returns `options.out` if given, else a new Float32Array of `x.length`.
+   * @param x `rows × dim` elements, row-major: a Float32Array, a Float16Array, or a
+   *   Uint16Array of half bit patterns (with `options.dtype`).
+   * @param weight The gain, `dim` elements (its own dtype: `options.weightDtype`), or null for none (g = 1).
+   * @param options `dim` (default weight.length), `eps` (default 1e-6), `out`, `rstd` (float32),
+   *   `dtype`, `weightDtype`, `castingMode`, and the variants' options.
+   * @returns `options.out` if given, else a new array of `x.length` of `x`'s type.
    * @throws TypeError / RangeError on bad arguments, before anything is written.
    */
-  rmsNorm(x: Float32Array, weight: Float32Array | null, options?: RmsNormOptions): Float32Array {
-    return this.forwardChecked(checkForward('rmsNorm', x, weight, options));
+  rmsNorm<T extends FloatArray = Float32Array>(x: T, weight: FloatArray | null, options?: RmsNormOptions<T>): T {
+    return this.forwardChecked(checkForward('rmsNorm', x, weight, options)) as T;
   }
 
   /** The forward of arguments already checked by checkForward (the pool's inline path). @internal */
-  forwardChecked(a: ForwardArgs, fn = 'rmsNorm'): Float32Array {
-    const y = a.out ?? resultArray(a.x.length);
-    if (a.rows === 0) return y;
-    const p = this.run(fn, FORWARD, [a.x, a.residual, a.weight, y, a.h, a.rstd], a.rows, a.dim, a, a.out ? 0 : 1 << 3);
-    return p.result(3, y);
+  forwardChecked(a: ForwardArgs, fn = 'rmsNorm'): FloatArray {
+    const r = forwardResult(a);
+    if (a.rows === 0) return r.given;
+    const p = this.run(fn, FORWARD, [a.x, a.residual, a.weight, r.y, a.h, a.rstd], a.rows, a.dim, a, a.out ? 0 : 1 << 3);
+    return r.resident ? p.result(3, r.y as Float32Array) : r.given;
   }
 
   /**
@@ -92,39 +101,39 @@ export class RmsNorm {
    *   absent), `dx` (may be `dy` or `x`), `dweight`.
    * @throws TypeError / RangeError on bad arguments, before anything is written.
    */
-  rmsNormBackward(
-    dy: Float32Array,
-    x: Float32Array,
-    weight: Float32Array | null,
-    options?: RmsNormBackwardOptions,
-  ): RmsNormBackwardResult {
-    return this.backwardChecked(checkBackward('rmsNormBackward', dy, x, weight, options));
+  rmsNormBackward<T extends FloatArray = Float32Array, W extends FloatArray = Float32Array>(
+    dy: T,
+    x: T,
+    weight: W | null,
+    options?: RmsNormBackwardOptions<T, W>,
+  ): RmsNormBackwardResult<T, W> {
+    return this.backwardChecked(checkBackward('rmsNormBackward', dy, x, weight, options)) as RmsNormBackwardResult<T, W>;
   }
 
   /** The backward of arguments already checked by checkBackward (the pool's inline path). @internal */
-  backwardChecked(a: BackwardArgs, fn = 'rmsNormBackward'): RmsNormBackwardResult {
-    const dx = a.dx ?? resultArray(a.x.length);
-    const dweight = a.weight ? (a.dweight ?? new Float32Array(a.dim)) : null;
+  backwardChecked(a: BackwardArgs, fn = 'rmsNormBackward'): RmsNormBackwardResult<FloatArray, FloatArray> {
+    const r = backwardResults(a);
+    const { dx, dweight } = r;
     if (a.rows === 0) {
       dweight?.fill(0);
-      return { dx, dweight };
+      return r.result;
     }
     const fresh = (a.dx ? 0 : 1 << 5) | (a.weight && !a.dweight ? 1 << 6 : 0);
     const p = this.run(fn, BACKWARD, [a.dy, a.x, a.weight, a.rstd, a.dresidual, dx, dweight], a.rows, a.dim, a, fresh);
-    return { dx: p.result(5, dx), dweight: dweight && p.result(6, dweight) };
+    return r.resident ? { dx: p.result(5, dx), dweight: dweight && p.result(6, dweight) } : r.result;
   }
 
   /** Places a checked call (`fresh`: outputs the library allocated, see Placer.place) and runs `op` on each segment of rows: copy in, kernel, copy out. */
   private run(
     fn: string,
     op: Op,
-    arrs: readonly (Float32Array | null)[],
+    arrs: readonly (Data | null)[],
     rows: number,
     dim: number,
     q: Params,
     fresh: number,
   ): Placement {
-    const p = this.placer.place(fn, op, arrs, rows, dim, fresh);
+    const p = this.placer.place(fn, op, arrs, rows, dim, q, fresh);
     const k = this.wasm.exports;
     const seg = p.segRows;
     for (let s = 0; s < rows; s += seg) {
@@ -154,4 +163,55 @@ export class RmsNorm {
   allocF32(length: number): F32Buffer {
     return this.heap.allocBuffer(length);
   }
+
+  /** Half bit patterns to float32 values, exactly: see the top-level {@link halfToFloat32}. */
+  halfToFloat32(bits: Uint16Array, dtype: HalfDtype): Float32Array {
+    const fn = 'halfToFloat32';
+    const dt = halfDtypeCode(fn, dtype);
+    const src = checkConvertInput<Uint16Array>(fn, bits, KIND_U16);
+    const out = resultArray(src.length);
+    this.convert(src, out, dt, true);
+    return out;
+  }
+
+  /** float32 values to half bit patterns, nearest even: see the top-level {@link float32ToHalf}. */
+  float32ToHalf(x: Float32Array, dtype: HalfDtype): Uint16Array {
+    const fn = 'float32ToHalf';
+    const dt = halfDtypeCode(fn, dtype);
+    const src = checkConvertInput<Float32Array>(fn, x, KIND_F32);
+    const out = new Uint16Array(src.length);
+    this.convert(src, out, dt, false);
+    return out;
+  }
+
+  /** Converts through the window, a chunk at a time: its first 2/3 for floats, the rest for bits. */
+  private convert(src: Data, dst: Data, dt: number, widen: boolean): void {
+    const chunk = Math.floor(SYNC_WINDOW_FLOATS / 3) & ~7;
+    const base = this.window.carveOne(SYNC_WINDOW_FLOATS);
+    const bitsAt = base + 8 * chunk; // past 2·chunk floats: room for chunk floats and chunk u16
+    const k = this.wasm.exports;
+    for (let i = 0; i < src.length; i += chunk) {
+      const n = Math.min(chunk, src.length - i);
+      const part = src.subarray(i, i + n);
+      if (widen) {
+        this.heap.u16().set(part, bitsAt >>> 1);
+        checkStatus('halfToFloat32', k.widen_half(bitsAt, base, n, dt));
+        dst.set(this.heap.f32().subarray(base >>> 2, (base >>> 2) + n), i);
+      } else {
+        this.heap.f32().set(part, base >>> 2);
+        checkStatus('float32ToHalf', k.narrow_half(base, bitsAt, n, dt));
+        dst.set(this.heap.u16().subarray(bitsAt >>> 1, (bitsAt >>> 1) + n), i);
+      }
+    }
+  }
+
+  /**
+   * Allocates `length` 16-bit elements inside this module's memory, for half-precision data
+   * (bfloat16 or float16 bit patterns; wrap a view as a Float16Array where the engine has one):
+   * used in place like {@link allocF32}'s. Free it when done.
+   */
+  allocU16(length: number): U16Buffer {
+    return this.heap.allocBuffer16(length);
+  }
 }
+

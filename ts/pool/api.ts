@@ -2,8 +2,15 @@
  * The pool's public types: what createPool takes and what it returns.
  * @module
  */
-import type { F32Buffer } from '../memory.js';
-import { describe, options as checkOptions, type RmsNormBackwardOptions, type RmsNormBackwardResult, type RmsNormOptions } from '../validate.js';
+import type { F32Buffer, U16Buffer } from '../memory.js';
+import {
+  describe,
+  options as checkOptions,
+  type FloatArray,
+  type RmsNormBackwardOptions,
+  type RmsNormBackwardResult,
+  type RmsNormOptions,
+} from '../validate.js';
 
 /** Options of {@link createPool}. */
 export interface PoolOptions {
@@ -29,14 +36,16 @@ export interface RmsNormPool {
    * runs on the calling thread with the `simd` build (same API and results). */
   readonly mode: 'threads' | 'single';
   /** As the sync {@link rmsNorm}, resolved when done. Arguments are checked before queueing. */
-  rmsNorm(x: Float32Array, weight: Float32Array | null, options?: RmsNormOptions & PoolCallOptions): Promise<Float32Array>;
+  rmsNorm<T extends FloatArray = Float32Array>(x: T, weight: FloatArray | null, options?: RmsNormOptions<T> & PoolCallOptions): Promise<T>;
   /** As the sync {@link rmsNormBackward}; dweight has the same bits whatever the thread count. */
-  rmsNormBackward(
-    dy: Float32Array,
-    x: Float32Array,
-    weight: Float32Array | null,
-    options?: RmsNormBackwardOptions & PoolCallOptions,
-  ): Promise<RmsNormBackwardResult>;
+  rmsNormBackward<T extends FloatArray = Float32Array, W extends FloatArray = Float32Array>(
+    dy: T,
+    x: T,
+    weight: W | null,
+    options?: RmsNormBackwardOptions<T, W> & PoolCallOptions,
+  ): Promise<RmsNormBackwardResult<T, W>>;
+  /** As the sync API's {@link allocU16}, in the pool's shared memory (half-precision data used in place). */
+  allocU16(length: number): U16Buffer;
   /**
    * Allocates `length` floats in the pool's shared memory: views of it are used in place by
    * the pool's calls (no copies), and accepted by the sync API too (which copies them, as any

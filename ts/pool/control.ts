@@ -13,7 +13,7 @@
 import type { KernelExports } from '../load.js';
 import { MAX_ADDRS, OPS, type Params } from '../ops.js';
 
-// Line 0 (and JOB, OFFSET, STAT on line 5): the job, written by the pool before it opens NEXT,
+// Line 0 (and JOB, OFFSET, STAT, DTYPES on line 5): the job, written by the pool before it opens NEXT,
 // read-only while the job runs.
 // Addresses fit in int32: the threads build's memory is at most 2 GiB.
 export const OP = 0;
@@ -56,6 +56,8 @@ export const JOB = 84;
 export const OFFSET = 85;
 /** Elements of each row rstd is estimated from (ops.ts's Params.stat). */
 export const STAT = 86;
+/** The kernel's dtypes word (ops.ts's Params.dtypes: matrix storage, llama bit). */
+export const DTYPES = 87;
 /**
  * Worker w's line: its wake-up word at SEQ0 + w·STRIDE, then its busy flag, then EXITING: 1
  * once it has left its serve loop and is releasing its own stack and TLS (the pool must not
@@ -179,11 +181,12 @@ function chunkReady(ctl: Int32Array, c: number): boolean {
 }
 
 /** The job's scalars, read from EPS, OFFSET, STAT (one object per thread, reused). */
-const params = { eps: 0, offset: 0, stat: 0 };
+const params = { eps: 0, offset: 0, stat: 0, dtypes: 0, wdt: 0 };
 function readParams(ctl: Int32Array): Params {
   params.eps = bitsFloat(ctl[EPS]!);
   params.offset = bitsFloat(ctl[OFFSET]!);
   params.stat = ctl[STAT]!;
+  params.dtypes = ctl[DTYPES]!;
   return params;
 }
 

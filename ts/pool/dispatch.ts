@@ -125,6 +125,7 @@ export class Dispatcher {
     ctl[C.EPS] = C.floatBits(spec.params.eps);
     ctl[C.OFFSET] = C.floatBits(spec.params.offset);
     ctl[C.STAT] = spec.params.stat;
+    ctl[C.DTYPES] = spec.params.dtypes;
     ctl[C.CHUNK_ROWS] = chunk;
     ctl[C.N_CHUNKS] = chunks;
     // Workers poll briefly for the next job only where that leaves this thread a core.

@@ -8,9 +8,9 @@
  * @module
  */
 import type { Heap, Scratch } from '../memory.js';
-import { BACKWARD, FORWARD, type Op, type Params } from '../ops.js';
-import { resultArray } from '../platform.js';
-import type { BackwardArgs, ForwardArgs, RmsNormBackwardResult } from '../validate.js';
+import { BACKWARD, FORWARD, type Data, type Op, type Params } from '../ops.js';
+import { backwardResults, forwardResult } from '../results.js';
+import type { BackwardArgs, FloatArray, ForwardArgs, RmsNormBackwardResult } from '../validate.js';
 import { Placer, POOL_WINDOW_FLOATS, type Placement } from '../place.js';
 import type { Dispatcher } from './dispatch.js';
 
@@ -31,20 +31,20 @@ export class PoolCalls {
   }
 
   /** A checked forward, sharded; `streamChunks` as for {@link run}. */
-  async forward(d: Dispatcher, a: ForwardArgs, streamChunks: boolean): Promise<Float32Array> {
-    const y = a.out ?? resultArray(a.x.length);
-    const arrs = [a.x, a.residual, a.weight, y, a.h, a.rstd];
+  async forward(d: Dispatcher, a: ForwardArgs, streamChunks: boolean): Promise<FloatArray> {
+    const r = forwardResult(a);
+    const arrs = [a.x, a.residual, a.weight, r.y, a.h, a.rstd];
     const p = await this.run(d, FN_FORWARD, FORWARD, arrs, a.rows, a.dim, a, streamChunks);
-    return p.result(3, y);
+    return r.resident ? p.result(3, r.y as Float32Array) : r.given;
   }
 
   /** A checked backward, sharded. */
-  async backward(d: Dispatcher, a: BackwardArgs, streamChunks: boolean): Promise<RmsNormBackwardResult> {
-    const dx = a.dx ?? resultArray(a.x.length);
-    const dweight = a.weight ? (a.dweight ?? new Float32Array(a.dim)) : null;
+  async backward(d: Dispatcher, a: BackwardArgs, streamChunks: boolean): Promise<RmsNormBackwardResult<FloatArray, FloatArray>> {
+    const r = backwardResults(a);
+    const { dx, dweight } = r;
     const arrs = [a.dy, a.x, a.weight, a.rstd, a.dresidual, dx, dweight];
     const p = await this.run(d, FN_BACKWARD, BACKWARD, arrs, a.rows, a.dim, a, streamChunks);
-    return { dx: p.result(5, dx), dweight: dweight && p.result(6, dweight) };
+    return r.resident ? { dx: p.result(5, dx), dweight: dweight && p.result(6, dweight) } : r.result;
   }
 
   /**
@@ -55,13 +55,13 @@ export class PoolCalls {
     d: Dispatcher,
     fn: string,
     op: Op,
-    arrs: readonly (Float32Array | null)[],
+    arrs: readonly (Data | null)[],
     rows: number,
     dim: number,
     params: Params,
     streamChunks: boolean,
   ): Promise<Placement> {
-    const p = this.placer.place(fn, op, arrs, rows, dim);
+    const p = this.placer.place(fn, op, arrs, rows, dim, params);
     const seg = p.segRows;
     const byChunk = p.streams && streamChunks;
     for (let s = 0; s < rows; s += seg) {

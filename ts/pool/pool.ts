@@ -12,11 +12,12 @@
  */
 import { canBlock, coreCount, simdSupported, threadsAvailable, yieldToEventLoop } from '../platform.js';
 import type { RmsNorm } from '../rmsnorm.js';
-import { Scratch, type F32Buffer } from '../memory.js';
+import { Scratch, type F32Buffer, type U16Buffer } from '../memory.js';
 import {
   checkBackward,
   checkForward,
   type BackwardArgs,
+  type FloatArray,
   type ForwardArgs,
   type RmsNormBackwardOptions,
   type RmsNormBackwardResult,
@@ -36,8 +37,8 @@ export type { PoolCallOptions, PoolOptions, RmsNormPool } from './api.js';
 import { checkCreateOptions, checkSignal, POOL_KEYS, type PoolCallOptions, type PoolOptions, type RmsNormPool } from './api.js';
 
 type Job =
-  | { kind: 'forward'; check: () => ForwardArgs; settle: Settle<Float32Array>; signal?: AbortSignal }
-  | { kind: 'backward'; check: () => BackwardArgs; settle: Settle<RmsNormBackwardResult>; signal?: AbortSignal }
+  | { kind: 'forward'; check: () => ForwardArgs; settle: Settle<FloatArray>; signal?: AbortSignal }
+  | { kind: 'backward'; check: () => BackwardArgs; settle: Settle<RmsNormBackwardResult<FloatArray, FloatArray>>; signal?: AbortSignal }
   | { kind: 'ping'; settle: Settle<void>; signal?: undefined }
   | { kind: 'fail'; worker: number; settle: Settle<void>; signal?: undefined };
 
@@ -107,38 +108,39 @@ class Pool implements RmsNormPool {
     return this.joinAllowed && work < STREAM_BELOW;
   }
 
-  rmsNorm(x: Float32Array, weight: Float32Array | null, options?: RmsNormOptions & PoolCallOptions): Promise<Float32Array> {
+  rmsNorm<T extends FloatArray = Float32Array>(x: T, weight: FloatArray | null, options?: RmsNormOptions<T> & PoolCallOptions): Promise<T> {
     const fn = FN_FORWARD;
     try {
       const a = checkForward(fn, x, weight, options, POOL_KEYS);
       const signal = checkSignal(fn, options);
       // A call too small to shard, with nothing ahead of it, runs now: no queue round trip.
       if (this.idle() && !signal?.aborted && this.inline(a.rows, a.rows * a.dim, 'forward')) {
-        return Promise.resolve(this.inlineFor(a).forwardChecked(a, fn));
+        return Promise.resolve(this.inlineFor(a).forwardChecked(a, fn) as T);
       }
       // Checked again when it runs: an input may have been detached while it was queued.
       const check = () => checkForward(fn, x, weight, options, POOL_KEYS);
-      return this.enqueue<Float32Array>((settle) => ({ kind: 'forward', check, settle, signal }), signal);
+      return this.enqueue<FloatArray>((settle) => ({ kind: 'forward', check, settle, signal }), signal) as Promise<T>;
     } catch (e) {
       return Promise.reject(e);
     }
   }
 
-  rmsNormBackward(
-    dy: Float32Array,
-    x: Float32Array,
-    weight: Float32Array | null,
-    options?: RmsNormBackwardOptions & PoolCallOptions,
-  ): Promise<RmsNormBackwardResult> {
+  rmsNormBackward<T extends FloatArray = Float32Array, W extends FloatArray = Float32Array>(
+    dy: T,
+    x: T,
+    weight: W | null,
+    options?: RmsNormBackwardOptions<T, W> & PoolCallOptions,
+  ): Promise<RmsNormBackwardResult<T, W>> {
     const fn = FN_BACKWARD;
     try {
       const a = checkBackward(fn, dy, x, weight, options, POOL_KEYS);
       const signal = checkSignal(fn, options);
       if (this.idle() && !signal?.aborted && this.inline(a.rows, a.rows * a.dim, 'backward')) {
-        return Promise.resolve(this.inlineFor(a).backwardChecked(a, fn));
+        return Promise.resolve(this.inlineFor(a).backwardChecked(a, fn) as RmsNormBackwardResult<T, W>);
       }
       const check = () => checkBackward(fn, dy, x, weight, options, POOL_KEYS);
-      return this.enqueue<RmsNormBackwardResult>((settle) => ({ kind: 'backward', check, settle, signal }), signal);
+      type R = RmsNormBackwardResult<FloatArray, FloatArray>;
+      return this.enqueue<R>((settle) => ({ kind: 'backward', check, settle, signal }), signal) as Promise<RmsNormBackwardResult<T, W>>;
     } catch (e) {
       return Promise.reject(e);
     }
@@ -155,6 +157,11 @@ class Pool implements RmsNormPool {
   allocF32(length: number): F32Buffer {
     if (this.destroyed) throw destroyedError();
     return this.rn.allocF32(length);
+  }
+
+  allocU16(length: number): U16Buffer {
+    if (this.destroyed) throw destroyedError();
+    return this.rn.allocU16(length);
   }
 
   /** Nothing queued or running, and not destroyed. */

@@ -1,0 +1,235 @@
+/**
+ * Half-precision storage (issue 10) against float32 and against what a user would write
+ * without it, on the `simd` build:
+ *
+ * - bfloat16 / float16 against float32, same shape (so the ratio of times is the ratio of
+ *   elements per second): forward and backward, zero-copy (views of wasm memory, outputs
+ *   given) and the default call (plain arrays, results allocated by the library);
+ * - the default call on half data against the plain-JS way: convert the bits to a
+ *   Float32Array, normalize with the naive loop, convert back (round to nearest even).
+ *
+ * Each pair is timed in alternating rounds (A then B, then B then A, ...) with tinybench; the
+ * figure is the median over rounds of the per-round ratio of medians, so both sides see the
+ * same machine load. Before timing, the half results are checked against the float32 path
+ * rounded (forward: within one half ulp).
+ *
+ * Run: `npm run bench:half` (env ROUNDS, default 5; SHAPES, default 4096x4096,1024x5120,64x4096).
+ * Writes bench/results/half.json.
+ * @module
+ */
+import { writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { Bench } from 'tinybench';
+import { loadRmsNorm } from '../dist/index.js';
+import { fromF32Array, halfUlpDiff, parseShape, testRows, testWeight, toF32Array } from '../shared/reference.js';
+
+type Half = 'bfloat16' | 'float16';
+const ROUNDS = Number(process.env.ROUNDS ?? 5);
+const SHAPES = (process.env.SHAPES ?? '4096x4096,1024x5120,64x4096').split(',').map((s) => parseShape(s));
+/** The issue's targets: half / float32 elements per second (zero-copy, big shapes), and half default call / plain-JS (64×4096). */
+const TARGETS: Record<string, number> = {
+  'bfloat16 forward zero-copy': 1.7,
+  'float16 forward zero-copy': 1.3,
+  'bfloat16 backward zero-copy': 1.5,
+  'bfloat16 default call vs plain JS': 15,
+  'float16 default call vs plain JS': 15,
+};
+const BIG = new Set(['4096x4096', '1024x5120']);
+
+const m = await loadRmsNorm('simd');
+
+// --- The plain-JS way: what a user writes without half support. ---
+const f32 = new Float32Array(1);
+const u32 = new Uint32Array(f32.buffer);
+function jsToF32(bits: Uint16Array, dtype: Half, out: Float32Array): Float32Array {
+  const o = new Uint32Array(out.buffer, out.byteOffset, out.length);
+  if (dtype === 'bfloat16') {
+    for (let i = 0; i < bits.length; i++) o[i] = bits[i]! << 16;
+  } else {
+    for (let i = 0; i < bits.length; i++) {
+      const h = bits[i]!;
+      const s = (h & 0x8000) << 16;
+      const e = (h >> 10) & 0x1f;
+      const f = h & 0x3ff;
+      if (e === 0) out[i] = (s ? -1 : 1) * f * 2 ** -24;
+      else if (e === 31) o[i] = s | 0x7f800000 | (f << 13);
+      else o[i] = s | ((e + 112) << 23) | (f << 13);
+    }
+  }
+  return out;
+}
+function jsFromF32(a: Float32Array, dtype: Half, out: Uint16Array): Uint16Array {
+  for (let i = 0; i < a.length; i++) {
+    f32[0] = a[i]!;
+    const b = u32[0]!;
+    if (dtype === 'bfloat16') {
+      out[i] = a[i] !== a[i] ? (b >>> 16) | 0x40 : (b + 0x7fff + ((b >>> 16) & 1)) >>> 16;
+    } else {
+      const s = (b >>> 16) & 0x8000;
+      const x = b & 0x7fffffff;
+      let h: number;
+      if (x > 0x7f800000) h = 0x7e00;
+      else if (x >= 0x47800000) h = 0x7c00;
+      else if (x < 0x38800000) {
+        f32[0] = Math.abs(a[i]!) + 0.5;
+        h = u32[0]! - 0x3f000000;
+      } else h = (x - 0x38000000 + 0xfff + ((x >>> 13) & 1)) >>> 13;
+      out[i] = s | h;
+    }
+  }
+  return out;
+}
+function jsNorm(x: Float32Array, w: Float32Array, dim: number, y: Float32Array): void {
+  for (let r = 0; r < x.length; r += dim) {
+    let ss = 0;
+    for (let i = 0; i < dim; i++) ss += x[r + i]! * x[r + i]!;
+    const rs = 1 / Math.sqrt(ss / dim + 1e-6);
+    for (let i = 0; i < dim; i++) y[r + i] = x[r + i]! * rs * w[i]!;
+  }
+}
+
+interface Pair {
+  name: string;
+  /** The baseline (float32, or plain JS). */
+  slow: () => void;
+  fast: () => void;
+}
+
+function pairsFor(rows: number, dim: number): Pair[] {
+  const n = rows * dim;
+  const x32 = testRows(rows, dim, 1);
+  const dy32 = testRows(rows, dim, 2);
+  const w32 = testWeight(dim, 3);
+  const pairs: Pair[] = [];
+  const view32 = (a: Float32Array) => {
+    const b = m.allocF32(a.length);
+    b.view().set(a);
+    return b;
+  };
+  const view16 = (a: Uint16Array) => {
+    const b = m.allocU16(a.length);
+    b.view().set(a);
+    return b;
+  };
+  const rstd32 = new Float32Array(rows);
+  m.rmsNorm(x32, w32, { rstd: rstd32 });
+  const [bx, by, bdy, bdx, bw, brs] = [x32, x32, dy32, dy32, w32, rstd32].map(view32);
+  const dw32 = new Float32Array(dim);
+  for (const dtype of ['bfloat16', 'float16'] as const) {
+    const x = fromF32Array(x32, dtype);
+    const dy = fromF32Array(dy32, dtype);
+    const w = fromF32Array(w32, dtype);
+    const o = { dtype };
+    // Checked once: the half forward is the float32 one rounded, within one half ulp.
+    const y = m.rmsNorm(x, w, o);
+    const yRef = fromF32Array(Float32Array.from(m.rmsNorm(toF32Array(x, dtype), toF32Array(w, dtype))), dtype);
+    for (let i = 0; i < n; i += 97) {
+      if (halfUlpDiff(y[i]!, yRef[i]!, dtype) > 1) throw new Error(`${dtype} ${rows}x${dim}: y[${i}] is off by more than 1 ulp`);
+    }
+    const [hx, hy, hdy, hdx, hw] = [x, x, dy, dy, w].map(view16);
+    const dw16 = new Uint16Array(dim);
+    const rs = new Float32Array(rows);
+    pairs.push(
+      {
+        name: `${dtype} forward zero-copy`,
+        slow: () => m.rmsNorm(bx!.view(), bw!.view(), { out: by!.view() }),
+        fast: () => m.rmsNorm(hx!.view(), hw!.view(), { out: hy!.view(), dtype }),
+      },
+      {
+        name: `${dtype} backward zero-copy`,
+        slow: () => m.rmsNormBackward(bdy!.view(), bx!.view(), bw!.view(), { rstd: brs!.view(), dx: bdx!.view(), dweight: dw32 }),
+        fast: () => m.rmsNormBackward(hdy!.view(), hx!.view(), hw!.view(), { rstd: brs!.view(), dx: hdx!.view(), dweight: dw16, dtype }),
+      },
+      {
+        name: `${dtype} forward default call`,
+        slow: () => m.rmsNorm(x32, w32),
+        fast: () => m.rmsNorm(x, w, o),
+      },
+      {
+        name: `${dtype} backward default call`,
+        slow: () => m.rmsNormBackward(dy32, x32, w32, { rstd: rs }),
+        fast: () => m.rmsNormBackward(dy, x, w, { rstd: rs, dtype }),
+      },
+    );
+    if (!BIG.has(`${rows}x${dim}`)) {
+      pairs.push({
+        name: `${dtype} default call vs plain JS`,
+        slow: () => {
+          const xf = jsToF32(x, dtype, new Float32Array(n));
+          const wf = jsToF32(w, dtype, new Float32Array(dim));
+          const yf = new Float32Array(n);
+          jsNorm(xf, wf, dim, yf);
+          jsFromF32(yf, dtype, new Uint16Array(n));
+        },
+        fast: () => m.rmsNorm(x, w, o),
+      });
+    }
+  }
+  return pairs;
+}
+
+/** Median latency (ms) of `f` over a short tinybench run. */
+async function median(f: () => void, n: number): Promise<number> {
+  const budget = Math.min(400, Math.max(60, n / 2e5));
+  const bench = new Bench({ time: budget, warmupTime: 20, iterations: 5, throws: true });
+  bench.add('t', f);
+  await bench.run();
+  const r = bench.tasks[0]!.result;
+  if (r.state !== 'completed') throw new Error(`tinybench task ended in state ${r.state}`);
+  return r.latency.p50;
+}
+
+const q = (a: number[], p: number) => [...a].sort((u, v) => u - v)[Math.floor(p * (a.length - 1))]!;
+
+interface Row {
+  shape: string;
+  pair: string;
+  baselineUs: number;
+  halfUs: number;
+  ratio: number;
+  iqr: [number, number];
+  target: number | null;
+  met: boolean | null;
+}
+const out: Row[] = [];
+console.log(`load ${os.loadavg()[0]!.toFixed(2)}, ${ROUNDS} rounds per pair; ratio = baseline time / half time`);
+console.log('shape      | pair                                  | baseline (µs) | half (µs) | ratio (IQR)          | target');
+for (const { rows, dim } of SHAPES) {
+  const shape = `${rows}x${dim}`;
+  for (const p of pairsFor(rows, dim)) {
+    const ratios: number[] = [];
+    const a: number[] = [];
+    const b: number[] = [];
+    for (let k = 0; k < ROUNDS; k++) {
+      const order = k % 2 === 0 ? [p.slow, p.fast] : [p.fast, p.slow];
+      const t0 = await median(order[0]!, rows * dim);
+      const t1 = await median(order[1]!, rows * dim);
+      const [s, f] = k % 2 === 0 ? [t0, t1] : [t1, t0];
+      a.push(s);
+      b.push(f);
+      ratios.push(s / f);
+    }
+    const name = p.name;
+    const target = name.includes('plain JS') ? (TARGETS[name] ?? null) : BIG.has(shape) ? (TARGETS[name] ?? null) : null;
+    const row: Row = {
+      shape,
+      pair: name,
+      baselineUs: q(a, 0.5) * 1000,
+      halfUs: q(b, 0.5) * 1000,
+      ratio: q(ratios, 0.5),
+      iqr: [q(ratios, 0.25), q(ratios, 0.75)],
+      target,
+      met: target === null ? null : q(ratios, 0.5) >= target,
+    };
+    out.push(row);
+    console.log(
+      `${shape.padEnd(10)} | ${name.padEnd(37)} | ${row.baselineUs.toFixed(1).padStart(13)} | ${row.halfUs.toFixed(1).padStart(9)} | ` +
+        `${row.ratio.toFixed(2)}× (${row.iqr[0].toFixed(2)}–${row.iqr[1].toFixed(2)})`.padEnd(20) +
+        ` | ${target === null ? '' : `≥ ${target}× ${row.met ? 'met' : 'MISSED'}`}`,
+    );
+  }
+}
+writeFileSync(
+  new URL('./results/half.json', import.meta.url),
+  JSON.stringify({ date: new Date().toISOString(), node: process.version, load: os.loadavg()[0], rounds: ROUNDS, rows: out }, null, 2) + '\n',
+);

@@ -1,0 +1,68 @@
+/**
+ * The arrays a call's results are written to and returned as: the caller's (`options.out`,
+ * `dx`, `dweight`), or new ones of the caller's kind (Float32Array, Uint16Array of half bits,
+ * Float16Array over such bits), allocated as platform.ts says. Shared by the sync API and the
+ * pool.
+ * @module
+ */
+import type { Data } from './ops.js';
+import { resultArray, resultOfKind } from './platform.js';
+import { KIND_F32, type BackwardArgs, type FloatArray, type ForwardArgs, type RmsNormBackwardResult } from './validate.js';
+
+/**
+ * The forward's output: `y` as the kernel writes it (half results as bits) and `given`, what
+ * the caller gets. `resident`: `y` is what the caller gets, so a view of wasm memory detached
+ * by growth can be re-made (Placement.result); otherwise `given` is final.
+ */
+export function forwardResult(a: ForwardArgs): { y: Data; given: FloatArray; resident: boolean } {
+  if (a.out !== null) return { y: a.out, given: a.outGiven!, resident: a.outGiven === a.out };
+  if (a.xKind === KIND_F32) {
+    const y = resultArray(a.x.length);
+    return { y, given: y, resident: true };
+  }
+  const r = resultOfKind(a.xKind, a.x.length);
+  return { y: r.placed, given: r.given as FloatArray, resident: false };
+}
+
+/**
+ * The backward's output arrays as the kernel writes them (`dx`, `dweight`: given or new, half
+ * ones as bits) and the result the caller gets (new half arrays of the caller's kind: a
+ * Float16Array over the bits for Float16Array inputs). `resident`: every output is a
+ * Float32Array or Uint16Array the caller gave or a float32 one made here, so a view detached by
+ * growth can be re-made (Placement.result); otherwise `result` is final.
+ */
+export function backwardResults(a: BackwardArgs): {
+  dx: Data;
+  dweight: Data | null;
+  result: RmsNormBackwardResult<FloatArray, FloatArray>;
+  resident: boolean;
+} {
+  if (a.xKind === KIND_F32 && a.wKind === KIND_F32 && a.dxGiven === a.dx && a.dweightGiven === a.dweight) {
+    const dx = a.dx ?? resultArray(a.x.length);
+    const dweight = a.weight ? (a.dweight ?? new Float32Array(a.dim)) : null;
+    return { dx, dweight, result: { dx, dweight }, resident: true };
+  }
+  let dx: Data;
+  let dxUser: FloatArray;
+  if (a.dx !== null) {
+    dx = a.dx;
+    dxUser = a.dxGiven!;
+  } else {
+    const r = resultOfKind(a.xKind, a.x.length);
+    dx = r.placed;
+    dxUser = r.given as FloatArray;
+  }
+  let dweight: Data | null = null;
+  let dwUser: FloatArray | null = null;
+  if (a.weight !== null) {
+    if (a.dweight !== null) {
+      dweight = a.dweight;
+      dwUser = a.dweightGiven!;
+    } else {
+      const r = resultOfKind(a.wKind, a.dim);
+      dweight = r.placed;
+      dwUser = r.given as FloatArray;
+    }
+  }
+  return { dx, dweight, result: { dx: dxUser, dweight: dwUser }, resident: false };
+}
