@@ -58,6 +58,8 @@ export interface Params {
 export const DT = { float32: 0, float16: 1, bfloat16: 2 } as const;
 /** The `llama` casting mode's bit in {@link Params.dtypes}. */
 export const LLAMA = 4;
+/** With {@link LLAMA}: the weight has the activations' half dtype (the backward rounds each dweight term to it, as autograd does). */
+export const LLAMA_W = 8;
 
 /** Bytes per element of the matrix operands of a call with these params. */
 export const matrixBytes = (q: Params): number => ((q.dtypes & 3) === 0 ? 4 : 2);

@@ -4,7 +4,7 @@
  * @module
  */
 
-import { DT, LLAMA, type Data } from './ops.js';
+import { DT, LLAMA, LLAMA_W, type Data } from './ops.js';
 
 /**
  * How an array's elements are stored: float32, IEEE binary16 (`float16`) or `bfloat16`. The
@@ -40,7 +40,8 @@ export function checkConvertInput<T extends Float32Array | Uint16Array>(fn: stri
  * - `'llama'`: Hugging Face's LlamaRMSNorm, `weight * (x.float() * rsqrt(...)).to(x.dtype)`:
  *   `x · rstd` is rounded to the activations' dtype, then multiplied by the weight and rounded
  *   again. Its backward rounds `dy · weight` to that dtype and takes the weight gradient from
- *   the rounded `x · rstd`, as autograd does.
+ *   the rounded `x · rstd` — with a weight of that same dtype, each row's term rounded to it
+ *   before the rows are summed — as autograd does.
  * For float32 activations every mode is the same.
  */
 export type CastingMode = 'none' | 'llama' | 'gemma';
@@ -561,7 +562,8 @@ export function checkBackward(
   distinctOutputs(fn, 'options.dx', dx, 'options.dweight', dweight);
   const offset = offsetOf(fn, o.offset, w);
   const stat = partialOf(fn, o.partial, dim);
-  const dtypes = act | castingBits(fn, o.castingMode);
+  const llama = castingBits(fn, o.castingMode);
+  const dtypes = act | llama | (llama !== 0 && w !== null && wdt === act && act !== DT.float32 ? LLAMA_W : 0);
   const dresidual = optTyped(fn, 'options.dresidual', o.dresidual, xa.length, 'x.length', act, dn);
   disjointOrSame(fn, 'options.dx', dx, 'options.dresidual', dresidual, true);
   disjointOrSame(fn, 'options.dweight', dweight, 'options.dresidual', dresidual, false);

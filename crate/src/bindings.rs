@@ -34,6 +34,9 @@ const DT_F32: u32 = 0;
 const DT_F16: u32 = 1;
 const DT_BF16: u32 = 2;
 const LLAMA: u32 = 4;
+/// With LLAMA: the weight has the activations' (half) type, so the backward rounds each
+/// weight-gradient term to it as autograd does (kernel::Backward::llama_w).
+const LLAMA_W: u32 = 8;
 
 /// Checks that `len` floats at `addr` lie inside memory (`required`: `addr` may not be 0).
 fn span(addr: usize, len: usize, required: bool) -> Result<(), u32> {
@@ -205,6 +208,7 @@ impl BackwardArgs {
             offset: self.offset,
             stat: self.stat,
             llama: self.dtypes & LLAMA != 0,
+            llama_w: self.dtypes & LLAMA_W != 0,
         }
     }
 }

@@ -545,6 +545,10 @@ pub struct Backward<A: Elem = f32> {
     /// As the forward's (half types with a gain): `gy = dy·g` is rounded to `A`, and the
     /// weight gradient takes `dy · round(x·rstd)`, as autograd does through LlamaRMSNorm.
     pub llama: bool,
+    /// With `llama`, the weight is stored in `A` too: autograd then forms each row's weight
+    /// gradient term `dy · round(x·rstd)` as a product of two `A` tensors, rounded to `A`
+    /// before the rows are summed (a float32 weight sums the unrounded products).
+    pub llama_w: bool,
 }
 
 impl Backward {
@@ -571,6 +575,7 @@ impl Backward {
             offset: 0.0,
             stat: dim,
             llama: false,
+            llama_w: false,
         }
     }
 }
@@ -607,8 +612,9 @@ unsafe fn backward_elems<
         if W {
             let d = A::load::<V>(dy.add(i));
             let xa = if L { A::round(xv.mul(av)) } else { xv.mul(av) };
+            let t = if L && k.llama_w { A::round(d.mul(xa)) } else { d.mul(xa) };
             let pv = V::load(p.add(i));
-            pv.add(d.mul(xa)).store(p.add(i));
+            pv.add(t).store(p.add(i));
         }
         let v = if B {
             av.mul(gy).sub(bv.mul(xv))
@@ -637,7 +643,8 @@ unsafe fn backward_elems<
         let gy = gy1_of::<A, W, O, L>(dy, g, k.offset, i);
         if W {
             let xa = if L { A::round1(xv * a) } else { xv * a };
-            *p.add(i) += A::get(dy.add(i)) * xa;
+            let t = A::get(dy.add(i)) * xa;
+            *p.add(i) += if L && k.llama_w { A::round1(t) } else { t };
         }
         let v = if B { a * gy - b * xv } else { a * gy };
         A::put(dx.add(i), if D { v + A::get(dh.add(i)) } else { v });
@@ -763,7 +770,8 @@ unsafe fn backward_row_f64<
         let gyv = gy(i);
         if W {
             let xa = if L { A::round1((xv * rstd) as f32) as f64 } else { xv * rstd };
-            *p.add(i) += (A::get(dy.add(i)) as f64 * xa) as f32;
+            let t = (A::get(dy.add(i)) as f64 * xa) as f32;
+            *p.add(i) += if L && k.llama_w { A::round1(t) } else { t };
         }
         let v = rstd * gyv - if i < k.stat { b * xv } else { 0.0 };
         A::put(dx.add(i), (if D { v + A::get(dh.add(i)) as f64 } else { v }) as f32);
