@@ -1,7 +1,7 @@
 /**
- * `normalizeFile` and the `rmsnorm-wasm normalize` command (issue 12): results against the
- * float64 reference and the sync API's bits, the formats, the summary and progress, and every
- * way it must fail — each with a clear message, a non-zero exit code and the output path left
+ * `normalizeFile` and the `rmsnorm-wasm normalize` command (issue 12; float32, and float16 /
+ * bfloat16 with `dtype`): results against the float64 reference and the sync API's bits, the
+ * formats, the summary and progress, and every way it must fail — each with a clear message, a non-zero exit code and the output path left
  * as it was (no temporary file behind).
  */
 import { spawn, spawnSync } from 'node:child_process';
@@ -34,6 +34,24 @@ function readNpy(path: string): { shape: number[]; data: Float32Array } {
   const h = parseNpyHeader(b, b.length, path);
   return { shape: h.shape, data: new Float32Array(b.slice(h.dataOffset).buffer) };
 }
+/** A half-precision .npy: its header (descr and shape) and its data's bit patterns. */
+function readNpy16(path: string): { descr: string; dtype: string; shape: number[]; bits: Uint16Array } {
+  const b = new Uint8Array(readFileSync(path));
+  const h = parseNpyHeader(b, b.length, path);
+  const descr = /'descr': '([^']*)'/.exec(new TextDecoder('latin1').decode(b.subarray(0, h.dataOffset)))![1]!;
+  return { descr, dtype: h.dtype, shape: h.shape, bits: new Uint16Array(b.slice(h.dataOffset).buffer) };
+}
+/** The first index where two arrays of half bit patterns differ (-1: none; the shorter length when only the lengths do). */
+function firstHalfDiff(a: Uint16Array, b: Uint16Array): number {
+  expect(a).toBeInstanceOf(Uint16Array);
+  expect(b).toBeInstanceOf(Uint16Array);
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return i;
+  return a.length === b.length ? -1 : n;
+}
+/** A Buffer's bytes as half bit patterns (a copy: a small Buffer may sit at any offset of a shared pool). */
+const u16 = (b: Buffer) => new Uint16Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength));
+const bytesOf = (a: Float32Array | Uint16Array) => Buffer.from(a.buffer, a.byteOffset, a.byteLength);
 function run(...args: string[]) {
   const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8' });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
@@ -144,6 +162,155 @@ describe('results', () => {
   });
 });
 
+describe('half precision (dtype float16 / bfloat16): the sync API bits, in the input dtype and format', () => {
+  it('a NumPy-written float16 .npy (3-d) with its float16 weight: a "<f2" .npy of the same shape, rstd float32', async () => {
+    const x = readNpy16(join(FIX, 'f16-3d.npy'));
+    const w = readNpy16(join(FIX, 'weight-f16.npy'));
+    expect([x.descr, w.descr]).toEqual(['<f2', '<f2']);
+    const out = join(dir, 'h-out.npy');
+    const s = await normalizeFile(join(FIX, 'f16-3d.npy'), out, { weight: join(FIX, 'weight-f16.npy'), rstd: join(dir, 'h-rstd.npy'), threads: 2 });
+    expect(s).toMatchObject({ format: 'npy', dtype: 'float16', rows: 15, dim: 8, shape: [3, 5, 8], bytes: 2 * 15 * 8 });
+    const y = readNpy16(out);
+    expect(y.descr).toBe('<f2');
+    expect(y.dtype).toBe('float16');
+    expect(y.shape).toEqual([3, 5, 8]);
+    const rstd = new Float32Array(15);
+    const want = m.rmsNorm(x.bits, w.bits, { dtype: 'float16', rstd });
+    expect(want).toBeInstanceOf(Uint16Array);
+    expect(firstHalfDiff(y.bits, want)).toBe(-1);
+    const rs = readNpy(join(dir, 'h-rstd.npy'));
+    expect(rs.shape).toEqual([3, 5]);
+    expect(firstBitDiff(rs.data, rstd)).toBe(-1);
+    // The header is the one NumPy writes for this array (the data follows at once).
+    expect(readFileSync(out).subarray(0, 128).equals(readFileSync(join(FIX, 'f16-3d.npy')).subarray(0, 128))).toBe(true);
+  });
+
+  it('a float16 .npy across many chunks on 2 threads, float32 weight, offset, partial: bits, progress in half bytes', async () => {
+    const rows = 1000;
+    const dim = 517;
+    const x = m.float32ToHalf(testRows(rows, dim, 11), 'float16');
+    const w = testWeight(dim, 12);
+    const inp = join(dir, 'h-big.npy');
+    writeFileSync(inp, Buffer.concat([Buffer.from(npyHeader([rows, dim], 'float16')), bytesOf(x)]));
+    const progress: { bytes: number; totalBytes: number }[] = [];
+    const s = await normalizeFile(inp, join(dir, 'h-big-out.npy'), {
+      weight: w,
+      offset: 1,
+      partial: 0.5,
+      dtype: 'float16', // agrees with the header
+      chunkBytes: 400_000, // 386 rows a chunk: sharded chunks and a short last one
+      threads: 2,
+      onProgress: (p) => progress.push({ bytes: p.bytes, totalBytes: p.totalBytes }),
+    });
+    expect(s).toMatchObject({ dtype: 'float16', rows, dim, bytes: 2 * rows * dim, threads: 2 });
+    expect(progress.length).toBe(3);
+    expect(progress[progress.length - 1]).toEqual({ bytes: 2 * rows * dim, totalBytes: 2 * rows * dim });
+    const y = readNpy16(join(dir, 'h-big-out.npy'));
+    expect(y.shape).toEqual([rows, dim]);
+    expect(firstHalfDiff(y.bits, m.rmsNorm(x, w, { dtype: 'float16', offset: 1, partial: 0.5 }))).toBe(-1);
+  });
+
+  it('a raw bfloat16 file (dtype bfloat16) with a raw bfloat16 weight (weightDtype), castingMode llama; and a Float32Array weight', async () => {
+    const rows = 300;
+    const dim = 256;
+    const x = m.float32ToHalf(testRows(rows, dim, 13), 'bfloat16');
+    const w32 = testWeight(dim, 14);
+    const w = m.float32ToHalf(w32, 'bfloat16');
+    const inp = join(dir, 'h.bf16');
+    writeFileSync(inp, bytesOf(x));
+    writeFileSync(join(dir, 'w.bf16'), bytesOf(w));
+    const s = await normalizeFile(inp, join(dir, 'h-out.bf16'), { dtype: 'bfloat16', weight: join(dir, 'w.bf16'), weightDtype: 'bfloat16', castingMode: 'llama', chunkBytes: 20_000, threads: 2 });
+    expect(s).toMatchObject({ format: 'raw', dtype: 'bfloat16', rows, dim, shape: [rows, dim], bytes: 2 * rows * dim });
+    const y = u16(readFileSync(join(dir, 'h-out.bf16')));
+    expect(y.length).toBe(rows * dim);
+    const llama = m.rmsNorm(x, w, { dtype: 'bfloat16', castingMode: 'llama' });
+    expect(firstHalfDiff(y, llama)).toBe(-1);
+    // The casting mode reached the kernel: llama's extra rounding changes some elements here.
+    expect(firstHalfDiff(llama, m.rmsNorm(x, w, { dtype: 'bfloat16' }))).toBeGreaterThanOrEqual(0);
+    await normalizeFile(inp, join(dir, 'h-out2.bf16'), { dtype: 'bfloat16', weight: w32 });
+    const y2 = u16(readFileSync(join(dir, 'h-out2.bf16')));
+    expect(firstHalfDiff(y2, m.rmsNorm(x, w32, { dtype: 'bfloat16' }))).toBe(-1);
+  });
+
+  it('refused, with no output and no temporary: a dtype the header contradicts; ">f2"; a Uint16Array weight without its dtype; a bad dtype', async () => {
+    const work = join(dir, 'half-refused');
+    mkdirSync(work);
+    const out = join(work, 'out.npy');
+    const fail = (p: Promise<unknown>) => p.then(() => new Error('accepted'), (e: unknown) => e as Error);
+    let e = await fail(normalizeFile(join(FIX, 'f16-3d.npy'), out, { dtype: 'bfloat16' }));
+    expect(e).toBeInstanceOf(NormalizeError);
+    expect(e.message).toMatch(/f16-3d\.npy: the \.npy header says float16 \('<f2'\), but dtype bfloat16 was given/);
+    e = await fail(normalizeFile(join(FIX, 'v1.npy'), out, { dtype: 'float16' }));
+    expect(e).toBeInstanceOf(NormalizeError);
+    expect(e.message).toMatch(/header says float32 \('<f4'\), but dtype float16 was given/);
+    e = await fail(normalizeFile(join(FIX, 'big-endian-f16.npy'), out));
+    expect(e).toBeInstanceOf(NormalizeError);
+    expect(e.message).toMatch(/big-endian-f16\.npy: unsupported dtype ">f2" \(big-endian float16/);
+    e = await fail(normalizeFile(join(FIX, 'v1.npy'), out, { weight: new Uint16Array(16) }));
+    expect(e).toBeInstanceOf(TypeError);
+    expect(e.message).toMatch(/weight is a Uint16Array: say what it holds with options\.weightDtype/);
+    e = await fail(normalizeFile(join(FIX, 'v1.npy'), out, { dtype: 'float64' as 'float32' }));
+    expect(e).toBeInstanceOf(TypeError);
+    expect(e.message).toMatch(/normalizeFile: options\.dtype must be 'float32', 'float16' or 'bfloat16', got string "float64"/);
+    e = await fail(normalizeFile(join(FIX, 'f16-3d.npy'), out, { castingMode: 'torch' as 'none' }));
+    expect(e).toBeInstanceOf(TypeError);
+    expect(e.message).toMatch(/options\.castingMode must be 'none', 'llama' or 'gemma'/);
+    expect(readdirSync(work)).toEqual([]);
+  });
+
+  it('the command: --dtype float16 on a raw file (JSON summary says float16), --dtype bfloat16 with --casting-mode llama', () => {
+    const rows = 64;
+    const dim = 96;
+    const x = m.float32ToHalf(testRows(rows, dim, 15), 'float16');
+    writeFileSync(join(dir, 'c.f16'), bytesOf(x));
+    let r = run('normalize', join(dir, 'c.f16'), join(dir, 'c-out.f16'), '--dim', String(dim), '--dtype', 'float16', '--eps', '1e-3', '--json');
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ format: 'raw', dtype: 'float16', rows, dim, bytes: 2 * rows * dim });
+    let y = u16(readFileSync(join(dir, 'c-out.f16')));
+    expect(firstHalfDiff(y, m.rmsNorm(x, null, { dtype: 'float16', dim, eps: 1e-3 }))).toBe(-1);
+    // The same bytes as bfloat16, with a float32 .npy weight: the summary line names the dtype.
+    const w = testWeight(dim, 16);
+    writeNpy(join(dir, 'c-w.npy'), [dim], w);
+    r = run('normalize', join(dir, 'c.f16'), join(dir, 'c-out.bf16'), '--dtype', 'bfloat16', '--weight', join(dir, 'c-w.npy'), '--casting-mode', 'llama');
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(new RegExp(`^normalized ${rows} rows × ${dim} \\(bfloat16, 0\\.0 MB\\) in `));
+    y = u16(readFileSync(join(dir, 'c-out.bf16')));
+    expect(firstHalfDiff(y, m.rmsNorm(x, w, { dtype: 'bfloat16', castingMode: 'llama' }))).toBe(-1);
+    // A float16 .npy needs no --dtype; a matching one is accepted.
+    r = run('normalize', join(FIX, 'f16-3d.npy'), join(dir, 'c-out.npy'), '--dtype', 'float16', '--json');
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ format: 'npy', dtype: 'float16', shape: [3, 5, 8], bytes: 240 });
+    expect(run('--help').stdout).toMatch(/--dtype T +float32, float16 or bfloat16/);
+  });
+
+  it('the Transform stream with dtype bfloat16: chunks cut mid-element give the sync API bits', async () => {
+    const dim = 33;
+    const x = m.float32ToHalf(testRows(50, dim, 17), 'bfloat16');
+    const w = m.float32ToHalf(testWeight(dim, 18), 'bfloat16');
+    const bytes = bytesOf(x);
+    const parts: Buffer[] = [];
+    for (let i = 0; i < bytes.length; i += 7) parts.push(bytes.subarray(i, i + 7));
+    const out: Buffer[] = [];
+    await pipeline(
+      Readable.from(parts),
+      createNormalizeStream({ weight: w, dtype: 'bfloat16', offset: 1 }),
+      new Writable({
+        write(c: Buffer, _e, cb) {
+          out.push(c);
+          cb();
+        },
+      }),
+    );
+    const y = u16(Buffer.concat(out));
+    expect(firstHalfDiff(y, m.rmsNorm(x, w, { dtype: 'bfloat16', offset: 1 }))).toBe(-1);
+    await expect(pipeline(Readable.from([bytes.subarray(0, 11)]), createNormalizeStream({ dim, dtype: 'float16' }), new Writable({ write: (_c, _e, cb) => cb() }))).rejects.toThrow(
+      /ended mid-row \(11 bytes left over; rows are 66 bytes\)/,
+    );
+    expect(() => createNormalizeStream({ dim, dtype: 'float64' as 'float32' })).toThrow(/options\.dtype must be 'float32', 'float16' or 'bfloat16'/);
+    expect(() => createNormalizeStream({ weight: new Uint16Array(dim) })).toThrow(/weight is a Uint16Array: say what it holds/);
+  });
+});
+
 describe('failures: a clear message, exit code 1 (2 for usage), the output left as it was', () => {
   let sub: string;
   const OUT = 'out.npy';
@@ -165,7 +332,14 @@ describe('failures: a clear message, exit code 1 (2 for usage), the output left 
     ['truncated data', () => (writeFileSync(join(sub, 'td.npy'), readFileSync(join(FIX, 'v1.npy')).subarray(0, 1000)), ['normalize', join(sub, 'td.npy'), join(sub, OUT)]), /\(truncated\)/],
     ['Fortran order', () => ['normalize', join(FIX, 'fortran.npy'), join(sub, OUT)], /Fortran-order arrays are not supported/],
     ['big-endian', () => ['normalize', join(FIX, 'big-endian.npy'), join(sub, OUT)], /unsupported dtype ">f4" \(big-endian/],
-    ['float16', () => ['normalize', join(FIX, 'float16.npy'), join(sub, OUT)], /unsupported dtype "<f2"/],
+    ['big-endian float16', () => ['normalize', join(FIX, 'big-endian-f16.npy'), join(sub, OUT)], /unsupported dtype ">f2" \(big-endian float16/],
+    ['--dtype disagreeing with the npy header', () => ['normalize', join(FIX, 'f16-3d.npy'), join(sub, OUT), '--dtype', 'bfloat16'], /f16-3d\.npy: the \.npy header says float16 \('<f2'\), but dtype bfloat16 was given/],
+    ['--dtype float16 on a float32 npy', () => ['normalize', join(FIX, 'v2.npy'), join(sub, OUT), '--dtype', 'float16'], /v2\.npy: the \.npy header says float32 \('<f4'\), but dtype float16 was given/],
+    ['--weight-dtype disagreeing with the weight npy', () => ['normalize', join(FIX, 'f16-3d.npy'), join(sub, OUT), '--weight', join(FIX, 'weight-f16.npy'), '--weight-dtype', 'float32'], /weight-f16\.npy: the \.npy header says float16 \('<f2'\), but weightDtype float32 was given/],
+    ['raw float16 size not whole rows', () => (writeFileSync(join(sub, 'r.f16'), Buffer.alloc(2 * 15)), ['normalize', join(sub, 'r.f16'), join(sub, 'out.f16'), '--dim', '4', '--dtype', 'float16']), /its size \(30 bytes\) is not a whole number of rows of 4 float16 \(8 bytes each\)/],
+    ['raw bfloat16 weight of an odd size', () => (writeFileSync(join(sub, 'w.bf16'), Buffer.alloc(9)), ['normalize', join(FIX, 'v2.npy'), join(sub, OUT), '--weight', join(sub, 'w.bf16'), '--weight-dtype', 'bfloat16']), /a raw weight of bfloat16 must be a multiple of 2 bytes, got 9 bytes/],
+    ['--dtype not a dtype', () => ['normalize', join(FIX, 'v2.npy'), join(sub, OUT), '--dtype', 'float64'], /--dtype must be float32, float16 or bfloat16, got "float64"/, 2],
+    ['--casting-mode not a mode', () => ['normalize', join(FIX, 'v2.npy'), join(sub, OUT), '--casting-mode', 'torch'], /--casting-mode must be none, llama or gemma, got "torch"/, 2],
     ['weight of the wrong length', () => ['normalize', join(FIX, 'v2.npy'), join(sub, OUT), '--weight', join(FIX, 'weight.npy')], /the weight has 16 elements, but the rows of .*v2\.npy have 24/],
     ['raw size not whole rows', () => (writeFileSync(join(sub, 'r.f32'), Buffer.alloc(4 * 100)), ['normalize', join(sub, 'r.f32'), join(sub, 'out.f32'), '--dim', '7']), /not a whole number of rows of 7 float32/],
     ['raw without --dim', () => ['normalize', join(sub, 'r.f32'), join(sub, 'out.f32')], /a raw file needs --dim/],

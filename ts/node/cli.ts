@@ -8,26 +8,35 @@
 import { readFileSync } from 'node:fs';
 import { clearLine, cursorTo } from 'node:readline';
 import { parseArgs } from 'node:util';
+import type { CastingMode, Dtype } from '../validate.js';
 import { normalizeFile, type NormalizeProgress, type NormalizeSummary } from './file.js';
 
 const USAGE = `Usage: rmsnorm-wasm normalize IN OUT [options]
 
-Normalizes every row of IN (NumPy .npy float32, C order, the last axis is the row; or raw
-little-endian float32 with --dim) with RMSNorm on worker threads, writing OUT in the same
-format. OUT appears only when complete; IN is never modified.
+Normalizes every row of IN (NumPy .npy float32 or float16, C order, the last axis is the
+row; or raw little-endian float32, float16 or bfloat16 with --dim and --dtype) with RMSNorm on
+worker threads, writing OUT in the same format and dtype (the math is float32). OUT appears
+only when complete; IN is never modified.
 
 Options:
-  --weight W      the gain: a .npy or raw float32 file of dim elements (default: none)
-  --eps E         added inside the square root (default 1e-6)
-  --dim D         row length (raw input; default: the weight's length)
-  --threads N     worker threads (default: one per core)
-  --offset O      add O to the weight: the gain is O + weight (Gemma: 1; default 0)
-  --partial P     pRMSNorm: rms from the first ceil(P * dim) elements, 0 < P <= 1 (default 1)
-  --rstd FILE     also write each row's rstd (same format as IN)
-  --format F      npy or raw (default: npy for a .npy name, else raw)
-  --in-place      allow OUT to be IN (still through a temporary file)
-  --quiet         print nothing but errors
-  --json          print the summary as JSON
+  --dtype T           float32, float16 or bfloat16: what a raw IN holds (default
+                      float32); for a .npy optional, and checked against its header
+  --weight W          the gain: a .npy (float32 or float16) or raw file of dim elements
+                      (default: none)
+  --weight-dtype T    what a raw W holds (default float32); for a .npy optional, and
+                      checked against its header
+  --casting-mode M    none, llama or gemma: where half results are rounded (default none)
+  --eps E             added inside the square root (default 1e-6)
+  --dim D             row length (raw input; default: the weight's length)
+  --threads N         worker threads (default: one per core)
+  --offset O          add O to the weight: the gain is O + weight (Gemma: 1; default 0)
+  --partial P         pRMSNorm: rms from the first ceil(P * dim) elements, 0 < P <= 1
+                      (default 1)
+  --rstd FILE         also write each row's rstd (same format as IN; float32)
+  --format F          npy or raw (default: npy for a .npy name, else raw)
+  --in-place          allow OUT to be IN (still through a temporary file)
+  --quiet             print nothing but errors
+  --json              print the summary as JSON
   --help, --version`;
 
 function version(): string {
@@ -44,6 +53,16 @@ function num(name: string, v: string | undefined, integer = false): number | und
     throw new UsageError(`--${name} must be ${integer ? 'an integer' : 'a number'}, got ${JSON.stringify(v)}`);
   }
   return n;
+}
+
+const DTYPES: readonly Dtype[] = ['float32', 'float16', 'bfloat16'];
+const CASTING_MODES: readonly CastingMode[] = ['none', 'llama', 'gemma'];
+
+/** A flag whose value is one of `allowed` (a UsageError otherwise), or undefined when absent. */
+function oneOf<T extends string>(name: string, v: string | boolean | undefined, allowed: readonly T[]): T | undefined {
+  if (v === undefined) return undefined;
+  if (!allowed.includes(v as T)) throw new UsageError(`--${name} must be ${allowed.slice(0, -1).join(', ')} or ${allowed[allowed.length - 1]}, got ${JSON.stringify(v)}`);
+  return v as T;
 }
 
 const MB = 1e6;
@@ -73,6 +92,9 @@ export async function main(argv: string[]): Promise<number> {
       allowPositionals: true,
       strict: true,
       options: {
+        dtype: { type: 'string' },
+        'weight-dtype': { type: 'string' },
+        'casting-mode': { type: 'string' },
         weight: { type: 'string' },
         eps: { type: 'string' },
         dim: { type: 'string' },
@@ -113,10 +135,16 @@ export async function main(argv: string[]): Promise<number> {
     const [, input, output] = positionals as [string, string, string];
     const format = values.format as string | undefined;
     if (format !== undefined && format !== 'npy' && format !== 'raw') throw new UsageError(`--format must be npy or raw, got ${JSON.stringify(format)}`);
+    const dtype = oneOf('dtype', values.dtype, DTYPES);
+    const weightDtype = oneOf('weight-dtype', values['weight-dtype'], DTYPES);
+    const castingMode = oneOf('casting-mode', values['casting-mode'], CASTING_MODES);
     const tty = process.stderr.isTTY && !values.quiet && !values.json;
     process.on('SIGINT', onSigint);
     const summary = await normalizeFile(input, output, {
       weight: values.weight as string | undefined,
+      dtype,
+      weightDtype,
+      castingMode,
       eps: num('eps', values.eps as string | undefined),
       dim: num('dim', values.dim as string | undefined, true),
       threads: num('threads', values.threads as string | undefined, true),

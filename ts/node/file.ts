@@ -1,6 +1,10 @@
 /**
  * Normalizing files of any size on the worker pool (Node): `normalizeFile(input, output)`.
  *
+ * The data may be float32, float16 or bfloat16 (`dtype`; a `.npy` says which in its header,
+ * `'<f4'` or `'<f2'`): the math is float32 whatever it is, and the output has the input's
+ * dtype and format (the rstd file is float32).
+ *
  * Rows are read in chunks straight into the pool's shared wasm memory (`FileHandle.read` into a
  * view of it: no copy in JavaScript), normalized there in place by the workers, and written
  * from there. Up to {@link SLOTS} chunks are in flight, so the read of one chunk, the
@@ -16,8 +20,8 @@ import { randomBytes } from 'node:crypto';
 import { open, realpath, rename, stat, unlink, type FileHandle } from 'node:fs/promises';
 import { basename, dirname, extname, join, resolve } from 'node:path';
 import { createPool, type RmsNormPool } from '../index.js';
-import type { F32Buffer } from '../memory.js';
-import { checkForward, describe, options as checkOptions } from '../validate.js';
+import type { F32Buffer, U16Buffer } from '../memory.js';
+import { checkForward, describe, options as checkOptions, type CastingMode, type Dtype, type FloatArray } from '../validate.js';
 import { NPY_PREFIX_BYTES, NpyError, npyDataOffset, npyHeader, parseNpyHeader, type NpyHeader } from './npy.js';
 
 /** Chunks in flight: one being read, one normalized, one written. */
@@ -30,7 +34,7 @@ export interface NormalizeProgress {
   /** Rows written so far. */
   rows: number;
   totalRows: number;
-  /** Bytes of data (not counting headers) written so far. */
+  /** Bytes of data (not counting headers) written so far: 2 per element for half data, 4 for float32. */
   bytes: number;
   totalBytes: number;
   /** Seconds since the call started. */
@@ -39,8 +43,27 @@ export interface NormalizeProgress {
 
 /** Options of {@link normalizeFile}. */
 export interface NormalizeFileOptions {
-  /** The gain: `dim` floats, or the path of a `.npy` (float32, `dim` elements) or raw float32 file. Default: none. */
-  weight?: Float32Array | string | null;
+  /**
+   * The gain: `dim` elements — a Float32Array, or a Uint16Array of half bit patterns (what it
+   * holds: `weightDtype`, else the input's dtype when that is a half one) — or the path of a
+   * `.npy` (float32 or float16, `dim` elements) or of a raw file (`weightDtype`, default
+   * float32). Default: none.
+   */
+  weight?: FloatArray | string | null;
+  /**
+   * What the input's elements are. A `.npy` says it in its header (`'<f4'` float32, `'<f2'`
+   * float16): a dtype given here must agree. For a raw file it says how to read the bytes
+   * (little-endian; default `'float32'`). The output has the same dtype.
+   */
+  dtype?: Dtype;
+  /**
+   * What the weight's elements are. A `.npy` weight says it in its header (a value given here
+   * must agree); a raw weight file is read as this (default `'float32'`); an array weight as
+   * the sync API reads it (from its type; a Uint16Array defaults to the input's half dtype).
+   */
+  weightDtype?: Dtype;
+  /** Where half results are rounded (`'none'`, `'llama'` or `'gemma'`), as the sync API's option. Default `'none'`. */
+  castingMode?: CastingMode;
   /** Row length. Default: the `.npy`'s last axis, else the weight's length; required for raw input without weight. */
   dim?: number;
   /** Inside the root. Default 1e-6. */
@@ -72,12 +95,13 @@ export interface NormalizeSummary {
   input: string;
   output: string;
   format: 'npy' | 'raw';
-  dtype: 'float32';
+  /** The data's dtype (the input's and the output's). */
+  dtype: Dtype;
   rows: number;
   dim: number;
   /** The input's shape (npy), or `[rows, dim]` (raw). */
   shape: number[];
-  /** Bytes of data read (= written). */
+  /** Bytes of data read (= written), headers not counted: 2 per element for half data, 4 for float32. */
   bytes: number;
   seconds: number;
   /** Data bytes per second, in GB/s (10^9). */
@@ -90,10 +114,11 @@ export class NormalizeError extends Error {
   override name = 'NormalizeError';
 }
 
-const KEYS = ['weight', 'dim', 'eps', 'offset', 'partial', 'format', 'rstd', 'inPlace', 'threads', 'pool', 'chunkBytes', 'onProgress', 'signal'];
+const KEYS = ['weight', 'dtype', 'weightDtype', 'castingMode', 'dim', 'eps', 'offset', 'partial', 'format', 'rstd', 'inPlace', 'threads', 'pool', 'chunkBytes', 'onProgress', 'signal'];
 
 interface Layout {
   format: 'npy' | 'raw';
+  dtype: Dtype;
   shape: number[];
   dataOffset: number;
   rows: number;
@@ -109,27 +134,61 @@ async function readNpyHeader(fh: FileHandle, size: number, name: string): Promis
   return parseNpyHeader(head, size, name);
 }
 
-/** Reads the input's layout: its header (npy) or its size in rows (raw). */
-async function layoutOf(fh: FileHandle, name: string, size: number, format: 'npy' | 'raw', dimOpt: number | undefined): Promise<Layout> {
+const DTYPES: readonly Dtype[] = ['float32', 'float16', 'bfloat16'];
+
+/** Bytes per element of a dtype. @internal */
+export const itemBytes = (d: Dtype): number => (d === 'float32' ? 4 : 2);
+
+/** A dtype option (`dtype`, `weightDtype`), checked; undefined when absent. */
+function dtypeOpt(name: string, v: unknown): Dtype | undefined {
+  if (v === undefined) return undefined;
+  if (!DTYPES.includes(v as Dtype)) throw new TypeError(`normalizeFile: options.${name} must be 'float32', 'float16' or 'bfloat16', got ${describe(v)}`);
+  return v as Dtype;
+}
+
+/** The `.npy` header's dtype, checked against a dtype given for it (`what` names the option). */
+function agree(name: string, h: NpyHeader, given: Dtype | undefined, what: string): Dtype {
+  if (given !== undefined && given !== h.dtype) {
+    throw new NormalizeError(`${name}: the .npy header says ${h.dtype} ('${h.dtype === 'float16' ? '<f2' : '<f4'}'), but ${what} ${given} was given`);
+  }
+  return h.dtype;
+}
+
+/** Reads the input's layout: its header (npy; `given` must agree) or its size in rows (raw, of `given`, default float32). */
+async function layoutOf(
+  fh: FileHandle,
+  name: string,
+  size: number,
+  format: 'npy' | 'raw',
+  dimOpt: number | undefined,
+  given: Dtype | undefined,
+): Promise<Layout> {
   if (format === 'raw') {
     const dim = dimOpt;
+    const dtype = given ?? 'float32';
     if (dim === undefined) throw new NormalizeError(`${name}: a raw file needs --dim (or a weight) to know its row length`);
-    if (size % (4 * dim) !== 0) {
-      throw new NormalizeError(`${name}: its size (${size} bytes) is not a whole number of rows of ${dim} float32 (${4 * dim} bytes each)`);
+    const row = itemBytes(dtype) * dim;
+    if (size % row !== 0) {
+      throw new NormalizeError(`${name}: its size (${size} bytes) is not a whole number of rows of ${dim} ${dtype} (${row} bytes each)`);
     }
-    const rows = size / (4 * dim);
-    return { format, shape: [rows, dim], dataOffset: 0, rows, dim };
+    const rows = size / row;
+    return { format, dtype, shape: [rows, dim], dataOffset: 0, rows, dim };
   }
   const h = await readNpyHeader(fh, size, name);
+  const dtype = agree(name, h, given, 'dtype');
   const dim = h.shape[h.shape.length - 1]!;
   if (dimOpt !== undefined && dimOpt !== dim) throw new NormalizeError(`${name}: its rows have ${dim} elements (last axis of shape (${h.shape.join(', ')})), but dim ${dimOpt} was given`);
   if (dim === 0) throw new NormalizeError(`${name}: its rows are empty (shape (${h.shape.join(', ')}))`);
   const rows = h.shape.slice(0, -1).reduce((a, b) => a * b, 1);
-  return { format, shape: h.shape, dataOffset: h.dataOffset, rows, dim };
+  return { format, dtype, shape: h.shape, dataOffset: h.dataOffset, rows, dim };
 }
 
-/** Loads a weight given as a path (npy or raw float32). */
-async function loadWeight(path: string): Promise<Float32Array> {
+/**
+ * Loads a weight given as a path: a `.npy` (float32 or float16, as its header says; a
+ * `given` dtype must agree) or a raw little-endian file of `given` (default float32).
+ * Half weights come back as Uint16Arrays of bit patterns.
+ */
+async function loadWeight(path: string, given: Dtype | undefined): Promise<{ w: Float32Array | Uint16Array; dtype: Dtype }> {
   let fh: FileHandle;
   try {
     fh = await open(path, 'r');
@@ -139,14 +198,18 @@ async function loadWeight(path: string): Promise<Float32Array> {
   try {
     const size = (await fh.stat()).size;
     let offset = 0;
+    let dtype = given ?? 'float32';
     if (extname(path).toLowerCase() === '.npy') {
-      offset = (await readNpyHeader(fh, size, path)).dataOffset;
-    } else if (size % 4 !== 0) {
-      throw new NormalizeError(`${path}: a raw weight must be float32 (a multiple of 4 bytes), got ${size} bytes`);
+      const h = await readNpyHeader(fh, size, path);
+      offset = h.dataOffset;
+      dtype = agree(path, h, given, 'weightDtype');
+    } else if (size % itemBytes(dtype) !== 0) {
+      throw new NormalizeError(`${path}: a raw weight of ${dtype} must be a multiple of ${itemBytes(dtype)} bytes, got ${size} bytes`);
     }
-    const w = new Float32Array((size - offset) / 4);
+    const n = (size - offset) / itemBytes(dtype);
+    const w = dtype === 'float32' ? new Float32Array(n) : new Uint16Array(n);
     await fh.read(new Uint8Array(w.buffer), 0, w.byteLength, offset);
-    return w;
+    return { w, dtype };
   } finally {
     await fh.close();
   }
@@ -186,15 +249,16 @@ function positive(name: string, v: unknown, max: number): number | undefined {
 }
 
 /**
- * Normalizes every row of the file `input` (`.npy` float32 in C order, or raw little-endian
- * float32) into `output`, in the same format, on the worker pool; see the module doc.
+ * Normalizes every row of the file `input` (`.npy` float32 or float16 in C order, or raw
+ * little-endian float32, float16 or bfloat16 as `options.dtype` says) into `output`, in the
+ * same format and dtype, on the worker pool; see the module doc.
  *
  * @param input Path of the input (never modified).
  * @param output Path of the result; it appears only when complete. Refused if it is `input`,
  *   unless `options.inPlace`.
  * @returns A summary: rows, dim, bytes, seconds, GB/s, threads.
  * @throws (rejects) NormalizeError for a bad file (missing, malformed or truncated header,
- *   unsupported dtype, byte order or Fortran order, a size that is not whole rows, a weight of
+ *   unsupported dtype, byte order or Fortran order, a dtype given that the header contradicts, a size that is not whole rows, a weight of
  *   the wrong length, an unwritable output, a full disk); TypeError / RangeError for bad
  *   options; the signal's reason when aborted. In every case the output path is left as it was.
  */
@@ -208,6 +272,8 @@ export async function normalizeFile(input: string, output: string, options?: Nor
   if (signal !== undefined && !(signal instanceof AbortSignal)) throw new TypeError(`normalizeFile: options.signal must be an AbortSignal, got ${describe(signal)}`);
   signal?.throwIfAborted();
   const dimOpt = positive('dim', o.dim, 0xffffffff);
+  const dtypeGiven = dtypeOpt('dtype', o.dtype);
+  const weightDtypeGiven = dtypeOpt('weightDtype', o.weightDtype);
   const chunkBytes = positive('chunkBytes', o.chunkBytes, 2 ** 30) ?? CHUNK_BYTES;
   const format = o.format ?? (extname(input).toLowerCase() === '.npy' ? 'npy' : 'raw');
   if (format !== 'npy' && format !== 'raw') throw new RangeError(`normalizeFile: options.format must be 'npy' or 'raw', got ${describe(format)}`);
@@ -227,19 +293,33 @@ export async function normalizeFile(input: string, output: string, options?: Nor
   }
   const temps: { path: string; fh: FileHandle }[] = [];
   let pool: RmsNormPool | null = null;
-  const bufs: F32Buffer[] = [];
+  const bufs: (F32Buffer | U16Buffer)[] = [];
   let done = false;
   try {
     const size = (await inFh.stat()).size;
-    const weight = typeof o.weight === 'string' ? await loadWeight(o.weight) : (o.weight ?? null);
-    if (weight !== null && !(weight instanceof Float32Array)) throw new TypeError(`normalizeFile: options.weight must be a Float32Array or a path, got ${describe(weight)}`);
-    const layout = await layoutOf(inFh, input, size, format, dimOpt ?? (format === 'raw' ? (weight?.length || undefined) : undefined));
-    const { dim, rows } = layout;
+    const loaded = typeof o.weight === 'string' ? await loadWeight(o.weight, weightDtypeGiven) : null;
+    const weight = loaded ? loaded.w : ((o.weight ?? null) as FloatArray | null);
+    if (weight !== null && (!ArrayBuffer.isView(weight) || !['Float32Array', 'Uint16Array', 'Float16Array'].includes((weight as { [Symbol.toStringTag]: string })[Symbol.toStringTag]))) {
+      throw new TypeError(`normalizeFile: options.weight must be a Float32Array, a Uint16Array of half bit patterns, a Float16Array or a path, got ${describe(weight)}`);
+    }
+    const layout = await layoutOf(inFh, input, size, format, dimOpt ?? (format === 'raw' ? (weight?.length || undefined) : undefined), dtypeGiven);
+    const { dim, rows, dtype } = layout;
+    const item = itemBytes(dtype);
     if (weight !== null && weight.length !== dim) {
       throw new NormalizeError(`the weight has ${weight.length} elements, but the rows of ${input} have ${dim}`);
     }
-    // eps, offset and partial get the sync API's checks (on no rows), before any file is made.
-    checkForward('normalizeFile', new Float32Array(0), weight, { dim, eps: o.eps, offset: o.offset, partial: o.partial });
+    // The dtypes, eps, offset, partial and castingMode get the sync API's checks (on no rows),
+    // before any file is made; the weight's dtype is the one they settle on.
+    const checked = checkForward('normalizeFile', dtype === 'float32' ? new Float32Array(0) : new Uint16Array(0), weight, {
+      dim,
+      dtype,
+      weightDtype: loaded ? loaded.dtype : weightDtypeGiven,
+      castingMode: o.castingMode,
+      eps: o.eps,
+      offset: o.offset,
+      partial: o.partial,
+    });
+    const weightDtype = DTYPES[checked.wdt]!;
     const out = await openTemp(output);
     temps.push(out);
     const rstdOut = o.rstd !== undefined ? await openTemp(o.rstd) : null;
@@ -247,16 +327,23 @@ export async function normalizeFile(input: string, output: string, options?: Nor
 
     pool = o.pool ?? (await createPool(o.threads === undefined ? undefined : { threads: o.threads }));
     const own = o.pool === undefined;
-    const chunkRows = Math.max(1, Math.min(rows, Math.floor(chunkBytes / (4 * dim))));
-    for (let s = 0; s < SLOTS; s++) bufs.push(pool.allocF32(Math.max(1, chunkRows * dim)), pool.allocF32(Math.max(1, chunkRows)));
-    const wBuf = weight ? pool.allocF32(dim) : null;
-    if (wBuf) bufs.push(wBuf);
-    wBuf?.view().set(weight!);
+    const chunkRows = Math.max(1, Math.min(rows, Math.floor(chunkBytes / (item * dim))));
+    const pl = pool;
+    const alloc = (d: Dtype, n: number): F32Buffer | U16Buffer => (d === 'float32' ? pl.allocF32(n) : pl.allocU16(n));
+    for (let s = 0; s < SLOTS; s++) bufs.push(alloc(dtype, Math.max(1, chunkRows * dim)), pool.allocF32(Math.max(1, chunkRows)));
+    const wBuf = weight ? alloc(weightDtype, dim) : null;
+    if (wBuf) {
+      bufs.push(wBuf);
+      // A Float16Array weight is copied as its bits (a float16 weight), any other as it is.
+      const v = wBuf.view();
+      v.set(v instanceof Uint16Array ? new Uint16Array(weight!.buffer, weight!.byteOffset, dim) : (weight as Float32Array));
+    }
 
     let outPos = 0;
     let rstdPos = 0;
     if (layout.format === 'npy') {
-      const head = npyHeader(layout.shape);
+      // An npy input is float32 or float16 (its header says): the output is the same.
+      const head = npyHeader(layout.shape, dtype as 'float32' | 'float16');
       await out.fh.write(head, 0, head.length, 0);
       outPos = head.length;
       if (rstdOut) {
@@ -265,7 +352,7 @@ export async function normalizeFile(input: string, output: string, options?: Nor
         rstdPos = rh.length;
       }
     }
-    const call = { eps: o.eps, offset: o.offset, partial: o.partial };
+    const call = { eps: o.eps, offset: o.offset, partial: o.partial, dtype, weightDtype, castingMode: o.castingMode };
     const chunks = Math.ceil(rows / chunkRows);
     const slotBusy: Promise<void>[] = [];
     let writes: Promise<void> = Promise.resolve();
@@ -280,10 +367,10 @@ export async function normalizeFile(input: string, output: string, options?: Nor
       const r0 = c * chunkRows;
       const n = Math.min(chunkRows, rows - r0);
       const x = bufs[2 * slot]!.view().subarray(0, n * dim);
-      const rs = bufs[2 * slot + 1]!.view().subarray(0, n);
-      const bytes = 4 * n * dim;
+      const rs = (bufs[2 * slot + 1] as F32Buffer).view().subarray(0, n);
+      const bytes = item * n * dim;
       slotBusy[slot] = (async () => {
-        const got = await readFully(inFh, x, layout.dataOffset + 4 * r0 * dim);
+        const got = await readFully(inFh, x, layout.dataOffset + item * r0 * dim);
         if (got !== bytes) throw new NormalizeError(`${input}: the file shrank while it was read (row ${r0})`);
         await p.rmsNorm(x, wBuf ? wBuf.view() : null, { ...call, dim, out: x, rstd: rstdOut ? rs : undefined, signal });
         // Writes in file order, one at a time: concurrent writes at increasing offsets of one
@@ -293,13 +380,13 @@ export async function normalizeFile(input: string, output: string, options?: Nor
         writes = new Promise<void>((r) => (release = r));
         try {
           await prev;
-          await writeFully(out.fh, x, outPos + 4 * r0 * dim, output);
+          await writeFully(out.fh, x, outPos + item * r0 * dim, output);
           if (rstdOut) await writeFully(rstdOut.fh, rs, rstdPos + 4 * r0, o.rstd!);
         } finally {
           release();
         }
         rowsDone += n;
-        o.onProgress?.({ rows: rowsDone, totalRows: rows, bytes: 4 * rowsDone * dim, totalBytes: 4 * rows * dim, seconds: (performance.now() - t0) / 1000 });
+        o.onProgress?.({ rows: rowsDone, totalRows: rows, bytes: item * rowsDone * dim, totalBytes: item * rows * dim, seconds: (performance.now() - t0) / 1000 });
       })().catch((e: unknown) => {
         failure ??= e;
       });
@@ -320,8 +407,8 @@ export async function normalizeFile(input: string, output: string, options?: Nor
     if (own) await pool.destroy();
     pool = null;
     const seconds = (performance.now() - t0) / 1000;
-    const bytes = 4 * rows * dim;
-    return { input, output, format: layout.format, dtype: 'float32', rows, dim, shape: layout.shape, bytes, seconds, gbPerS: bytes / seconds / 1e9, threads };
+    const bytes = item * rows * dim;
+    return { input, output, format: layout.format, dtype, rows, dim, shape: layout.shape, bytes, seconds, gbPerS: bytes / seconds / 1e9, threads };
   } catch (e) {
     if (e instanceof NpyError) throw new NormalizeError(e.message);
     throw e;
@@ -339,7 +426,7 @@ export async function normalizeFile(input: string, output: string, options?: Nor
 }
 
 /** Reads `into.byteLength` bytes at `pos` (fewer only at the end of the file); returns the count. */
-async function readFully(fh: FileHandle, into: Float32Array, pos: number): Promise<number> {
+async function readFully(fh: FileHandle, into: Float32Array | Uint16Array, pos: number): Promise<number> {
   const bytes = new Uint8Array(into.buffer, into.byteOffset, into.byteLength);
   let got = 0;
   while (got < bytes.length) {
@@ -351,7 +438,7 @@ async function readFully(fh: FileHandle, into: Float32Array, pos: number): Promi
 }
 
 /** Writes all of `from` at `pos`; a full disk or another write error becomes a NormalizeError naming `name`. */
-async function writeFully(fh: FileHandle, from: Float32Array, pos: number, name: string): Promise<void> {
+async function writeFully(fh: FileHandle, from: Float32Array | Uint16Array, pos: number, name: string): Promise<void> {
   const bytes = new Uint8Array(from.buffer, from.byteOffset, from.byteLength);
   let put = 0;
   try {

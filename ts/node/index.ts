@@ -10,4 +10,4 @@
  */
 export { normalizeFile, NormalizeError, CHUNK_BYTES, type NormalizeFileOptions, type NormalizeProgress, type NormalizeSummary } from './file.js';
 export { createNormalizeStream, type NormalizeStreamOptions } from './stream.js';
-export { npyHeader, parseNpyHeader, npyDataOffset, NpyError, NPY_PREFIX_BYTES, type NpyHeader, type NpyDtype } from './npy.js';
+export { npyHeader, parseNpyHeader, npyDataOffset, NpyError, NPY_PREFIX_BYTES, NPY_ITEM_BYTES, type NpyHeader, type NpyDtype } from './npy.js';

@@ -8,8 +8,19 @@
  * @module
  */
 
-/** The element types this package reads and writes. */
-export type NpyDtype = 'float32';
+/**
+ * The element types this package reads and writes: little-endian float32 (`'<f4'`) and IEEE
+ * binary16 (`'<f2'`, what NumPy writes for `np.float16` on a little-endian machine). NumPy
+ * has no bfloat16: ml_dtypes' bfloat16 arrays are saved as an anonymous 2-byte void type
+ * (`'<V2'`), which says nothing of what the bytes are, and is refused.
+ */
+export type NpyDtype = 'float32' | 'float16';
+
+/** Bytes per element of each {@link NpyDtype}. */
+export const NPY_ITEM_BYTES: Readonly<Record<NpyDtype, number>> = { float32: 4, float16: 2 };
+
+/** The `descr` this package writes for each {@link NpyDtype}. */
+const DESCR_OF: Readonly<Record<NpyDtype, string>> = { float32: '<f4', float16: '<f2' };
 
 /** A parsed header. */
 export interface NpyHeader {
@@ -34,11 +45,13 @@ export const NPY_PREFIX_BYTES = 12;
 /** Element types NumPy may name, with what this package says of them. */
 const DESCR: Record<string, NpyDtype | string> = {
   '<f4': 'float32',
+  '<f2': 'float16',
   '>f4': 'big-endian float32 (byte order ">"): only little-endian data is supported',
-  '<f2': 'float16: only float32 is supported by this version',
-  '>f2': 'big-endian float16: only little-endian float32 is supported',
-  '<f8': 'float64: only float32 is supported (convert with arr.astype(np.float32))',
-  '>f8': 'big-endian float64: only little-endian float32 is supported',
+  '>f2': 'big-endian float16, byte order ">": only little-endian data is supported; convert with arr.astype("<f2")',
+  '<f8': 'float64: only float32 and float16 are supported (convert with arr.astype(np.float32))',
+  '>f8': 'big-endian float64: only little-endian float32 and float16 are supported',
+  '<V2': 'a 2-byte void type, as ml_dtypes bfloat16 is saved: the header cannot say what it holds; write bfloat16 as raw bytes (arr.tofile) and give dtype bfloat16',
+  '|V2': 'a 2-byte void type: the header cannot say what it holds; write bfloat16 as raw bytes (arr.tofile) and give dtype bfloat16',
 };
 
 /**
@@ -84,10 +97,14 @@ export function parseNpyHeader(bytes: Uint8Array, fileSize: number, name: string
   if (descr === undefined || fortran === undefined || shapeText === undefined) {
     throw new NpyError(`${name}: malformed .npy header (needs descr, fortran_order and shape): ${dict}`);
   }
-  const kind = DESCR[descr];
-  if (kind !== 'float32') {
-    throw new NpyError(`${name}: unsupported dtype ${JSON.stringify(descr)}${kind ? ` (${kind})` : ': only float32 ("<f4") is supported'}`);
+  const kind = Object.hasOwn(DESCR, descr) ? DESCR[descr] : undefined;
+  if (kind !== 'float32' && kind !== 'float16') {
+    throw new NpyError(
+      `${name}: unsupported dtype ${JSON.stringify(descr)}${kind ? ` (${kind})` : ': only little-endian float32 ("<f4") and float16 ("<f2") are supported'}`,
+    );
   }
+  const dtype: NpyDtype = kind;
+  const item = NPY_ITEM_BYTES[dtype];
   if (fortran === 'True') {
     throw new NpyError(`${name}: Fortran-order arrays are not supported (rows must be contiguous: save with np.ascontiguousarray)`);
   }
@@ -96,23 +113,26 @@ export function parseNpyHeader(bytes: Uint8Array, fileSize: number, name: string
   if (shape.some((d) => !Number.isSafeInteger(d))) throw new NpyError(`${name}: malformed shape in .npy header: (${shapeText})`);
   if (shape.length === 0) throw new NpyError(`${name}: a 0-d array has no rows to normalize`);
   const elems = shape.reduce((a, b) => a * b, 1);
-  const want = dataOffset + 4 * elems;
+  const want = dataOffset + item * elems;
   if (fileSize !== want) {
     throw new NpyError(
-      `${name}: the header says shape (${shape.join(', ')}) of float32, ${4 * elems} bytes of data, but the file has ` +
+      `${name}: the header says shape (${shape.join(', ')}) of ${dtype}, ${item * elems} bytes of data, but the file has ` +
         `${fileSize - dataOffset} (${fileSize < want ? 'truncated' : 'extra bytes at the end'})`,
     );
   }
-  return { version: [major, bytes[7]!], dtype: 'float32', shape, dataOffset };
+  return { version: [major, bytes[7]!], dtype, shape, dataOffset };
 }
 
 /**
- * The header of a C-order little-endian float32 array of `shape`: version 1.0 when the header
- * fits its 2-byte length, else 2.0; padded with spaces so that the data starts on a multiple of 64.
+ * The header of a C-order little-endian array of `shape` and `dtype` (default float32;
+ * `'<f4'` or `'<f2'`, as NumPy writes them): version 1.0 when the header fits its 2-byte
+ * length, else 2.0; padded with spaces so that the data starts on a multiple of 64.
  */
-export function npyHeader(shape: readonly number[]): Uint8Array {
+export function npyHeader(shape: readonly number[], dtype: NpyDtype = 'float32'): Uint8Array {
+  const descr = Object.hasOwn(DESCR_OF, dtype) ? DESCR_OF[dtype] : undefined;
+  if (descr === undefined) throw new TypeError(`npyHeader: dtype must be 'float32' or 'float16', got ${JSON.stringify(dtype)}`);
   const tuple = shape.length === 1 ? `(${shape[0]},)` : `(${shape.join(', ')})`;
-  const dict = `{'descr': '<f4', 'fortran_order': False, 'shape': ${tuple}, }`;
+  const dict = `{'descr': '${descr}', 'fortran_order': False, 'shape': ${tuple}, }`;
   for (const major of [1, 2]) {
     const pre = major === 1 ? 10 : 12;
     const total = Math.ceil((pre + dict.length + 1) / 64) * 64;

@@ -1,21 +1,30 @@
 /**
- * RMSNorm as a Node `Transform` stream, for pipelines: bytes of little-endian float32 rows in,
- * bytes of normalized rows out, in the same order. Chunks of any size are accepted; a row cut
- * between two chunks is carried to the next. Rows are normalized with the sync API (`simd`
- * build), a batch per incoming chunk, through its fixed window: memory does not grow with the
- * stream's length.
+ * RMSNorm as a Node `Transform` stream, for pipelines: bytes of little-endian rows in (float32,
+ * or float16 / bfloat16 with `dtype`), bytes of normalized rows of the same dtype out, in the
+ * same order. Chunks of any size are accepted; a row cut between two chunks is carried to the
+ * next. Rows are normalized with the sync API (`simd` build), a batch per incoming chunk,
+ * through its fixed window: memory does not grow with the stream's length.
  * @module
  */
 import { Transform, type TransformCallback } from 'node:stream';
 import { loadRmsNorm, type RmsNorm } from '../index.js';
-import { checkForward, describe, options as checkOptions } from '../validate.js';
+import { checkForward, options as checkOptions, type CastingMode, type Dtype, type FloatArray } from '../validate.js';
 
 /** Options of {@link createNormalizeStream}. */
 export interface NormalizeStreamOptions {
-  /** Row length (floats). Default: `weight.length`; required without weight. */
+  /** Row length (elements). Default: `weight.length`; required without weight. */
   dim?: number;
-  /** The gain, `dim` floats, or null/absent for none. */
-  weight?: Float32Array | null;
+  /**
+   * The gain, `dim` elements, or null/absent for none: a Float32Array, a Float16Array, or a
+   * Uint16Array of half bit patterns (what it holds: `weightDtype`, else `dtype`).
+   */
+  weight?: FloatArray | null;
+  /** What the bytes are: `'float32'` (default), `'float16'` or `'bfloat16'`, little-endian. The output is the same. */
+  dtype?: Dtype;
+  /** The weight's dtype, as the sync API's option (default: from its type). */
+  weightDtype?: Dtype;
+  /** Where half results are rounded, as the sync API's option. Default `'none'`. */
+  castingMode?: CastingMode;
   /** Inside the root. Default 1e-6. */
   eps?: number;
   /** Added to the weight. Default 0. */
@@ -24,17 +33,31 @@ export interface NormalizeStreamOptions {
   partial?: number;
 }
 
-const KEYS = ['dim', 'weight', 'eps', 'offset', 'partial'];
+const KEYS = ['dim', 'weight', 'dtype', 'weightDtype', 'castingMode', 'eps', 'offset', 'partial'];
+const DTYPES: readonly Dtype[] = ['float32', 'float16', 'bfloat16'];
+
+interface Settled {
+  dim: number;
+  weight: FloatArray | null;
+  dtype: Dtype;
+  weightDtype: Dtype;
+  castingMode?: CastingMode;
+  eps?: number;
+  offset?: number;
+  partial?: number;
+}
 
 class NormalizeStream extends Transform {
   private rn: RmsNorm | null = null;
   /** Bytes of an incomplete row carried from the last chunk. */
   private carry: Buffer = Buffer.alloc(0);
   private readonly rowBytes: number;
+  private readonly item: number;
 
-  constructor(private readonly o: { dim: number; weight: Float32Array | null; eps?: number; offset?: number; partial?: number }) {
+  constructor(private readonly o: Settled) {
     super();
-    this.rowBytes = 4 * o.dim;
+    this.item = o.dtype === 'float32' ? 4 : 2;
+    this.rowBytes = this.item * o.dim;
   }
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
@@ -43,11 +66,11 @@ class NormalizeStream extends Transform {
       const whole = data.length - (data.length % this.rowBytes);
       this.carry = Buffer.from(data.subarray(whole));
       if (whole > 0) {
-        // A copy aligned for Float32Array (a Buffer's offset may be odd), normalized in place.
-        const x = new Float32Array(whole / 4);
+        // A copy aligned for the typed array (a Buffer's offset may be odd), normalized in place.
+        const x = this.item === 4 ? new Float32Array(whole / 4) : new Uint16Array(whole / 2);
         new Uint8Array(x.buffer).set(data.subarray(0, whole));
-        const { dim, weight, eps, offset, partial } = this.o;
-        rn.rmsNorm(x, weight, { dim, eps, offset, partial, out: x });
+        const { dim, weight, dtype, weightDtype, castingMode, eps, offset, partial } = this.o;
+        rn.rmsNorm<Float32Array | Uint16Array>(x, weight, { dim, dtype, weightDtype, castingMode, eps, offset, partial, out: x });
         this.push(Buffer.from(x.buffer, 0, whole));
       }
       done();
@@ -79,21 +102,33 @@ class NormalizeStream extends Transform {
 }
 
 /**
- * A Transform that normalizes little-endian float32 rows of `dim`; see the module doc.
+ * A Transform that normalizes little-endian rows of `dim` elements of `dtype` (default
+ * float32); see the module doc.
  * @throws TypeError / RangeError on bad options (checked as `rmsNorm` checks them); the stream
  *   errors with a RangeError if its input ends mid-row.
  */
 export function createNormalizeStream(options: NormalizeStreamOptions): Transform {
   const o = checkOptions('createNormalizeStream', options, KEYS) as NormalizeStreamOptions;
-  if (o.weight !== undefined && o.weight !== null && !(o.weight instanceof Float32Array)) {
-    throw new TypeError(`createNormalizeStream: options.weight must be a Float32Array or null, got ${describe(o.weight)}`);
-  }
   const weight = o.weight ?? null;
-  const a = checkForward('createNormalizeStream', new Float32Array(0), weight, {
+  // The sync API's checks (dtype and weightDtype among them), on no rows.
+  const dtype = o.dtype ?? 'float32';
+  const a = checkForward('createNormalizeStream', dtype === 'float32' ? new Float32Array(0) : new Uint16Array(0), weight, {
     dim: o.dim,
+    dtype,
+    weightDtype: o.weightDtype,
+    castingMode: o.castingMode,
     eps: o.eps,
     offset: o.offset,
     partial: o.partial,
   });
-  return new NormalizeStream({ dim: a.dim, weight, eps: o.eps, offset: o.offset, partial: o.partial });
+  return new NormalizeStream({
+    dim: a.dim,
+    weight,
+    dtype,
+    weightDtype: DTYPES[a.wdt]!,
+    castingMode: o.castingMode,
+    eps: o.eps,
+    offset: o.offset,
+    partial: o.partial,
+  });
 }
