@@ -19,7 +19,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
-import { Bench } from 'tinybench';
+import { timePair } from './pairs.js';
 import { loadRmsNorm } from '../dist/index.js';
 import { fromF32Array, halfUlpDiff, parseShape, testRows, testWeight, toF32Array } from '../shared/reference.js';
 
@@ -168,19 +168,6 @@ function pairsFor(rows: number, dim: number): Pair[] {
   return pairs;
 }
 
-/** Median latency (ms) of `f` over a short tinybench run. */
-async function median(f: () => void, n: number): Promise<number> {
-  const budget = Math.min(400, Math.max(60, n / 2e5));
-  const bench = new Bench({ time: budget, warmupTime: 20, iterations: 5, throws: true });
-  bench.add('t', f);
-  await bench.run();
-  const r = bench.tasks[0]!.result;
-  if (r.state !== 'completed') throw new Error(`tinybench task ended in state ${r.state}`);
-  return r.latency.p50;
-}
-
-const q = (a: number[], p: number) => [...a].sort((u, v) => u - v)[Math.floor(p * (a.length - 1))]!;
-
 interface Row {
   shape: string;
   pair: string;
@@ -197,29 +184,18 @@ console.log('shape      | pair                                  | baseline (µs)
 for (const { rows, dim } of SHAPES) {
   const shape = `${rows}x${dim}`;
   for (const p of pairsFor(rows, dim)) {
-    const ratios: number[] = [];
-    const a: number[] = [];
-    const b: number[] = [];
-    for (let k = 0; k < ROUNDS; k++) {
-      const order = k % 2 === 0 ? [p.slow, p.fast] : [p.fast, p.slow];
-      const t0 = await median(order[0]!, rows * dim);
-      const t1 = await median(order[1]!, rows * dim);
-      const [s, f] = k % 2 === 0 ? [t0, t1] : [t1, t0];
-      a.push(s);
-      b.push(f);
-      ratios.push(s / f);
-    }
+    const t = await timePair(p.slow, p.fast, rows * dim, ROUNDS);
     const name = p.name;
     const target = name.includes('plain JS') ? (TARGETS[name] ?? null) : BIG.has(shape) ? (TARGETS[name] ?? null) : null;
     const row: Row = {
       shape,
       pair: name,
-      baselineUs: q(a, 0.5) * 1000,
-      halfUs: q(b, 0.5) * 1000,
-      ratio: q(ratios, 0.5),
-      iqr: [q(ratios, 0.25), q(ratios, 0.75)],
+      baselineUs: t.slowMs * 1000,
+      halfUs: t.fastMs * 1000,
+      ratio: t.ratio,
+      iqr: t.iqr,
       target,
-      met: target === null ? null : q(ratios, 0.5) >= target,
+      met: target === null ? null : t.ratio >= target,
     };
     out.push(row);
     console.log(

@@ -20,7 +20,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
-import { Bench } from 'tinybench';
+import { timePair } from './pairs.js';
 import { benchKernels } from './bench-kernels.js';
 import { firstBitDiff, parseShape, randn, testRows, testWeight } from '../shared/reference.js';
 
@@ -152,19 +152,6 @@ function pairsFor(rows: number, dim: number): Pair[] {
   ];
 }
 
-/** Median latency (ms) of `f` over a short tinybench run. */
-async function median(f: () => void, n: number): Promise<number> {
-  const budget = Math.min(400, Math.max(60, n / 2e5));
-  const bench = new Bench({ time: budget, warmupTime: 20, iterations: 5, throws: true });
-  bench.add('t', f);
-  await bench.run();
-  const r = bench.tasks[0]!.result;
-  if (r.state !== 'completed') throw new Error(`tinybench task ended in state ${r.state}`);
-  return r.latency.p50;
-}
-
-const q = (a: number[], p: number) => [...a].sort((u, v) => u - v)[Math.floor(p * (a.length - 1))]!;
-
 interface Row {
   shape: string;
   pair: string;
@@ -183,34 +170,23 @@ for (const { rows: r, dim: d } of SHAPES) {
   for (const p of pairsFor(r, d)) {
     const bad = p.check?.();
     if (bad) throw new Error(`${shape} ${p.name}: outputs differ (${bad})`);
-    const ratios: number[] = [];
-    const slow: number[] = [];
-    const fast: number[] = [];
-    for (let k = 0; k < ROUNDS; k++) {
-      const order = k % 2 === 0 ? [p.slow, p.fast] : [p.fast, p.slow];
-      const t0 = await median(order[0]!, r * d);
-      const t1 = await median(order[1]!, r * d);
-      const [s, f] = k % 2 === 0 ? [t0, t1] : [t1, t0];
-      slow.push(s);
-      fast.push(f);
-      ratios.push(s / f);
-    }
+    const t = await timePair(p.slow, p.fast, r * d, ROUNDS);
     const target = TARGET_SHAPES.has(shape) ? (TARGETS[p.name] ?? null) : null;
     const row: Row = {
       shape,
       pair: p.name,
-      slowUs: q(slow, 0.5) * 1000,
-      fastUs: q(fast, 0.5) * 1000,
-      speedup: q(ratios, 0.5),
-      iqr: [q(ratios, 0.25), q(ratios, 0.75)],
+      slowUs: t.slowMs * 1000,
+      fastUs: t.fastMs * 1000,
+      speedup: t.ratio,
+      iqr: t.iqr,
       target,
-      met: target === null ? null : q(ratios, 0.5) >= target,
+      met: target === null ? null : t.ratio >= target,
     };
     rows.push(row);
-    const t = target === null ? '' : `≥ ${target}× ${row.met ? 'met' : 'MISSED'}`;
+    const tt = target === null ? '' : `≥ ${target}× ${row.met ? 'met' : 'MISSED'}`;
     console.log(
       `${shape.padEnd(10)} | ${p.name.padEnd(51)} | ${row.slowUs.toFixed(1).padStart(12)} | ${row.fastUs.toFixed(1).padStart(9)} | ` +
-        `${row.speedup.toFixed(2)}× (${row.iqr[0].toFixed(2)}–${row.iqr[1].toFixed(2)})`.padEnd(20) + ` | ${t}`,
+        `${row.speedup.toFixed(2)}× (${row.iqr[0].toFixed(2)}–${row.iqr[1].toFixed(2)})`.padEnd(20) + ` | ${tt}`,
     );
   }
 }
