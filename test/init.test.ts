@@ -23,7 +23,7 @@ describe('before init()', () => {
     expect(b.instance()).toBeNull();
   });
 
-  it('rmsNorm, rmsNormBackward and allocF32 throw a clear Error and write nothing', async () => {
+  it('rmsNorm, rmsNormBackward, the allocators and the conversions throw a clear Error and write nothing', async () => {
     const p = await fresh();
     expect(p.instance()).toBeNull();
     const x = randn(16, 1);
@@ -33,6 +33,9 @@ describe('before init()', () => {
       ['rmsNorm', () => p.rmsNorm(x, null, { dim: 4, out })],
       ['rmsNormBackward', () => p.rmsNormBackward(x, x, null, { dim: 4, dx })],
       ['allocF32', () => p.allocF32(4)],
+      ['allocU16', () => p.allocU16(4)],
+      ['halfToFloat32', () => p.halfToFloat32(new Uint16Array(4), 'bfloat16')],
+      ['float32ToHalf', () => p.float32ToHalf(x, 'float16')],
     ];
     for (const [fn, call] of calls) {
       const err = thrown(call);
