@@ -89,9 +89,9 @@ export class Heap {
     return this.u16view;
   }
 
-  /** The current view of all memory with `a`'s element type. */
-  viewLike(a: Float32Array | Uint16Array): Float32Array | Uint16Array {
-    return a.BYTES_PER_ELEMENT === 2 ? this.u16() : this.f32();
+  /** The current view of all memory for elements of `bytes` bytes: 2 (half bits) or 4 (floats). */
+  view(bytes: number): Float32Array | Uint16Array {
+    return bytes === 2 ? this.u16() : this.f32();
   }
 
   /** Whether `a` is a view of this memory, so that its byteOffset is its wasm address. */

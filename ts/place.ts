@@ -106,7 +106,7 @@ export class Placement {
       const w = o.shape === MATRIX ? dim : 1;
       const a = this.arrs[i]!;
       const es = this.es[i]!;
-      const mem = es === 2 ? this.heap.u16() : this.heap.f32();
+      const mem = this.heap.view(es);
       // A call that fits the window (most small ones) copies whole arrays: no subarray to make.
       mem.set(whole ? a : a.subarray(r0 * w, r1 * w), this.base[i]! / es + (r0 - this.start) * w);
     }
@@ -133,7 +133,7 @@ export class Placement {
   private windowView(i: number, at: number, len: number, es: number): Data {
     const v = this.views[i];
     if (v !== null && v!.length === len && this.viewAt[i] === at && v!.BYTES_PER_ELEMENT === es) return v!;
-    const mem = es === 2 ? this.heap.u16() : this.heap.f32();
+    const mem = this.heap.view(es);
     const nv = mem.subarray(at, at + len);
     this.views[i] = nv;
     this.viewAt[i] = at;

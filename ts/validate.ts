@@ -18,8 +18,8 @@ export type HalfDtype = 'float16' | 'bfloat16';
 
 /** A half dtype's code (ops.ts DT) for the conversion functions; a TypeError names `fn` otherwise. */
 export function halfDtypeCode(fn: string, v: unknown): number {
-  if (v === 'float16') return 1;
-  if (v === 'bfloat16') return 2;
+  if (v === 'float16') return DT.float16;
+  if (v === 'bfloat16') return DT.bfloat16;
   throw new TypeError(`${fn}: dtype must be 'float16' or 'bfloat16', got ${describe(v)}`);
 }
 
@@ -227,13 +227,18 @@ function isF32(v: unknown): v is Float32Array {
 
 function f32(fn: string, name: string, v: unknown): Float32Array {
   if (!isF32(v)) throw new TypeError(`${fn}: ${name} must be a Float32Array, got ${describe(v)}`);
-  if (v.length === 0 && isDetached(v.buffer)) {
+  return attached(fn, name, v);
+}
+
+/** `a`, unless it is an (empty) view of a detached buffer: then a TypeError naming `fn` and `name`. */
+function attached<T extends Data>(fn: string, name: string, a: T): T {
+  if (a.length === 0 && isDetached(a.buffer)) {
     throw new TypeError(
       `${fn}: ${name} is a view of a detached ArrayBuffer (a view of wasm memory is detached when the ` +
         `memory grows: call view() again)`,
     );
   }
-  return v;
+  return a;
 }
 
 /**
@@ -298,7 +303,7 @@ function typed(fn: string, name: string, v: unknown, dt: number, dtName: string)
       `${fn}: ${name} is a ${describe(v)} but ${dtName} is '${DTYPE_NAMES[dt]}' (it takes ${dt === DT.float32 ? 'a Float32Array' : dt === DT.float16 ? 'a Float16Array or a Uint16Array of bit patterns' : 'a Uint16Array of bit patterns'})`,
     );
   }
-  if (a.length === 0 && isDetached(a.buffer)) f32(fn, name, new Float32Array(a.buffer as ArrayBuffer));
+  attached(fn, name, a);
   return k === KIND_F16 ? new Uint16Array(a.buffer, a.byteOffset, a.length) : a;
 }
 
