@@ -264,6 +264,43 @@ describe.each(BUILDS)('%s build: half conversions', (build) => {
     });
   });
 
+  describe('eight-lane groups: one Inf or NaN among ordinary values, at each position', () => {
+    // The SIMD builds convert eight elements at a time and send a group holding an Inf/NaN
+    // half (widening) or a NaN float32 (narrowing) to a four-lane path; every other group takes
+    // a path without those cases. Each special here sits at each of the 8 positions of a group
+    // of ordinary values (the call starts at a group boundary), so both paths and the switch
+    // between them meet every lane.
+    const groups = (specials: number[], ordinary: () => number) => {
+      const out: number[] = [];
+      for (const sp of specials) for (let pos = 0; pos < 8; pos++) for (let j = 0; j < 8; j++) out.push(j === pos ? sp : ordinary());
+      return out;
+    };
+    it.each(DTYPES)('%s: widening', (dtype) => {
+      const inf = INF_PATTERN[dtype];
+      const next = rng(11);
+      const finite = () => {
+        const p = Math.floor(next() * inf); // any finite pattern: zeros, subnormals, normals
+        return next() < 0.5 ? p : p | 0x8000;
+      };
+      const src = Uint16Array.from(groups([inf, inf | 0x8000, inf + 1, inf + 0x41, 0x7fff, 0xffff, inf | 0x8001], finite));
+      const want = Uint32Array.from(src, (p) => EXPECTED_WIDEN[dtype][p]!);
+      expect(diffs(bitsOf(m.halfToFloat32(src, dtype)), want, src, 4, 8)).toEqual([]);
+    });
+    it.each(DTYPES)('%s: narrowing', (dtype) => {
+      const next = rng(12);
+      const { all } = INPUTS[dtype];
+      const notNaN = () => {
+        for (;;) {
+          const b = all[Math.floor(next() * all.length)]!;
+          if ((b & 0x7fffffff) <= 0x7f800000) return b; // Inf and overflow too: they take the fast path
+        }
+      };
+      const src = Uint32Array.from(groups([0x7fc00000, 0xffc00000, 0x7f800001, 0x7fffffff, 0xff80ffff, 0x7fa12345], notNaN));
+      const want = Uint16Array.from(src, (b) => f32BitsToHalf(b, dtype));
+      expect(diffs(m.float32ToHalf(f32Of(src), dtype), want, src, 8, 4)).toEqual([]);
+    });
+  });
+
   describe('empty arrays', () => {
     it.each(DTYPES)('%s: length 0 both ways', (dtype) => {
       expect(m.halfToFloat32(new Uint16Array(0), dtype)).toEqual(new Float32Array(0));

@@ -86,6 +86,24 @@ pub trait Elem: Copy + 'static {
     /// # Safety
     /// `p..p+4` writable.
     unsafe fn store<V: F32x4>(p: *mut Self, v: V);
+    /// Eight elements at `p` as two vectors (`p[0..4]`, `p[4..8]`): the bits of two
+    /// [`Elem::load`], in one wider load where the vector type has one.
+    ///
+    /// # Safety
+    /// `p..p+8` must be readable.
+    #[inline(always)]
+    unsafe fn load8<V: F32x4>(p: *const Self) -> [V; 2] {
+        [Self::load(p), Self::load(p.add(4))]
+    }
+    /// `v[0]` and `v[1]` stored at `p..p+8`: the bits of two [`Elem::store`].
+    ///
+    /// # Safety
+    /// `p..p+8` must be writable.
+    #[inline(always)]
+    unsafe fn store8<V: F32x4>(p: *mut Self, v: [V; 2]) {
+        Self::store(p, v[0]);
+        Self::store(p.add(4), v[1]);
+    }
     /// Loads one element.
     ///
     /// # Safety
@@ -150,6 +168,14 @@ impl Elem for Bf16 {
         v.store_bf16(p as *mut u16)
     }
     #[inline(always)]
+    unsafe fn load8<V: F32x4>(p: *const Self) -> [V; 2] {
+        V::load8_bf16(p as *const u16)
+    }
+    #[inline(always)]
+    unsafe fn store8<V: F32x4>(p: *mut Self, v: [V; 2]) {
+        V::store8_bf16(v, p as *mut u16)
+    }
+    #[inline(always)]
     unsafe fn get(p: *const Self) -> f32 {
         bf16_to_f32((*p).0)
     }
@@ -177,6 +203,14 @@ impl Elem for F16 {
         v.store_f16(p as *mut u16)
     }
     #[inline(always)]
+    unsafe fn load8<V: F32x4>(p: *const Self) -> [V; 2] {
+        V::load8_f16(p as *const u16)
+    }
+    #[inline(always)]
+    unsafe fn store8<V: F32x4>(p: *mut Self, v: [V; 2]) {
+        V::store8_f16(v, p as *mut u16)
+    }
+    #[inline(always)]
     unsafe fn get(p: *const Self) -> f32 {
         f16_to_f32((*p).0)
     }
@@ -200,6 +234,14 @@ impl Elem for F16 {
 /// `src` readable and `dst` writable for `n` elements.
 pub unsafe fn widen<V: F32x4, A: Elem>(src: *const A, dst: *mut f32, n: usize) {
     let mut i = 0;
+    // Eight at a time, as the kernels' main loops load (so the tests that convert every bit
+    // pattern through here check those loads too), then four, then one.
+    while i + 8 <= n {
+        let [a, b] = A::load8::<V>(src.add(i));
+        a.store(dst.add(i));
+        b.store(dst.add(i + 4));
+        i += 8;
+    }
     while i + 4 <= n {
         A::load::<V>(src.add(i)).store(dst.add(i));
         i += 4;
@@ -216,6 +258,10 @@ pub unsafe fn widen<V: F32x4, A: Elem>(src: *const A, dst: *mut f32, n: usize) {
 /// `src` readable and `dst` writable for `n` elements.
 pub unsafe fn narrow<V: F32x4, A: Elem>(src: *const f32, dst: *mut A, n: usize) {
     let mut i = 0;
+    while i + 8 <= n {
+        A::store8::<V>(dst.add(i), [V::load(src.add(i)), V::load(src.add(i + 4))]);
+        i += 8;
+    }
     while i + 4 <= n {
         A::store::<V>(dst.add(i), V::load(src.add(i)));
         i += 4;

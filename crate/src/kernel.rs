@@ -42,16 +42,19 @@ fn ss_is_fast(ss: f32, eps: f32) -> bool {
 /// 4 at a time into the first; the accumulators are combined as `(a0 + a1) + (a2 + a3)` and
 /// summed across lanes ([`F32x4::hsum`]); then the last `n % 4` scalar terms `tail(i)` are
 /// added in order. `K` sums are folded side by side in one pass (the backward needs two).
+/// `term8(i)` gives `[term(i), term(i + 4)]` (one wider load of half-precision data).
 #[inline(always)]
 unsafe fn fold<V: F32x4, const K: usize>(
     n: usize,
+    term8: impl Fn(usize) -> [[V; K]; 2],
     term: impl Fn(usize) -> [V; K],
     tail: impl Fn(usize) -> [f32; K],
 ) -> [f32; K] {
     let mut a = [[V::zero(); 4]; K];
     let mut i = 0;
     while i + 16 <= n {
-        let t = [term(i), term(i + 4), term(i + 8), term(i + 12)];
+        let ([t0, t1], [t2, t3]) = (term8(i), term8(i + 8));
+        let t = [t0, t1, t2, t3];
         for k in 0..K {
             for (j, tj) in t.iter().enumerate() {
                 a[k][j] = a[k][j].add(tj[k]);
@@ -97,6 +100,7 @@ pub const SUM_BLOCK: usize = 1024;
 #[inline(always)]
 unsafe fn fold_long<V: F32x4, const K: usize>(
     n: usize,
+    term8: impl Fn(usize) -> [[V; K]; 2],
     term: impl Fn(usize) -> [V; K],
     tail: impl Fn(usize) -> [f32; K],
 ) -> [f32; K] {
@@ -106,7 +110,7 @@ unsafe fn fold_long<V: F32x4, const K: usize>(
     let mut b = 0;
     while b < n {
         let len = SUM_BLOCK.min(n - b);
-        let part = fold::<V, K>(len, |i| term(b + i), |i| tail(b + i));
+        let part = fold::<V, K>(len, |i| term8(b + i), |i| term(b + i), |i| tail(b + i));
         for k in 0..K {
             acc[k] += part[k] as f64;
         }
@@ -120,6 +124,7 @@ unsafe fn fold_long<V: F32x4, const K: usize>(
 unsafe fn sum_sq<V: F32x4, A: Elem>(x: *const A, n: usize) -> f32 {
     let [s] = fold_long::<V, 1>(
         n,
+        |i| A::load8::<V>(x.add(i)).map(|v| [v.mul(v)]),
         |i| {
             let v = A::load::<V>(x.add(i));
             [v.mul(v)]
@@ -145,13 +150,18 @@ unsafe fn dot_gy_x<V: F32x4, A: Elem, const W: bool, const O: bool, const L: boo
     with_ss: bool,
 ) -> (f32, f32) {
     let ov = V::splat(offset);
+    let terms = |gy: V, xv: V| [gy.mul(xv), if with_ss { xv.mul(xv) } else { V::zero() }];
     let [c, s] = fold_long::<V, 2>(
         n,
         |i| {
-            let gy = gy_of::<V, A, W, O, L>(dy, g, ov, i);
-            let xv = A::load::<V>(x.add(i));
-            [gy.mul(xv), if with_ss { xv.mul(xv) } else { V::zero() }]
+            let [d0, d1] = A::load8::<V>(dy.add(i));
+            let [x0, x1] = A::load8::<V>(x.add(i));
+            [
+                terms(gy_from::<V, A, W, O, L>(d0, g, ov, i), x0),
+                terms(gy_from::<V, A, W, O, L>(d1, g, ov, i + 4), x1),
+            ]
         },
+        |i| terms(gy_of::<V, A, W, O, L>(dy, g, ov, i), A::load::<V>(x.add(i))),
         |i| {
             let xv = A::get(x.add(i));
             let gy = gy1_of::<A, W, O, L>(dy, g, offset, i);
@@ -170,7 +180,17 @@ unsafe fn gy_of<V: F32x4, A: Elem, const W: bool, const O: bool, const L: bool>(
     ov: V,
     i: usize,
 ) -> V {
-    let d = A::load::<V>(dy.add(i));
+    gy_from::<V, A, W, O, L>(A::load::<V>(dy.add(i)), g, ov, i)
+}
+
+/// [`gy_of`] of `d`, the already loaded dy of lanes `i..i+4`.
+#[inline(always)]
+unsafe fn gy_from<V: F32x4, A: Elem, const W: bool, const O: bool, const L: bool>(
+    d: V,
+    g: *const f32,
+    ov: V,
+    i: usize,
+) -> V {
     if !W {
         d
     } else if L {
@@ -246,13 +266,15 @@ unsafe fn add_sum_sq<V: F32x4, A: Elem>(
     n: usize,
     stat: usize,
 ) -> f32 {
+    let term = |i: usize| {
+        let v = A::round(A::load::<V>(x.add(i)).add(A::load::<V>(res.add(i))));
+        A::store::<V>(h.add(i), v);
+        [v.mul(v)]
+    };
     let [s] = fold_long::<V, 1>(
         stat,
-        |i| {
-            let v = A::round(A::load::<V>(x.add(i)).add(A::load::<V>(res.add(i))));
-            A::store::<V>(h.add(i), v);
-            [v.mul(v)]
-        },
+        |i| [term(i), term(i + 4)],
+        |i| term(i),
         |i| {
             let v = A::round1(A::get(x.add(i)) + A::get(res.add(i)));
             A::put(h.add(i), v);
@@ -269,7 +291,9 @@ unsafe fn add_sum_sq<V: F32x4, A: Elem>(
 /// row's first pass into this loop, so that loads and stores overlap as in a copy, was tried
 /// for forward and backward and measured no faster here: 47–52% of copy speed at 4096×4096
 /// instead of 58–61% for the forward, within noise for the backward. Walking this pass
-/// backwards, to meet first the lines the first pass read last, was slower still: 47–50%.)
+/// backwards, to meet first the lines the first pass read last, was slower still: 47–50%.
+/// Tried again for half-precision rows, whose scaling is compute-bound: within ±10% of two
+/// passes, better for float16, worse for bfloat16 at 4096×4096 — not kept.)
 ///
 /// With `L` (the `llama` casting mode) `x · r` is rounded to the activations' type before the
 /// gain multiplies it, as Hugging Face's LlamaRMSNorm does (`weight * h.to(input_dtype)`).
@@ -284,8 +308,8 @@ unsafe fn scale_row<V: F32x4, A: Elem, const W: bool, const O: bool, const L: bo
 ) {
     let rv = V::splat(r);
     let ov = V::splat(offset);
-    let one = |i: usize| {
-        let v = A::load::<V>(x.add(i)).mul(rv);
+    let scale = |xv: V, i: usize| {
+        let v = xv.mul(rv);
         if W {
             let v = if L { A::round(v) } else { v };
             v.mul(gain::<V, O>(g, ov, i))
@@ -293,17 +317,19 @@ unsafe fn scale_row<V: F32x4, A: Elem, const W: bool, const O: bool, const L: bo
             v
         }
     };
+    let eight = |i: usize| {
+        let [x0, x1] = A::load8::<V>(x.add(i));
+        [scale(x0, i), scale(x1, i + 4)]
+    };
     let mut i = 0;
     while i + 16 <= n {
-        let (v0, v1, v2, v3) = (one(i), one(i + 4), one(i + 8), one(i + 12));
-        A::store::<V>(y.add(i), v0);
-        A::store::<V>(y.add(i + 4), v1);
-        A::store::<V>(y.add(i + 8), v2);
-        A::store::<V>(y.add(i + 12), v3);
+        let (v0, v1) = (eight(i), eight(i + 8));
+        A::store8::<V>(y.add(i), v0);
+        A::store8::<V>(y.add(i + 8), v1);
         i += 16;
     }
     while i + 4 <= n {
-        A::store::<V>(y.add(i), one(i));
+        A::store::<V>(y.add(i), scale(A::load::<V>(x.add(i)), i));
         i += 4;
     }
     while i < n {
@@ -606,11 +632,10 @@ unsafe fn backward_elems<
     // dh may be null (D false): wrapping_add, as add on null is undefined.
     let dh = k.dh.wrapping_add(off);
     let (av, bv, ov) = (V::splat(a), V::splat(b), V::splat(k.offset));
-    let one = |i: usize| {
-        let xv = A::load::<V>(x.add(i));
-        let gy = gy_of::<V, A, W, O, L>(dy, g, ov, i);
+    // dx of lanes i..i+4 from their loaded x and dy (and dh).
+    let one = |xv: V, d: V, dhv: V, i: usize| {
+        let gy = gy_from::<V, A, W, O, L>(d, g, ov, i);
         if W {
-            let d = A::load::<V>(dy.add(i));
             let xa = if L { A::round(xv.mul(av)) } else { xv.mul(av) };
             let t = if L && k.llama_w { A::round(d.mul(xa)) } else { d.mul(xa) };
             let pv = V::load(p.add(i));
@@ -622,20 +647,24 @@ unsafe fn backward_elems<
             av.mul(gy)
         };
         if D {
-            v.add(A::load::<V>(dh.add(i)))
+            v.add(dhv)
         } else {
             v
         }
     };
     let mut i = from;
     while i + 8 <= to {
-        let (v0, v1) = (one(i), one(i + 4));
-        A::store::<V>(dx.add(i), v0);
-        A::store::<V>(dx.add(i + 4), v1);
+        let [x0, x1] = A::load8::<V>(x.add(i));
+        let [d0, d1] = A::load8::<V>(dy.add(i));
+        let [h0, h1] = if D { A::load8::<V>(dh.add(i)) } else { [V::zero(); 2] };
+        let v = [one(x0, d0, h0, i), one(x1, d1, h1, i + 4)];
+        A::store8::<V>(dx.add(i), v);
         i += 8;
     }
     while i + 4 <= to {
-        A::store::<V>(dx.add(i), one(i));
+        let dhv = if D { A::load::<V>(dh.add(i)) } else { V::zero() };
+        let v = one(A::load::<V>(x.add(i)), A::load::<V>(dy.add(i)), dhv, i);
+        A::store::<V>(dx.add(i), v);
         i += 4;
     }
     while i < to {
@@ -960,16 +989,19 @@ pub unsafe fn layer_norm_forward<V: F32x4>(
     for r in 0..rows {
         let (x, y) = (x.add(r * n), y.add(r * n));
         // pass 1: mean
-        let [s] = fold::<V, 1>(n, |i| [V::load(x.add(i))], |i| [*x.add(i)]);
+        let one = |i: usize| [V::load(x.add(i))];
+        let [s] = fold::<V, 1>(n, |i| [one(i), one(i + 4)], one, |i| [*x.add(i)]);
         let mean = s / n as f32;
         // pass 2: variance around the mean (two-pass, as LayerNorm implementations do)
         let m = V::splat(mean);
+        let sq = |i: usize| {
+            let v = V::load(x.add(i)).sub(m);
+            [v.mul(v)]
+        };
         let [s] = fold::<V, 1>(
             n,
-            |i| {
-                let v = V::load(x.add(i)).sub(m);
-                [v.mul(v)]
-            },
+            |i| [sq(i), sq(i + 4)],
+            sq,
             |i| {
                 let v = *x.add(i) - mean;
                 [v * v]

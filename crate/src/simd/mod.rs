@@ -72,6 +72,43 @@ pub trait F32x4: Copy {
             *p.add(i) = half::f32_to_f16(v);
         }
     }
+    /// Eight bfloat16 bit patterns at `p` widened: lanes `p[0..4]` and `p[4..8]`. A SIMD
+    /// implementation loads them in one go; the bits are those of two [`F32x4::load_bf16`].
+    ///
+    /// # Safety
+    /// `p..p+8` must be readable.
+    #[inline(always)]
+    unsafe fn load8_bf16(p: *const u16) -> [Self; 2] {
+        [Self::load_bf16(p), Self::load_bf16(p.add(4))]
+    }
+    /// `v[0]` then `v[1]` rounded to bfloat16 and stored at `p..p+8`: the bits of two
+    /// [`F32x4::store_bf16`].
+    ///
+    /// # Safety
+    /// `p..p+8` must be writable.
+    #[inline(always)]
+    unsafe fn store8_bf16(v: [Self; 2], p: *mut u16) {
+        v[0].store_bf16(p);
+        v[1].store_bf16(p.add(4));
+    }
+    /// Eight float16 bit patterns at `p` widened, as two [`F32x4::load_f16`].
+    ///
+    /// # Safety
+    /// `p..p+8` must be readable.
+    #[inline(always)]
+    unsafe fn load8_f16(p: *const u16) -> [Self; 2] {
+        [Self::load_f16(p), Self::load_f16(p.add(4))]
+    }
+    /// `v[0]` then `v[1]` rounded to float16 and stored at `p..p+8`, as two
+    /// [`F32x4::store_f16`].
+    ///
+    /// # Safety
+    /// `p..p+8` must be writable.
+    #[inline(always)]
+    unsafe fn store8_f16(v: [Self; 2], p: *mut u16) {
+        v[0].store_f16(p);
+        v[1].store_f16(p.add(4));
+    }
     /// Each lane rounded to bfloat16 and widened back.
     #[inline(always)]
     fn round_bf16(self) -> Self {

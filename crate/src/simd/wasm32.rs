@@ -67,6 +67,55 @@ impl F32x4 for V128 {
         store4_u16(p, to_f16_bits(self.0))
     }
     #[inline(always)]
+    unsafe fn load8_bf16(p: *const u16) -> [Self; 2] {
+        // One 16-byte load; interleaving zero words below each half gives `bits << 16`
+        // (x86: punpcklwd / punpckhwd, one instruction per four lanes).
+        let v = v128_load(p as *const v128);
+        let z = u16x8_splat(0);
+        [
+            V128(i16x8_shuffle::<0, 8, 1, 9, 2, 10, 3, 11>(z, v)),
+            V128(i16x8_shuffle::<4, 12, 5, 13, 6, 14, 7, 15>(z, v)),
+        ]
+    }
+    #[inline(always)]
+    unsafe fn store8_bf16(v: [Self; 2], p: *mut u16) {
+        let (a, b) = (v[0].0, v[1].0);
+        // A NaN needs its own rule (the rounding add could carry into its exponent or sign);
+        // outputs are almost never NaN, so one test per eight lanes sends those to the
+        // four-lane path, and the rest round with four integer ops per four lanes.
+        if v128_any_true(v128_or(f32x4_ne(a, a), f32x4_ne(b, b))) {
+            return store8_slow(v, p, Self::store_bf16);
+        }
+        let round = |v: v128| {
+            i32x4_add(i32x4_add(v, u32x4_splat(0x7fff)), v128_and(u32x4_shr(v, 16), u32x4_splat(1)))
+        };
+        // The high halves of the eight rounded lanes, in order (x86: psrld + packusdw).
+        v128_store(p as *mut v128, i16x8_shuffle::<1, 3, 5, 7, 9, 11, 13, 15>(round(a), round(b)));
+    }
+    #[inline(always)]
+    unsafe fn load8_f16(p: *const u16) -> [Self; 2] {
+        let v = v128_load(p as *const v128);
+        // Inf/NaN halves (exponent all ones) take the four-lane path; the rest widen without
+        // that case. (Lanes as i16: |h| ≤ 0x7fff is non-negative.)
+        if v128_any_true(i16x8_gt(v128_and(v, u16x8_splat(0x7fff)), i16x8_splat(0x7bff))) {
+            return load8_slow(p, Self::load_f16);
+        }
+        // Zero words above each half: the u32 lanes (x86: punpcklwd / punpckhwd).
+        let z = u16x8_splat(0);
+        [
+            V128(f16_finite_to_f32(i16x8_shuffle::<0, 8, 1, 9, 2, 10, 3, 11>(v, z))),
+            V128(f16_finite_to_f32(i16x8_shuffle::<4, 12, 5, 13, 6, 14, 7, 15>(v, z))),
+        ]
+    }
+    #[inline(always)]
+    unsafe fn store8_f16(v: [Self; 2], p: *mut u16) {
+        let (a, b) = (v[0].0, v[1].0);
+        if v128_any_true(v128_or(f32x4_ne(a, a), f32x4_ne(b, b))) {
+            return store8_slow(v, p, Self::store_f16);
+        }
+        v128_store(p as *mut v128, u16x8_narrow_i32x4(to_f16_bits_not_nan(a), to_f16_bits_not_nan(b)));
+    }
+    #[inline(always)]
     fn round_bf16(self) -> Self {
         V128(i32x4_shl(to_bf16_bits(self.0), 16))
     }
@@ -84,6 +133,22 @@ impl F32x4 for V128 {
 
 // The half conversions of `crate::half`, four lanes at a time with integer ops and selects
 // (every branch computed, the right one kept), so they give the scalar functions' bits.
+
+/// Eight lanes with a NaN among them, stored four at a time by `store4` (kept out of the
+/// loops that call [`F32x4::store8_bf16`]).
+#[cold]
+#[inline(never)]
+unsafe fn store8_slow(v: [V128; 2], p: *mut u16, store4: unsafe fn(V128, *mut u16)) {
+    store4(v[0], p);
+    store4(v[1], p.add(4));
+}
+
+/// Eight lanes with an Inf or NaN among them, loaded four at a time by `load4`.
+#[cold]
+#[inline(never)]
+unsafe fn load8_slow(p: *const u16, load4: unsafe fn(*const u16) -> V128) -> [V128; 2] {
+    [load4(p), load4(p.add(4))]
+}
 
 /// Four u16 at `p` zero-extended into u32 lanes.
 #[inline(always)]
@@ -126,6 +191,46 @@ fn f16_bits_to_f32(h: v128) -> v128 {
     let inf_nan = v128_and(i32x4_gt(em, i32x4_splat(0x7bff)), u32x4_splat(0x7f80_0000));
     let quiet = v128_and(i32x4_gt(em, i32x4_splat(0x7c00)), u32x4_splat(0x0040_0000));
     v128_or(v128_or(finite, inf_nan), v128_or(quiet, sign))
+}
+
+/// [`f16_bits_to_f32`] of lanes that are not Inf or NaN (exponent below all ones).
+#[inline(always)]
+fn f16_finite_to_f32(h: v128) -> v128 {
+    let em = v128_and(h, u32x4_splat(0x7fff));
+    let sign = i32x4_shl(v128_xor(h, em), 16);
+    let normal = i32x4_add(i32x4_shl(em, 13), u32x4_splat((127 - 15) << 23));
+    let sub = f32x4_mul(f32x4_convert_i32x4(em), f32x4_splat(f32::from_bits((127 - 24) << 23)));
+    v128_or(v128_bitselect(sub, normal, i32x4_lt(em, i32x4_splat(0x0400))), sign)
+}
+
+/// [`to_f16_bits`] of lanes that are not NaN, with fewer selects. With `a = |v|` and `c` the
+/// f32 whose ulp is a half's ulp at `a`'s exponent (`2^(e+13)`, at least `2^-1`, below which
+/// half ulps stop shrinking), `s = a + c` rounds `a` to the half's precision (nearest even,
+/// IEEE f32 addition) and `s − c` is that rounded value:
+/// - normal: rebias its bits (`>> 13`, minus 112 << 10); at or past 65536 (Inf included)
+///   that is ≥ 0x7c00, clamped to Inf by a min;
+/// - subnormal (`a < 2^-14`, `c = 2^-1`): the half's bits are those of `s` minus those of
+///   `2^-1`, at most 0x400; the normal formula gives no more than that there, and at least
+///   0x400 for normal halves, so one max picks the right one.
+///
+/// Checked against NumPy's float16 cast for every non-negative f32 from 0 to Inf.
+#[inline(always)]
+fn to_f16_bits_not_nan(v: v128) -> v128 {
+    let a = v128_and(v, u32x4_splat(0x7fff_ffff));
+    let sign = u32x4_shr(v128_xor(v, a), 16);
+    // Past |v| ≥ 2^114 the exponent add wraps negative and the max gives 2^-1: then `s − c`
+    // is `a` itself, far past 0x7c00, so still Inf.
+    let c = i32x4_max(
+        i32x4_add(v128_and(a, u32x4_splat(0x7f80_0000)), u32x4_splat(13 << 23)),
+        u32x4_splat(0x3f00_0000),
+    );
+    let s = f32x4_add(a, c);
+    let normal = i32x4_min(
+        i32x4_sub(u32x4_shr(f32x4_sub(s, c), 13), u32x4_splat((127 - 15) << 10)),
+        u32x4_splat(0x7c00),
+    );
+    let sub = i32x4_min(i32x4_sub(s, u32x4_splat(0x3f00_0000)), u32x4_splat(0x400));
+    v128_or(i32x4_max(normal, sub), sign)
 }
 
 /// f32 lanes to float16 bits in u32 lanes: `half::f32_to_f16`.
