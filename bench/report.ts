@@ -159,6 +159,7 @@ export function goals(rows: Row[], shapes: Shape[]): Goal[] {
   // Issue 9: the call users make, on the same terms as the peers (results allocated by the callee).
   const dflt = (op: Op) => (s: string) => best(s, op, named('wasm-default'));
   const bigs = ['512x4096', '4096x4096'].filter((s) => shapes.some((t) => shapeName(t) === s));
+  const fromMid = defaults.filter((s) => { const [r, d] = s.split('x').map(Number); return r! * d! >= 32 * 4096; });
   out.push(
     ratioGoal('i9-default-ort-node-1.5x', 'issue 9: default call (init(); rmsNorm(x, w)) ≥ 1.5× onnxruntime-node (its best) at every default shape', defaults, 1.5,
       (s) => ({ num: dflt('forward')(s), den: best(s, 'forward', (r) => r.family === 'ort-node') })),
@@ -170,6 +171,11 @@ export function goals(rows: Row[], shapes: Shape[]): Goal[] {
       (s) => ({ num: best(s, 'forward', named('wasm-simd')), den: zcFwd(s) })),
     ratioGoal('i9-plain-bwd-65pct', 'issue 9: plain-array backward ≥ 65% of the zero-copy backward at 512×4096 and 4096×4096', bigs, 0.65,
       (s) => ({ num: best(s, 'backward', named('wasm-simd')), den: best(s, 'backward', named('wasm-simd-zero-copy')) })),
+    // Stated for Chromium (npm run bench:browser); the Node run reports them too.
+    ratioGoal('i9-layer-js-4x', 'issue 9: the reusing path (createRmsNorm(w).forward(x)) ≥ 4× js-naive at every default shape from 32×4096 up', fromMid, 4,
+      (s) => ({ num: best(s, 'forward', named('wasm-layer')), den: naive('forward')(s) })),
+    ratioGoal('i9-layer-ort-web-3x', 'issue 9: the reusing path ≥ 3× onnxruntime-web (its best) at every default shape from 32×4096 up', fromMid, 3,
+      (s) => ({ num: best(s, 'forward', named('wasm-layer')), den: best(s, 'forward', (r) => r.family === 'ort-web') })),
   );
   return out;
 }

@@ -8,7 +8,7 @@
  */
 import * as lib from '../dist/index.js';
 import { benchKernels } from './bench-kernels.js';
-import { clockResolution, contenders, derive, makeCase, measure, parseShape, reference } from './runner.js';
+import { clockResolution, contenders, derive, makeCase, measure, ortWebContender, parseShape, reference } from './runner.js';
 
 const $ = (/** @type {string} */ id) => /** @type {HTMLElement} */ (document.getElementById(id));
 const SVG = 'http://www.w3.org/2000/svg';
@@ -95,8 +95,28 @@ function fmtTime(ms) {
 const fmt = (v, d = 2) => (v == null ? '—' : v >= 100 ? v.toFixed(0) : v.toFixed(d));
 
 /**
+ * onnxruntime-web's contender with `threads` threads, the package loaded from the repository's
+ * node_modules (it fetches its own .wasm from there). Once per page: a second thread count
+ * would be ignored by onnxruntime-web.
+ * @param {number} threads
+ * @param {(rows: number, dim: number) => Promise<string>} modelFor the case's ONNX model, base64
+ */
+async function ortContender(threads, modelFor) {
+  const dist = new URL('../node_modules/onnxruntime-web/dist/', import.meta.url).href;
+  const ort = await import(`${dist}ort.min.mjs`);
+  ort.env.wasm.wasmPaths = dist;
+  ort.env.wasm.numThreads = threads;
+  ort.env.logLevel = 'error';
+  return ortWebContender(ort, threads, async (c) => Uint8Array.from(atob(await modelFor(c.rows, c.dim)), (ch) => ch.charCodeAt(0)));
+}
+
+/**
  * Runs every contender of `ops` on every shape; `onRow` sees each row as it completes.
- * @param {{ shapes?: string[], ops?: string[], budgetMs?: number, onRow?: (r: any, i: number, n: number) => void }} [cfg]
+ * With `ort` (the headless benchmark, which builds the models), onnxruntime-web with that many
+ * threads is a contender too; `only` keeps the contenders of those families.
+ * @param {{ shapes?: string[], ops?: string[], budgetMs?: number, only?: string[],
+ *   ort?: { threads: number, modelFor: (rows: number, dim: number) => Promise<string> },
+ *   onRow?: (r: any, i: number, n: number) => void }} [cfg]
  * @returns {Promise<any[]>} rows in bench/types.ts `Row` format, derived columns filled
  */
 async function run(cfg = {}) {
@@ -107,7 +127,9 @@ async function run(cfg = {}) {
   const budgetMs = cfg.budgetMs ?? 500;
   // ≥ 200 clock steps per batch, so that coarse clocks cost < 0.5% per sample.
   const minBatchMs = Math.max(1, 200 * env.clockResolutionMs);
-  const list = contenders(ctx).filter((k) => ops.includes(k.op));
+  const all = contenders(ctx);
+  if (cfg.ort) all.push(await ortContender(cfg.ort.threads, cfg.ort.modelFor));
+  const list = all.filter((k) => ops.includes(k.op) && (!cfg.only || cfg.only.includes(k.family)));
   const rows = [];
   const total = shapes.length * list.length;
   for (const s of shapes) {

@@ -25,6 +25,8 @@ import { DEFAULT_SHAPES, QUICK_SHAPES } from '../bench/defaults.js';
 import { derive, goals, layerNormSavings, progressLine, shapeTable, summary } from '../bench/report.js';
 import { renderSvg } from '../bench/svg.js';
 import type { Row, Shape } from '../bench/types.js';
+import { buildNormModel, RMS_NORMALIZATION } from '../bench/onnx-model.js';
+import { makeCase } from '../shared/reference.js';
 import { launchChromium, openPage } from './chromium.js';
 import { startDemoServer } from './server.js';
 
@@ -82,6 +84,28 @@ try {
     `globalThis.rmsnormDemo.run({ ...${JSON.stringify(cfg)}, onRow: (r) => globalThis.__benchProgress(r) })`,
   )) as Row[];
   if (errors.length) log(`page errors:\n${errors.join('\n')}`);
+  // onnxruntime-web in the page, one page per thread count (it reads numThreads once). The
+  // page asks for each case's model: the same case (shared/reference.js makeCase) and the same
+  // hand-encoded RMSNormalization model as the Node benchmark's ort-web rows.
+  const threadCounts = [...new Set([1, env.crossOriginIsolated ? env.cores : 1])];
+  for (const threads of threadCounts) {
+    const { page: p, errors: errs } = await openPage(browser);
+    await p.exposeFunction('__benchProgress', (row: Row) => log(progressLine(row)));
+    await p.exposeFunction('__ortModel', (r: number, d: number) => {
+      const c = makeCase({ rows: r, dim: d });
+      return Buffer.from(buildNormModel(r, d, c.w, c.eps, RMS_NORMALIZATION)).toString('base64');
+    });
+    await p.goto(`${server.url}demo/`);
+    await p.evaluate(() => (globalThis as unknown as { rmsnormDemo: { ready: Promise<unknown> } }).rmsnormDemo.ready);
+    const ortCfg = { shapes: cfg.shapes, ops: ['forward'], only: ['ort-web'], budgetMs };
+    rows.push(
+      ...((await p.evaluate(
+        `globalThis.rmsnormDemo.run({ ...${JSON.stringify(ortCfg)}, ort: { threads: ${threads}, modelFor: (r, d) => globalThis.__ortModel(r, d) }, onRow: (r) => globalThis.__benchProgress(r) })`,
+      )) as Row[]),
+    );
+    if (errs.length) log(`page errors (onnxruntime-web, ${threads} threads):\n${errs.join('\n')}`);
+    await p.close();
+  }
 } finally {
   await browser.close();
   await server.close();
@@ -99,7 +123,8 @@ const ln = layerNormSavings(rows, shapes);
 const notes = [
   `Chromium ${chromiumVersion} (headless), page ${env.crossOriginIsolated ? 'cross-origin isolated' : 'not cross-origin isolated'}; pool in ${env.poolMode} mode with ${env.poolThreads} worker(s) (navigator.hardwareConcurrency = ${env.cores}).`,
   `Timing: batched calls timed with performance.now() (resolution ${(env.clockResolutionMs * 1000).toPrecision(3)} µs), batches ≥ ${Math.max(1, 200 * env.clockResolutionMs)} ms, per-call time = batch ÷ calls, ${budgetMs} ms of samples per row (at least 5).`,
-  'js-optimized, onnxruntime and pool sizes other than the core count are only in the Node benchmark (npm run bench).',
+  'onnxruntime-web 1.30 runs in the page (its wasm EP, one RMSNormalization node, opset 23), in a page of its own per thread count; only session.run() on a tensor made once is timed, which includes its copies of X in and Y out.',
+  'js-optimized, onnxruntime-node and pool sizes other than the core count are only in the Node benchmark (npm run bench).',
 ];
 
 const cpu = os.cpus()[0]?.model?.trim() ?? 'unknown';

@@ -206,6 +206,35 @@ export function contenders(ctx) {
   ];
 }
 
+/**
+ * onnxruntime-web in the page, as bench/contenders/ort.ts runs it in Node: the wasm execution
+ * provider with `threads` threads (onnxruntime-web reads that once per page, so each thread
+ * count needs a page of its own) running one RMSNormalization node. Only `session.run()` on a
+ * tensor made once is timed; it includes onnxruntime's own copies of X in and Y out.
+ * @param {any} ort the onnxruntime-web module, `env.wasm` already set
+ * @param {number} threads
+ * @param {(c: any) => Promise<Uint8Array>} modelFor the ONNX model of a case (its rows, dim, weight, eps)
+ */
+export function ortWebContender(ort, threads, modelFor) {
+  return {
+    name: `ort-web-${threads}t`, family: 'ort-web', op: 'forward', threads, zeroCopy: false,
+    note: `onnxruntime-web ${ort.env.versions?.web ?? ''} wasm EP in the page, RMSNormalization (opset 23)`.replace('  ', ' '),
+    async make(c) {
+      const session = await ort.InferenceSession.create(await modelFor(c), { executionProviders: ['wasm'], graphOptimizationLevel: 'all' });
+      const feeds = { X: new ort.Tensor('float32', c.x, [c.rows, c.dim]) };
+      let y;
+      return {
+        async: true,
+        fn: () => session.run(feeds).then((r) => {
+          y = r.Y.data;
+        }),
+        outputs: () => ({ y }),
+        dispose: () => session.release(),
+      };
+    },
+  };
+}
+
 /** The smallest positive step of performance.now() seen in a short spin, ms. */
 export function clockResolution() {
   let best = Infinity;
