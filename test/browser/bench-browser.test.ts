@@ -28,8 +28,12 @@ test('quick headless run writes bench-format JSON with every row checked and tim
   expect(json.browser.crossOriginIsolated).toBe(true);
   expect(json.browser.poolMode).toBe('threads');
   const rows = json.rows as Record<string, unknown>[];
-  // Per shape: copy, 6 forward, 6 backward, layernorm.
-  expect(rows).toHaveLength(json.shapes.length * 18);
+  // Per shape: copy, 8 forward, 8 backward, layernorm — and onnxruntime-web with 1 and 2
+  // threads, each run in a page of its own.
+  expect(rows).toHaveLength(json.shapes.length * 20);
+  for (const s of json.shapes) {
+    expect(rows.filter((r) => r.shape === s && r.family === 'ort-web').map((r) => r.contender).sort(), s).toEqual(['ort-web-1t', 'ort-web-2t']);
+  }
   for (const r of rows) {
     const label = `${r.shape} ${r.op} ${r.contender}`;
     expect((r.check as { passed: boolean }).passed, label).toBe(true);
