@@ -5,7 +5,8 @@
 // machine's noise. The forward writes rstd; the backward has a weight and recomputes rstd.
 //
 //   node bench/ab-builds.mjs <wasm dir A> <wasm dir B> [build]     (build: simd by default)
-//   env: TOTAL floats per call (2^18), DIMS (512,1024,2048,4096,8192), ROUNDS (41)
+//   env: TOTAL floats per call (2^18), DIMS (512,1024,2048,4096,8192), ROUNDS (41),
+//        DTYPE of x, dy, y, dx (float32, or bfloat16 / float16 for builds with half precision)
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -22,6 +23,8 @@ const total = Number(process.env.TOTAL ?? 2 ** 18);
 const dims = (process.env.DIMS ?? '512,1024,2048,4096,8192').split(',').map(Number);
 const ROUNDS = Number(process.env.ROUNDS ?? 41);
 const BATCH = 20;
+const DT = { float32: 0, float16: 1, bfloat16: 2 }[process.env.DTYPE ?? 'float32'];
+if (DT === undefined) throw new Error(`DTYPE: float32, float16 or bfloat16, not ${process.env.DTYPE}`);
 let seed = 1;
 const rand = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32) * 2 - 1;
 const quantile = (a, p) => [...a].sort((u, v) => u - v)[Math.floor(p * (a.length - 1))];
@@ -35,6 +38,9 @@ for (const dim of dims) {
     seed = 1; // the same inputs for A and B
     for (let i = 0; i < n; i++) { F[x / 4 + i] = rand(); F[dy / 4 + i] = rand(); }
     for (let i = 0; i < dim; i++) F[w / 4 + i] = 1 + rand() / 2;
+    // Half data: the same values rounded, in place (each half lands at or before the float it
+    // came from, so the front-to-back narrowing never reads what it wrote).
+    if (DT) for (const p of [x, dy]) ex.narrow_half(p, p, n, DT);
     // Builds from before the variants (issue 11) take fewer arguments: A/B across that change.
     const old = ex.rms_norm_forward.length === 7;
     return old
@@ -43,8 +49,8 @@ for (const dim of dims) {
           backward: () => ex.rms_norm_backward(dy, x, w, 0, dx, dw, work, rows, dim, 1e-6, 0, rows),
         }
       : {
-          forward: () => ex.rms_norm_forward(x, 0, w, y, 0, rs, rows, dim, 1e-6, 0, dim),
-          backward: () => ex.rms_norm_backward(dy, x, w, 0, 0, dx, dw, work, rows, dim, 1e-6, 0, dim, 0, rows),
+          forward: () => ex.rms_norm_forward(x, 0, w, y, 0, rs, rows, dim, 1e-6, 0, dim, DT),
+          backward: () => ex.rms_norm_backward(dy, x, w, 0, 0, dx, dw, work, rows, dim, 1e-6, 0, dim, 0, rows, DT),
         };
   });
   for (const op of ['forward', 'backward']) {
