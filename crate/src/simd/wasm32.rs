@@ -86,11 +86,8 @@ impl F32x4 for V128 {
         if v128_any_true(v128_or(f32x4_ne(a, a), f32x4_ne(b, b))) {
             return store8_slow(v, p, Self::store_bf16);
         }
-        let round = |v: v128| {
-            i32x4_add(i32x4_add(v, u32x4_splat(0x7fff)), v128_and(u32x4_shr(v, 16), u32x4_splat(1)))
-        };
         // The high halves of the eight rounded lanes, in order (x86: psrld + packusdw).
-        v128_store(p as *mut v128, i16x8_shuffle::<1, 3, 5, 7, 9, 11, 13, 15>(round(a), round(b)));
+        v128_store(p as *mut v128, i16x8_shuffle::<1, 3, 5, 7, 9, 11, 13, 15>(bf16_round_not_nan(a), bf16_round_not_nan(b)));
     }
     #[inline(always)]
     unsafe fn load8_f16(p: *const u16) -> [Self; 2] {
@@ -165,13 +162,15 @@ unsafe fn store4_u16(p: *mut u16, bits: v128) {
 /// f32 lanes to bfloat16 bits in u32 lanes: `half::f32_to_bf16`.
 #[inline(always)]
 fn to_bf16_bits(v: v128) -> v128 {
-    let hi = u32x4_shr(v, 16);
-    let rounded = u32x4_shr(
-        i32x4_add(i32x4_add(v, u32x4_splat(0x7fff)), v128_and(hi, u32x4_splat(1))),
-        16,
-    );
-    let quiet = v128_or(hi, u32x4_splat(0x0040));
-    v128_bitselect(quiet, rounded, f32x4_ne(v, v))
+    let quiet = v128_or(u32x4_shr(v, 16), u32x4_splat(0x0040));
+    v128_bitselect(quiet, u32x4_shr(bf16_round_not_nan(v), 16), f32x4_ne(v, v))
+}
+
+/// Lanes that are not NaN rounded to bfloat16 precision, nearest even, the bfloat16 bits in
+/// each lane's high half: adding 0x7fff plus the lowest kept bit (`half::f32_to_bf16`).
+#[inline(always)]
+fn bf16_round_not_nan(v: v128) -> v128 {
+    i32x4_add(i32x4_add(v, u32x4_splat(0x7fff)), v128_and(u32x4_shr(v, 16), u32x4_splat(1)))
 }
 
 /// float16 bits in u32 lanes to f32 lanes: `half::f16_to_f32`.
@@ -183,17 +182,16 @@ fn to_bf16_bits(v: v128) -> v128 {
 /// x86 runs through a microcode assist (~100 cycles): 4× slower on rows of small values.
 #[inline(always)]
 fn f16_bits_to_f32(h: v128) -> v128 {
+    // An Inf/NaN half comes out of the normal path with exponent 143 (31 rebiased), whose
+    // bits the all-ones exponent ORed in covers.
     let em = v128_and(h, u32x4_splat(0x7fff));
-    let sign = i32x4_shl(v128_xor(h, em), 16);
-    let normal = i32x4_add(i32x4_shl(em, 13), u32x4_splat((127 - 15) << 23));
-    let sub = f32x4_mul(f32x4_convert_i32x4(em), f32x4_splat(f32::from_bits((127 - 24) << 23)));
-    let finite = v128_bitselect(sub, normal, i32x4_lt(em, i32x4_splat(0x0400)));
     let inf_nan = v128_and(i32x4_gt(em, i32x4_splat(0x7bff)), u32x4_splat(0x7f80_0000));
     let quiet = v128_and(i32x4_gt(em, i32x4_splat(0x7c00)), u32x4_splat(0x0040_0000));
-    v128_or(v128_or(finite, inf_nan), v128_or(quiet, sign))
+    v128_or(f16_finite_to_f32(h), v128_or(inf_nan, quiet))
 }
 
-/// [`f16_bits_to_f32`] of lanes that are not Inf or NaN (exponent below all ones).
+/// [`f16_bits_to_f32`] of lanes that are not Inf or NaN (exponent below all ones); on those it
+/// gives the normal formula's bits, which [`f16_bits_to_f32`] completes.
 #[inline(always)]
 fn f16_finite_to_f32(h: v128) -> v128 {
     let em = v128_and(h, u32x4_splat(0x7fff));
@@ -233,24 +231,14 @@ fn to_f16_bits_not_nan(v: v128) -> v128 {
     v128_or(i32x4_max(normal, sub), sign)
 }
 
-/// f32 lanes to float16 bits in u32 lanes: `half::f32_to_f16`.
+/// f32 lanes to float16 bits in u32 lanes: `half::f32_to_f16` — [`to_f16_bits_not_nan`], with
+/// NaN lanes given `sign | 0x7e00 | mantissa >> 13`.
 #[inline(always)]
 fn to_f16_bits(v: v128) -> v128 {
-    let sign = u32x4_shr(v128_and(v, u32x4_splat(0x8000_0000)), 16);
-    // |v| as bits: non-negative, so signed compares order it.
     let a = v128_and(v, u32x4_splat(0x7fff_ffff));
-    let sub = i32x4_sub(
-        f32x4_add(a, f32x4_splat(0.5)),
-        u32x4_splat(0x3f00_0000),
+    let nan = v128_or(
+        v128_or(u32x4_splat(0x7e00), v128_and(u32x4_shr(a, 13), u32x4_splat(0x3ff))),
+        u32x4_shr(v128_xor(v, a), 16),
     );
-    let odd = v128_and(u32x4_shr(a, 13), u32x4_splat(1));
-    let normal = u32x4_shr(
-        i32x4_add(i32x4_sub(a, u32x4_splat((127 - 15) << 23)), i32x4_add(u32x4_splat(0xfff), odd)),
-        13,
-    );
-    let r = v128_bitselect(sub, normal, i32x4_lt(a, i32x4_splat(0x3880_0000)));
-    let r = v128_bitselect(u32x4_splat(0x7c00), r, i32x4_ge(a, i32x4_splat(0x4780_0000)));
-    let nan = v128_or(u32x4_splat(0x7e00), v128_and(u32x4_shr(a, 13), u32x4_splat(0x3ff)));
-    let r = v128_bitselect(nan, r, i32x4_gt(a, i32x4_splat(0x7f80_0000)));
-    v128_or(r, sign)
+    v128_bitselect(nan, to_f16_bits_not_nan(v), i32x4_gt(a, i32x4_splat(0x7f80_0000)))
 }
