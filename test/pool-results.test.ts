@@ -24,8 +24,14 @@ function firstDiff(a: Float32Array, b: Float32Array): number {
   return -1;
 }
 
-// Shapes below the inline threshold run on the calling thread; the others are sharded. Odd
-// row counts and lengths make chunks and dweight blocks end mid-way.
+/** The pool's test hook that makes calls big enough to shard go one way (see pool.ts). */
+type Way = 'sharded' | 'alone';
+const forceWay = (p: RmsNormPool, way: Way | null) =>
+  (p as unknown as Record<symbol, { forceWay(w: Way | null): void }>)[Symbol.for('rmsnorm-wasm.test')]!.forceWay(way);
+
+// Shapes below the inline threshold run on the calling thread; the others are sharded, or
+// run on the calling thread alone, as the pool measures faster (choice.ts): each is run both
+// ways, forced. Odd row counts and lengths make chunks and dweight blocks end mid-way.
 const SHAPES: [number, number][] = [
   [1, 4096],
   [3, 17],
@@ -46,7 +52,10 @@ describe.each([1, 2, 3, 4])('pool with %i threads', (threads) => {
   });
   afterAll(() => pool.destroy());
 
-  it.each(SHAPES)('forward %i x %i: same bits as sync (y and rstd)', async (rows, dim) => {
+  const cases = SHAPES.flatMap(([rows, dim]) => (['sharded', 'alone'] as const).map((way) => [rows, dim, way] as const));
+
+  it.each(cases)('forward %i x %i, %s: same bits as sync (y and rstd)', async (rows, dim, way) => {
+    forceWay(pool, way);
     const x = randn(rows * dim, rows * 7919 + dim);
     const w = randn(dim, dim, 0.5);
     const r0 = new Float32Array(rows);
@@ -57,9 +66,11 @@ describe.each([1, 2, 3, 4])('pool with %i threads', (threads) => {
     expect(firstDiff(r0, r1)).toBe(-1);
     const y2 = await pool.rmsNorm(x, null, { dim, eps: 1e-3 });
     expect(firstDiff(sync.rmsNorm(x, null, { dim, eps: 1e-3 }), y2)).toBe(-1);
+    forceWay(pool, null);
   });
 
-  it.each(SHAPES)('backward %i x %i: same bits as sync (dx and dweight)', async (rows, dim) => {
+  it.each(cases)('backward %i x %i, %s: same bits as sync (dx and dweight)', async (rows, dim, way) => {
+    forceWay(pool, way);
     const x = randn(rows * dim, rows + 31 * dim);
     const dy = randn(rows * dim, rows * 3 + dim);
     const w = randn(dim, 5 * dim, 0.5);
@@ -74,6 +85,7 @@ describe.each([1, 2, 3, 4])('pool with %i threads', (threads) => {
     const c = await pool.rmsNormBackward(dy, x, null, { dim });
     expect(c.dweight).toBeNull();
     expect(firstDiff(sync.rmsNormBackward(dy, x, null, { dim }).dx, c.dx)).toBe(-1);
+    forceWay(pool, null);
   });
 
   it('zero-copy views are used in place, and results equal the plain-array path', async () => {

@@ -68,6 +68,8 @@ class Pool implements RmsNormPool {
   private busy = false;
   private destroyed = false;
   private readonly joinAllowed = canBlock();
+  /** Test hooks' forceWay: true sharded, false on this thread alone, null as `choice` decides. */
+  private forcedWay: boolean | null = null;
   /** INLINE_BELOW, changeable through the test hooks (to measure the threshold). */
   private inlineBelow: { forward: number; backward: number } = INLINE_BELOW[canBlock() ? 'join' : 'async'];
 
@@ -242,6 +244,7 @@ class Pool implements RmsNormPool {
     const elems = a.rows * a.dim;
     if (this.inline(a.rows, elems, backward ? 'backward' : 'forward')) return alone();
     // A page's main thread keeps sharding: keeping the page responsive is the point there.
+    if (this.forcedWay !== null) return this.forcedWay ? sharded() : alone();
     const pick = this.joinAllowed ? this.choice.pick(backward, !this.heap.holds(a.x), backward ? 2 * elems : elems) : null;
     const r = !pick || pick.sharded ? await sharded() : alone();
     if (pick) this.choice.record(pick);
@@ -273,7 +276,9 @@ class Pool implements RmsNormPool {
    * a job that makes worker i throw (resolves to the job's rejection reason); `busy(i)` says
    * whether worker i is inside a job; `hold(i)` makes worker i stop inside the next chunk it
    * claims until `release()`; `setInlineBelow(n)` changes the inline threshold (the
-   * threshold benchmark); `killWorker(i)` terminates worker i from outside, as a
+   * threshold benchmark); `forceWay(way)` makes every call big enough to shard run
+   * `'sharded'` or `'alone'` on the calling thread (null: as choice.ts decides; the pool
+   * benchmark's forced rows); `killWorker(i)` terminates worker i from outside, as a
    * crash would. @internal
    */
   [TEST_HOOKS] = {
@@ -284,6 +289,9 @@ class Pool implements RmsNormPool {
       ),
     setInlineBelow: (elems: number): void => {
       this.inlineBelow = { forward: elems, backward: elems };
+    },
+    forceWay: (way: 'sharded' | 'alone' | null): void => {
+      this.forcedWay = way === null ? null : way === 'sharded';
     },
     hold: (i: number): void => {
       if (this.ctl) Atomics.store(this.ctl, C.HOLD, i + 1);
