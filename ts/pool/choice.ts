@@ -7,7 +7,7 @@
  * sharding, because single timings on a shared machine vary by 2×.
  * @module
  */
-import { INLINE_MARGIN, PROBE_EVERY, PROBE_MS, PROBE_RUN, SAMPLES } from './tuning.js';
+import { INLINE_MARGIN, PROBE_BACKOFF_MAX, PROBE_EVERY, PROBE_MS, PROBE_RUN, SAMPLES } from './tuning.js';
 
 /** Which way one call went, and when it started, for {@link Choice.record}. */
 export interface Pick {
@@ -45,6 +45,10 @@ interface Bucket {
   probeSharded: boolean;
   since: number;
   lastProbe: number;
+  /** The way that was better when the running probe of the other way started (null: no such probe). */
+  before: boolean | null;
+  /** Multiplies PROBE_EVERY and PROBE_MS: doubled by each probe that changed nothing. */
+  backoff: number;
 }
 
 /** See the module doc. */
@@ -56,19 +60,32 @@ export class Choice {
     probeSharded: true,
     since: 0,
     lastProbe: 0,
+    before: null,
+    backoff: 1,
   }));
+
+  /** @param now The clock (ms), replaceable in tests. */
+  constructor(private readonly now: () => number = () => performance.now()) {}
 
   /** Decides how a call that could be sharded runs; pass the result to record() when done. */
   pick(backward: boolean, plain: boolean, work: number): Pick {
     const bucket = (backward ? 2 : 0) + (plain ? 1 : 0);
     const b = this.buckets[bucket]!;
-    const now = performance.now();
+    const now = this.now();
     if (b.probeLeft === 0) {
+      if (b.before !== null) {
+        // A probe of the other way just ended: if it changed nothing, probe half as often (a
+        // way that loses on this machine, such as sharding plain arrays on 2 cores, then costs
+        // ~1% of calls instead of ~15%); if it changed the choice, the load has changed.
+        b.backoff = this.shardedIsBetter(b) === b.before ? Math.min(2 * b.backoff, PROBE_BACKOFF_MAX) : 1;
+        b.before = null;
+      }
       if (b.sharded.count === 0) this.startProbe(b, true, now);
       else if (b.inline.count === 0) this.startProbe(b, false, now);
-      else if (++b.since >= PROBE_EVERY && now - b.lastProbe >= PROBE_MS) {
+      else if (++b.since >= PROBE_EVERY * b.backoff && now - b.lastProbe >= PROBE_MS * b.backoff) {
         // Now and then the other way, so that a change of load (a neighbour comes or goes) is seen.
-        this.startProbe(b, !this.shardedIsBetter(b), now);
+        b.before = this.shardedIsBetter(b);
+        this.startProbe(b, !b.before, now);
       }
     }
     if (b.probeLeft > 0) {
@@ -82,7 +99,7 @@ export class Choice {
   /** Notes how long a call took the way `p` says it went. */
   record(p: Pick): void {
     if (!p.counts) return;
-    const rate = ((performance.now() - p.start) * 1e6) / Math.max(p.work, 1);
+    const rate = ((this.now() - p.start) * 1e6) / Math.max(p.work, 1);
     const b = this.buckets[p.bucket]!;
     (p.sharded ? b.sharded : b.inline).add(rate);
   }

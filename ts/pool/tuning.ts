@@ -83,3 +83,12 @@ export const INLINE_MARGIN = 0.8;
 export const PROBE_EVERY = 16;
 export const PROBE_MS = 100;
 export const PROBE_RUN = 3;
+/**
+ * Each probe that leaves the choice as it was doubles the wait before the next (calls and ms),
+ * up to this factor: at most one probe per 512 calls and 3.2 s once the choice has held for a
+ * while. On the 2-core machine sharding plain arrays ran at 0.4–0.67× the calling thread alone
+ * (`npm run bench:pool`, "sharded forced" rows), and a probe every 16 calls cost the plain-array
+ * pool ~15% of its calls' time; a change of load still shows at the next probe, and a way that
+ * slows down is left at once (its own timings say so).
+ */
+export const PROBE_BACKOFF_MAX = 32;
