@@ -14,6 +14,7 @@ import { createPool, init, instance, loadRmsNorm, type RmsNormPool } from '../di
 
 interface Hooks {
   setInlineBelow(elems: number): void;
+  forceWay(way: 'sharded' | 'alone' | null): void;
 }
 
 /** Median wall time (µs) of `f` over about `budgetMs` after a warm-up. */
@@ -69,7 +70,7 @@ function buffers(rows: number, dim: number) {
 
 type Comparison = Awaited<ReturnType<typeof compare>>;
 
-async function compare(pool: RmsNormPool, rows: number, dim: number, plain: boolean) {
+async function compare(pool: RmsNormPool, rows: number, dim: number, plain: boolean, way: 'chosen' | 'sharded' = 'chosen') {
   const b = buffers(rows, dim);
   const v = b.views();
   // Plain arrays: copies outside wasm memory, so every call copies in and out.
@@ -82,7 +83,7 @@ async function compare(pool: RmsNormPool, rows: number, dim: number, plain: bool
   const bs = await median(() => sync.rmsNormBackward(dy, x, w, { dx: y, dweight: dw }));
   const bp = await median(() => pool.rmsNormBackward(dy, x, w, { dx: y, dweight: dw }));
   b.free();
-  return { rows, dim, plain, fwdSync: fs, fwdPool: fp, fwdRatio: fs / fp, bwdSync: bs, bwdPool: bp, bwdRatio: bs / bp };
+  return { rows, dim, plain, way, fwdSync: fs, fwdPool: fp, fwdRatio: fs / fp, bwdSync: bs, bwdPool: bp, bwdRatio: bs / bp };
 }
 
 // `--service`: only the service scenarios (section 5).
@@ -99,14 +100,21 @@ console.log(`\nempty dispatch round trip (pool.ping): median ${ping.toFixed(1)} 
 
 // 2. Goal shapes.
 console.log('\nspeed-up over the sync call, medians in µs');
-console.log('    shape     arrays   | fwd sync  fwd pool  ratio | bwd sync  bwd pool  ratio');
+console.log('    shape     arrays              | fwd sync  fwd pool  ratio | bwd sync  bwd pool  ratio');
+// Plain arrays also with sharding forced: the pool runs them the faster way (choice.ts), and
+// this row shows what sharding them would give (only the calling thread can read a plain
+// array, so it makes every copy in and out while the workers compute).
+const hooks = (pool as unknown as Record<symbol, Hooks>)[Symbol.for('rmsnorm-wasm.test')]!;
 const goals: Comparison[] = [];
 for (const [rows, dim] of [[128, 2048], [512, 4096], [1024, 5120]] as const) {
-  for (const plain of [false, true]) {
-    const r = await compare(pool, rows, dim, plain);
+  for (const [plain, way] of [[false, 'chosen'], [true, 'chosen'], [true, 'sharded']] as const) {
+    hooks.forceWay(way === 'sharded' ? 'sharded' : null);
+    const r = await compare(pool, rows, dim, plain, way);
+    hooks.forceWay(null);
     goals.push(r);
+    const label = plain ? (way === 'sharded' ? 'plain, sharded forced' : 'plain') : 'zero-copy';
     console.log(
-      `${`${rows}x${dim}`.padStart(10)} ${(plain ? 'plain' : 'zero-copy').padEnd(10)} |${fmt(r.fwdSync)} ${fmt(r.fwdPool)} ${r.fwdRatio.toFixed(2).padStart(6)} |${fmt(r.bwdSync)} ${fmt(r.bwdPool)} ${r.bwdRatio.toFixed(2).padStart(6)}`,
+      `${`${rows}x${dim}`.padStart(10)} ${label.padEnd(21)} |${fmt(r.fwdSync)} ${fmt(r.fwdPool)} ${r.fwdRatio.toFixed(2).padStart(6)} |${fmt(r.bwdSync)} ${fmt(r.bwdPool)} ${r.bwdRatio.toFixed(2).padStart(6)}`,
     );
   }
 }
@@ -125,7 +133,6 @@ const worst = Math.max(...small.flatMap((r) => [1 / r.fwdRatio, 1 / r.bwdRatio])
 console.log(`worst: ${worst.toFixed(3)}`);
 
 // 4. Threshold sweep with inlining off: where sharding starts to pay.
-const hooks = (pool as unknown as Record<symbol, Hooks>)[Symbol.for('rmsnorm-wasm.test')]!;
 hooks.setInlineBelow(0);
 console.log('\ninline threshold off, dim 1024, zero-copy: sync / pool (> 1.05: the pool pays)');
 const sweep: Comparison[] = [];

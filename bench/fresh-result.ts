@@ -1,0 +1,81 @@
+/**
+ * What the one-off default call (`rmsNorm(x, w)`, result allocated by the library) pays for
+ * its fresh result, against the budget issue 9's "≥ 4× the plain JS loop" leaves it. Per
+ * default shape, in one process, interleaved rounds, medians (µs):
+ *
+ *   js-naive     the plain JS loop writing into a preallocated output (the bench's baseline)
+ *   out          `rmsNorm(x, w, { out })`: plain arrays, nothing allocated
+ *   layer        `createRmsNorm(w).forward(x)`: the reusing path
+ *   default      `rmsNorm(x, w)`: the call issue 9 is about
+ *   fresh        `new Float32Array` of the result's size written once (`.fill`), no kernel:
+ *                what any function that returns a new array of that size pays
+ *   faults/call  minor page faults per default call (process.resourceUsage): a fresh result's
+ *                pages are new to the process and fault in as the result is written
+ *
+ * `budget` = js-naive ÷ 4. Where `fresh` alone is over the budget, no default call can meet
+ * the ratio whatever its kernel does. Run: `npm run bench:fresh` (after `npm run build`).
+ * @module
+ */
+import { createRmsNorm, init, rmsNorm } from '../dist/index.js';
+import { resultArray } from '../dist/platform.js';
+import { naiveForward } from './contenders/js-naive.js';
+import { DEFAULT_SHAPES } from './defaults.js';
+import { rng, uniform } from '../shared/reference.js';
+
+/** Median µs per call of `f`, over batches sized to take ≥ 2 ms each (so the clock's grain does not count). */
+function median(f: () => unknown, budgetMs: number): number {
+  let per = 1;
+  for (let t = 0; t < 2; per *= 4) {
+    const s = performance.now();
+    for (let i = 0; i < per; i++) f();
+    t = performance.now() - s;
+    if (t >= 2) break;
+  }
+  const v: number[] = [];
+  const t0 = performance.now();
+  while (performance.now() - t0 < budgetMs || v.length < 5) {
+    const s = performance.now();
+    for (let i = 0; i < per; i++) f();
+    v.push(((performance.now() - s) * 1000) / per);
+  }
+  v.sort((a, b) => a - b);
+  return v[v.length >> 1]!;
+}
+
+/** Minor page faults per call of `f` over `calls` calls. */
+function faultsPerCall(f: () => unknown, calls: number): number {
+  const before = process.resourceUsage().minorPageFault;
+  for (let i = 0; i < calls; i++) f();
+  return (process.resourceUsage().minorPageFault - before) / calls;
+}
+
+const fmt = (us: number) => (us >= 1000 ? `${(us / 1000).toFixed(2)} ms` : `${us.toFixed(us < 10 ? 2 : 1)} µs`).padStart(10);
+await init();
+const rounds = Number(process.env.ROUNDS ?? 3);
+console.log(`fresh results, Node ${process.version}: medians of ${rounds} interleaved rounds`);
+console.log('shape      |   js-naive |     budget |        out |      layer |    default |      fresh | faults/call | default ÷ naive');
+for (const { rows, dim } of DEFAULT_SHAPES) {
+  const n = rows * dim;
+  const x = uniform(rng(1), n, -1, 1);
+  const w = uniform(rng(2), dim, 0.5, 1.5);
+  const y = new Float32Array(n);
+  const layer = createRmsNorm(w);
+  let sink: unknown;
+  const cases: Record<string, () => unknown> = {
+    naive: () => naiveForward(x, w, y, rows, dim, 1e-6),
+    out: () => rmsNorm(x, w, { out: y }),
+    layer: () => (sink = layer.forward(x)),
+    dflt: () => (sink = rmsNorm(x, w)),
+    fresh: () => (sink = resultArray(n).fill(1)),
+  };
+  const t: Record<string, number[]> = {};
+  const budgetMs = n >= 1 << 22 ? 1500 : 400;
+  for (let r = 0; r < rounds; r++) for (const [k, f] of Object.entries(cases)) (t[k] ??= []).push(median(f, budgetMs));
+  const med = (k: string) => t[k]!.sort((a, b) => a - b)[t[k]!.length >> 1]!;
+  const faults = faultsPerCall(cases.dflt!, Math.max(3, Math.min(2000, Math.floor((1 << 24) / n))));
+  layer.free();
+  void sink;
+  console.log(
+    `${`${rows}x${dim}`.padEnd(10)} |${fmt(med('naive'))} |${fmt(med('naive') / 4)} |${fmt(med('out'))} |${fmt(med('layer'))} |${fmt(med('dflt'))} |${fmt(med('fresh'))} |${faults.toFixed(1).padStart(12)} | ${(med('naive') / med('dflt')).toFixed(2)}×`,
+  );
+}
