@@ -1,10 +1,11 @@
 /**
  * Sharded or inline: for calls big enough to shard, the pool measures both ways and takes the
- * faster (see tuning.ts, PROBE_EVERY). Kept per kind of call (forward/backward × arrays in
- * wasm memory or plain): the latest times per element of work of each way, from probes of
- * PROBE_RUN calls in a row whose first sharded call is not counted (it also pays for waking
- * the workers, which calls arriving back to back do not). Medians, and a margin in favour of
- * sharding, because single timings on a shared machine vary by 2×.
+ * faster (see tuning.ts, PROBE_EVERY; re-tries that change nothing back off, PROBE_BACKOFF_MAX).
+ * Kept per kind of call (forward/backward × arrays in wasm memory or plain): the latest times
+ * per element of work of each way, from probes of PROBE_RUN calls in a row whose first sharded
+ * call is not counted (it also pays for waking the workers, which calls arriving back to back
+ * do not). Medians, and a margin in favour of sharding, because single timings on a shared
+ * machine vary by 2×.
  * @module
  */
 import { INLINE_MARGIN, PROBE_BACKOFF_MAX, PROBE_EVERY, PROBE_MS, PROBE_RUN, SAMPLES } from './tuning.js';

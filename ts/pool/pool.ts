@@ -243,8 +243,8 @@ class Pool implements RmsNormPool {
   private async call<R>(a: ForwardArgs | BackwardArgs, backward: boolean, alone: () => R, sharded: () => Promise<R>): Promise<R> {
     const elems = a.rows * a.dim;
     if (this.inline(a.rows, elems, backward ? 'backward' : 'forward')) return alone();
-    // A page's main thread keeps sharding: keeping the page responsive is the point there.
     if (this.forcedWay !== null) return this.forcedWay ? sharded() : alone();
+    // A page's main thread keeps sharding: keeping the page responsive is the point there.
     const pick = this.joinAllowed ? this.choice.pick(backward, !this.heap.holds(a.x), backward ? 2 * elems : elems) : null;
     const r = !pick || pick.sharded ? await sharded() : alone();
     if (pick) this.choice.record(pick);
