@@ -2,9 +2,11 @@
  * Sharded or inline: for calls big enough to shard, the pool measures both ways and takes the
  * faster (see tuning.ts, PROBE_EVERY; re-tries that change nothing back off, PROBE_BACKOFF_MAX).
  * Kept per kind of call (forward/backward × arrays in wasm memory or plain): the latest times
- * per element of work of each way, from probes of PROBE_RUN calls in a row whose first sharded
- * call is not counted (it also pays for waking the workers, which calls arriving back to back
- * do not). Medians, and a margin in favour of sharding, because single timings on a shared
+ * per element of work of each way, from probes of PROBE_RUN calls in a row whose first call is
+ * not counted: a first sharded call also pays for waking the workers, which calls arriving back
+ * to back do not, and a first call alone after sharded ones shares the cores with workers still
+ * polling for the next job (tuning.ts, SPIN_POLLS), which under contention made the calling
+ * thread alone look slower than it is. Medians, and a margin in favour of sharding, because single timings on a shared
  * machine vary by 2×.
  * @module
  */
@@ -14,7 +16,7 @@ import { INLINE_MARGIN, PROBE_BACKOFF_MAX, PROBE_EVERY, PROBE_MS, PROBE_RUN, SAM
 export interface Pick {
   bucket: number;
   sharded: boolean;
-  /** Whether its time counts (not the first sharded call of a probe). */
+  /** Whether its time counts (not the first call of a probe). */
   counts: boolean;
   start: number;
   work: number;
@@ -92,7 +94,7 @@ export class Choice {
     if (b.probeLeft > 0) {
       const first = b.probeLeft === PROBE_RUN;
       b.probeLeft--;
-      return { bucket, sharded: b.probeSharded, counts: !(first && b.probeSharded), start: now, work };
+      return { bucket, sharded: b.probeSharded, counts: !first, start: now, work };
     }
     return { bucket, sharded: this.shardedIsBetter(b), counts: true, start: now, work };
   }
