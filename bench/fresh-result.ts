@@ -12,7 +12,8 @@
  *   faults/call  minor page faults per default call (process.resourceUsage): a fresh result's
  *                pages are new to the process and fault in as the result is written
  *
- * `budget` = js-naive ÷ 4. Where `fresh` alone is over the budget, no default call can meet
+ * Timed with pairs.ts's `median` (a short tinybench run per round, as bench:half and
+ * bench:variants do). `budget` = js-naive ÷ 4. Where `fresh` alone is over the budget, no default call can meet
  * the ratio whatever its kernel does. Run: `npm run bench:fresh` (after `npm run build`).
  * @module
  */
@@ -20,27 +21,8 @@ import { createRmsNorm, init, rmsNorm } from '../dist/index.js';
 import { resultArray } from '../dist/platform.js';
 import { naiveForward } from './contenders/js-naive.js';
 import { DEFAULT_SHAPES } from './defaults.js';
+import { median, quantile } from './pairs.js';
 import { rng, uniform } from '../shared/reference.js';
-
-/** Median µs per call of `f`, over batches sized to take ≥ 2 ms each (so the clock's grain does not count). */
-function median(f: () => unknown, budgetMs: number): number {
-  let per = 1;
-  for (let t = 0; t < 2; per *= 4) {
-    const s = performance.now();
-    for (let i = 0; i < per; i++) f();
-    t = performance.now() - s;
-    if (t >= 2) break;
-  }
-  const v: number[] = [];
-  const t0 = performance.now();
-  while (performance.now() - t0 < budgetMs || v.length < 5) {
-    const s = performance.now();
-    for (let i = 0; i < per; i++) f();
-    v.push(((performance.now() - s) * 1000) / per);
-  }
-  v.sort((a, b) => a - b);
-  return v[v.length >> 1]!;
-}
 
 /** Minor page faults per call of `f` over `calls` calls. */
 function faultsPerCall(f: () => unknown, calls: number): number {
@@ -69,9 +51,8 @@ for (const { rows, dim } of DEFAULT_SHAPES) {
     fresh: () => (sink = resultArray(n).fill(1)),
   };
   const t: Record<string, number[]> = {};
-  const budgetMs = n >= 1 << 22 ? 1500 : 400;
-  for (let r = 0; r < rounds; r++) for (const [k, f] of Object.entries(cases)) (t[k] ??= []).push(median(f, budgetMs));
-  const med = (k: string) => t[k]!.sort((a, b) => a - b)[t[k]!.length >> 1]!;
+  for (let r = 0; r < rounds; r++) for (const [k, f] of Object.entries(cases)) (t[k] ??= []).push(1000 * (await median(f, n)));
+  const med = (k: string) => quantile(t[k]!, 0.5);
   const faults = faultsPerCall(cases.dflt!, Math.max(3, Math.min(2000, Math.floor((1 << 24) / n))));
   layer.free();
   void sink;
