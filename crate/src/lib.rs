@@ -24,6 +24,7 @@ compile_error!(
 );
 
 pub mod half;
+pub mod half_bits;
 pub mod kernel;
 pub mod simd;
 

@@ -413,6 +413,38 @@ fn overflowing_rows_take_the_f64_path_and_match_the_reference() {
 }
 
 #[test]
+fn a_statistic_that_overflows_only_with_eps_takes_the_f64_path() {
+    // `mean(x²) + eps` rounds to f32::MAX for c = 2^51 (c² = 2^102, below half an ulp of MAX)
+    // and overflows for c = 2^52 (c² = 2^104, exactly one ulp), although Σx² does not: both
+    // rows must match the reference, not give y = 0 and rstd = 0.
+    let eps = f32::MAX;
+    for dim in [1, 5, 16, 17, 4097] {
+        for c in [2f32.powi(51), 2f32.powi(52), -(2f32.powi(52)), 1e19] {
+            let mut x = vec![c; dim];
+            x[dim / 2] = c / 2.0; // not a constant row when dim > 1
+            let w = test_weight(dim, dim as u64);
+            let (y, rstd) = forward(&x, Some(&w), dim, eps);
+            let r = ref_forward(&x, Some(&w), dim, eps);
+            let what = format!("dim {dim}, x = {c:e}, eps = f32::MAX");
+            assert_close(&format!("y, {what}"), &y, &r.y, |_, r| 1e-5 * r.abs());
+            assert_close(&format!("rstd, {what}"), &rstd, &r.rstd, |_, r| 1e-5 * r.abs());
+            assert!(rstd[0] > 0.0, "{what}: rstd flushed to 0");
+            let dy = Rng(12).normals(dim, 1.0);
+            for saved in [None, Some(&rstd[..])] {
+                let (dx, dg) = backward(&dy, &x, Some(&w), saved, dim, eps);
+                let rb = ref_backward(&dy, &x, Some(&w), dim, eps, saved);
+                assert_close(&format!("dx, {what}"), &dx, &rb.dx, |i, r| {
+                    1e-5 * (rb.dx_scale[i / dim] + r.abs())
+                });
+                assert_close(&format!("dg, {what}"), &dg.unwrap(), &rb.dg, |i, _| {
+                    35.0 * U * rb.dg_abs[i]
+                });
+            }
+        }
+    }
+}
+
+#[test]
 fn subnormal_rows_match_the_reference() {
     let scales = [1e-40, 1e-38, 1e-30, 1e-20, 1.0];
     for dim in [1, 5, 16, 17, 4097] {
@@ -654,6 +686,7 @@ fn dg_blocks_rounds_up() {
     assert_eq!(DG_BLOCK_ROWS, 32);
 }
 
+#[cfg(feature = "bench-kernels")] // the benchmark-only kernels
 fn ref_layer_norm(
     x: &[f32],
     g: Option<&[f32]>,
@@ -674,6 +707,7 @@ fn ref_layer_norm(
     y
 }
 
+#[cfg(feature = "bench-kernels")] // the benchmark-only kernels
 #[test]
 fn layer_norm_forward_matches_reference() {
     for dim in [1, 3, 4, 5, 16, 17, 33, 4096, 4097] {
@@ -719,6 +753,7 @@ fn layer_norm_forward_matches_reference() {
     }
 }
 
+#[cfg(feature = "bench-kernels")] // the benchmark-only kernels
 #[test]
 fn copy_copies_exactly_and_nothing_more() {
     for n in [0, 1, 3, 15, 16, 17, 1000, 4097] {

@@ -5,7 +5,7 @@
 //! in the `scalar` wasm build. Both have four lanes and every operation is lane-wise IEEE
 //! single precision without fused multiply-add, so a kernel gives the same bits on either.
 
-use crate::half;
+use crate::half_bits as half;
 
 pub mod portable;
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]

@@ -1,0 +1,291 @@
+//! The backward of one row: `dx`, and its dweight terms added into a block partial.
+
+use super::elems::{gain1, gy1_of, gy_from};
+use super::reduce::{dot_gy_x, fast_rstd, sum_sq};
+use crate::half::Elem;
+use crate::simd::F32x4;
+
+/// Backward's fast path needs `rstd³` to be a normal f32: rstd within [2^-40, 2^40].
+pub(super) const RSTD_LO: f32 = f32::from_bits(87 << 23);
+pub(super) const RSTD_HI: f32 = f32::from_bits(167 << 23);
+
+/// Pointers and parameters of one backward call, shared by the sync path and the pool's shards.
+/// The activations and their gradients (`dy`, `x`, `dh`, `dx`) are stored as `A`; the gain,
+/// rstd and the weight gradient are f32.
+#[derive(Clone, Copy, Debug)]
+pub struct Backward<A: Elem = f32> {
+    /// Upstream gradient, `rows × dim`.
+    pub dy: *const A,
+    /// Forward input, `rows × dim` (with a fused residual add: the forward's `h = x + res`).
+    pub x: *const A,
+    /// Gain, `dim`; null for none (then no weight gradient is formed, and `offset` is not used).
+    pub g: *const f32,
+    /// Saved rstd from the forward, `rows`; null to recompute it from `x`, `eps` and `stat`.
+    pub rstd: *const f32,
+    /// Gradient arriving on the residual stream, `rows × dim`, added to `dx`; or null.
+    pub dh: *const A,
+    /// Destination of the input gradient, `rows × dim`; may equal `dy`, `x` or `dh`.
+    pub dx: *mut A,
+    /// Row length.
+    pub dim: usize,
+    /// Added inside the square root when rstd is recomputed.
+    pub eps: f32,
+    /// As the forward's: the gain is `offset + g`.
+    pub offset: f32,
+    /// As the forward's: rstd came from the first `stat` elements, `1..=dim`.
+    pub stat: usize,
+    /// As the forward's (half types with a gain): `gy = dy·g` is rounded to `A`, and the
+    /// weight gradient takes `dy · round(x·rstd)`, as autograd does through LlamaRMSNorm.
+    pub llama: bool,
+    /// With `llama`, the weight is stored in `A` too: autograd then forms each row's weight
+    /// gradient term `dy · round(x·rstd)` as a product of two `A` tensors, rounded to `A`
+    /// before the rows are summed (a float32 weight sums the unrounded products).
+    pub llama_w: bool,
+}
+
+impl Backward {
+    /// A plain backward: no residual gradient, no offset, rstd over the whole row.
+    pub fn plain(
+        dy: *const f32,
+        x: *const f32,
+        g: *const f32,
+        rstd: *const f32,
+        dx: *mut f32,
+        dim: usize,
+        eps: f32,
+    ) -> Self {
+        let dh = core::ptr::null();
+        Backward {
+            dy,
+            x,
+            g,
+            rstd,
+            dh,
+            dx,
+            dim,
+            eps,
+            offset: 0.0,
+            stat: dim,
+            llama: false,
+            llama_w: false,
+        }
+    }
+}
+
+/// `dx = a·gy − b·x (+ dh)` over elements `[from, to)` of a row (`B` false: without the `b·x`
+/// term, the elements past `stat` that did not enter rstd); with a gain, `p += dy·(x·a)`
+/// (with `L`, `x·a` rounded to `A` first: the forward's `y` before the gain).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn backward_elems<
+    V: F32x4,
+    A: Elem,
+    const W: bool,
+    const O: bool,
+    const D: bool,
+    const B: bool,
+    const L: bool,
+>(
+    k: &Backward<A>,
+    off: usize,
+    from: usize,
+    to: usize,
+    a: f32,
+    b: f32,
+    p: *mut f32,
+) {
+    let (dy, x, dx, g) = (k.dy.add(off), k.x.add(off), k.dx.add(off), k.g);
+    // dh may be null (D false): wrapping_add, as add on null is undefined.
+    let dh = k.dh.wrapping_add(off);
+    let (av, bv, ov) = (V::splat(a), V::splat(b), V::splat(k.offset));
+    // dx of lanes i..i+4 from their loaded x and dy (and dh).
+    let one = |xv: V, d: V, dhv: V, i: usize| {
+        let gy = gy_from::<V, A, W, O, L>(d, g, ov, i);
+        if W {
+            let xa = if L { A::round(xv.mul(av)) } else { xv.mul(av) };
+            let t = if L && k.llama_w {
+                A::round(d.mul(xa))
+            } else {
+                d.mul(xa)
+            };
+            let pv = V::load(p.add(i));
+            pv.add(t).store(p.add(i));
+        }
+        let v = if B {
+            av.mul(gy).sub(bv.mul(xv))
+        } else {
+            av.mul(gy)
+        };
+        if D {
+            v.add(dhv)
+        } else {
+            v
+        }
+    };
+    let mut i = from;
+    while i + 8 <= to {
+        let [x0, x1] = A::load8::<V>(x.add(i));
+        let [d0, d1] = A::load8::<V>(dy.add(i));
+        let [h0, h1] = if D {
+            A::load8::<V>(dh.add(i))
+        } else {
+            [V::zero(); 2]
+        };
+        let v = [one(x0, d0, h0, i), one(x1, d1, h1, i + 4)];
+        A::store8::<V>(dx.add(i), v);
+        i += 8;
+    }
+    while i + 4 <= to {
+        let dhv = if D {
+            A::load::<V>(dh.add(i))
+        } else {
+            V::zero()
+        };
+        let v = one(A::load::<V>(x.add(i)), A::load::<V>(dy.add(i)), dhv, i);
+        A::store::<V>(dx.add(i), v);
+        i += 4;
+    }
+    while i < to {
+        let xv = A::get(x.add(i));
+        let gy = gy1_of::<A, W, O, L>(dy, g, k.offset, i);
+        if W {
+            let xa = if L { A::round1(xv * a) } else { xv * a };
+            let t = A::get(dy.add(i)) * xa;
+            *p.add(i) += if L && k.llama_w { A::round1(t) } else { t };
+        }
+        let v = if B { a * gy - b * xv } else { a * gy };
+        A::put(dx.add(i), if D { v + A::get(dh.add(i)) } else { v });
+        i += 1;
+    }
+}
+
+/// Backward of one row; with a gain, adds `dy · x · rstd` into the block partial `p`.
+///
+/// With `gy = dy·(offset + g)`, `c = Σ gy·x` over the whole row and rstd from its first `stat`
+/// elements: `dx_i = rstd·gy_i − [i < stat]·x_i·rstd³·c/stat (+ dh_i)` — the gradient through
+/// rstd reaches only the elements it was estimated from. Passes: one for `c` (and the sum of
+/// squares when rstd is recomputed: over the whole row in the same pass, or with `stat < dim`
+/// a second pass over the first `stat`), one for `dx`.
+#[inline(always)]
+pub(super) unsafe fn backward_row<
+    V: F32x4,
+    A: Elem,
+    const W: bool,
+    const R: bool,
+    const O: bool,
+    const D: bool,
+    const L: bool,
+>(
+    k: &Backward<A>,
+    row: usize,
+    p: *mut f32,
+) {
+    let n = k.dim;
+    let off = row * n;
+    let x = k.x.add(off);
+    let whole = k.stat == n;
+    let dy = k.dy.add(off);
+    // `with_ss` must be a constant at each call: a flag tested inside the fold costs 20-30%.
+    let (c, ss) = if R {
+        dot_gy_x::<V, A, W, O, L>(dy, k.g, k.offset, x, n, false)
+    } else if whole {
+        dot_gy_x::<V, A, W, O, L>(dy, k.g, k.offset, x, n, true)
+    } else {
+        partial_sums::<V, A, W, O, L>(k, dy, x)
+    };
+    let rstd = if R {
+        *k.rstd.add(row)
+    } else {
+        fast_rstd(ss, k.stat, k.eps).unwrap_or(f32::NAN) // NaN sends the row to the f64 path below
+    };
+    // dx = rstd·gy − x·(rstd³·c/stat) = a·gy − b·x
+    let a = rstd;
+    let b = (c / k.stat as f32) * rstd * (rstd * rstd);
+    if !(rstd >= RSTD_LO && rstd <= RSTD_HI && c.is_finite() && b.is_finite()) {
+        return backward_row_f64::<A, W, R, O, D, L>(k, row, p);
+    }
+    backward_elems::<V, A, W, O, D, true, L>(k, off, 0, k.stat, a, b, p);
+    if !whole {
+        backward_elems::<V, A, W, O, D, false, L>(k, off, k.stat, n, a, b, p);
+    }
+}
+
+/// pRMSNorm's backward sums: `Σ gy·x` over the row and `Σ x²` over its first `stat`. Out of
+/// line, so that the code of whole rows (every plain call) stays as small as before.
+#[inline(never)]
+unsafe fn partial_sums<V: F32x4, A: Elem, const W: bool, const O: bool, const L: bool>(
+    k: &Backward<A>,
+    dy: *const A,
+    x: *const A,
+) -> (f32, f32) {
+    (
+        dot_gy_x::<V, A, W, O, L>(dy, k.g, k.offset, x, k.dim, false).0,
+        sum_sq::<V, A>(x, k.stat),
+    )
+}
+
+/// The backward of a row f32 cannot do faithfully (rms outside about [1e-12, 1e12], overflow
+/// in `Σ gy·x`, or a NaN/Inf): all in f64, each result rounded once to f32 (then to `A`).
+#[cold]
+#[inline(never)]
+unsafe fn backward_row_f64<
+    A: Elem,
+    const W: bool,
+    const R: bool,
+    const O: bool,
+    const D: bool,
+    const L: bool,
+>(
+    k: &Backward<A>,
+    row: usize,
+    p: *mut f32,
+) {
+    let n = k.dim;
+    let off = row * n;
+    let (dy, x, dx, g) = (k.dy.add(off), k.x.add(off), k.dx.add(off), k.g);
+    // dh may be null (D false): wrapping_add, as add on null is undefined.
+    let dh = k.dh.wrapping_add(off);
+    let gy = |i: usize| {
+        let d = A::get(dy.add(i)) as f64;
+        if !W {
+            d
+        } else if L {
+            A::round1((d * gain1::<O>(g, k.offset, i) as f64) as f32) as f64
+        } else {
+            d * gain1::<O>(g, k.offset, i) as f64
+        }
+    };
+    let (mut c, mut ss) = (0f64, 0f64);
+    for i in 0..n {
+        let xv = A::get(x.add(i)) as f64;
+        c += gy(i) * xv;
+        if i < k.stat {
+            ss += xv * xv;
+        }
+    }
+    let stat = k.stat as f64;
+    let rstd = if R {
+        *k.rstd.add(row) as f64
+    } else {
+        1.0 / (ss / stat + k.eps as f64).sqrt()
+    };
+    let b = rstd * rstd * rstd * (c / stat);
+    for i in 0..n {
+        let xv = A::get(x.add(i)) as f64;
+        let gyv = gy(i);
+        if W {
+            let xa = if L {
+                A::round1((xv * rstd) as f32) as f64
+            } else {
+                xv * rstd
+            };
+            let t = (A::get(dy.add(i)) as f64 * xa) as f32;
+            *p.add(i) += if L && k.llama_w { A::round1(t) } else { t };
+        }
+        let v = rstd * gyv - if i < k.stat { b * xv } else { 0.0 };
+        A::put(
+            dx.add(i),
+            (if D { v + A::get(dh.add(i)) as f64 } else { v }) as f32,
+        );
+    }
+}

@@ -1,0 +1,36 @@
+//! RMSNorm forward and backward (and a LayerNorm forward, to compare against) over row-major
+//! `rows × dim` f32 matrices, written once against [`F32x4`].
+//!
+//! Shapes: `x`, `y`, `dy`, `dx` hold `rows * dim` floats; `g` (the gain) and `dg` hold `dim`;
+//! `rstd` holds `rows`. A null `g` means "no gain" (g = 1) and is its own code path, not a
+//! ones array. All pointers may be unaligned; outputs may alias an input of the same shape
+//! exactly (`y == x`, `dx == dy`, `dx == x`), since each element is read before it is written.
+//!
+//! Numerics: the sum of squares takes one pass with 4 vector accumulators (16 partial sums, in
+//! the order [`fold`] fixes for every reduction; rows longer than [`SUM_BLOCK`] in blocks of
+//! it, added in f64), then `rstd = 1 / sqrt(ss / dim + eps)`. Rows where f32 cannot hold that
+//! sum faithfully (it overflowed to inf, or it is so small that subnormal squares lost bits and
+//! eps does not hide it) are redone in f64 by a slow path that only such rows pay. A NaN
+//! stays in its row.
+//!
+//! One concern per file: [`reduce`] (the summation order and the fast-path test), [`elems`]
+//! (gains and element-wise passes), [`forward`], [`backward`] (one row), [`blocks`] (the
+//! weight gradient's deterministic blocks and the backward's entry points); [`bench`] (feature
+//! `bench-kernels`) holds what only the benchmark's build exports.
+
+mod backward;
+#[cfg(feature = "bench-kernels")]
+mod bench;
+mod blocks;
+mod elems;
+mod forward;
+mod reduce;
+
+pub use backward::Backward;
+#[cfg(feature = "bench-kernels")]
+pub use bench::{add, copy, layer_norm_forward};
+pub use blocks::{
+    backward, backward_rows, backward_span, dg_blocks, reduce_partials, DG_BLOCK_ROWS,
+};
+pub use forward::{forward, forward_with, Forward};
+pub use reduce::SUM_BLOCK;
