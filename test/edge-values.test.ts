@@ -55,6 +55,24 @@ describe.each(BUILDS)('%s build: edge values', (build) => {
       }
     });
 
+    it('an eps that makes mean(x²) + eps overflow float32 (Σx² does not) gives the reference, not 0', () => {
+      // eps = float32's maximum: mean(x²) = 2^102 still rounds to it, 2^104 and 1e38 overflow
+      const eps = 3.4028234663852886e38;
+      const x = new Float32Array(3 * dim);
+      [2 ** 51, 2 ** 52, 1e19].forEach((c, r) => x.fill(c, r * dim, (r + 1) * dim));
+      const rstd = new Float32Array(3);
+      const y = m.rmsNorm(x, w, { eps, rstd });
+      const ref = refForward(x, w, dim, eps);
+      expect(mismatch(y, ref.y, yTolerance, 'y')).toBeNull();
+      expect(mismatch(rstd, ref.rstd, rstdTolerance, 'rstd')).toBeNull();
+      const dy = randn(3 * dim, 3);
+      for (const saved of [undefined, rstd]) {
+        const b = m.rmsNormBackward(dy, x, w, { eps, rstd: saved });
+        const rb = refBackward(dy, x, w, dim, eps, saved ?? null);
+        expect(mismatch(b.dx, rb.dx, rowTolerance(rb.dxScale, dim), 'dx')).toBeNull();
+      }
+    });
+
     it('a zero row with eps = 0 is NaN (0/0), as in the reference, and only that row', () => {
       const x = scaledRows(3, dim, [1], 5);
       x.fill(0, dim, 2 * dim);
