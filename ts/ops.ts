@@ -8,6 +8,7 @@
  * Addresses are byte addresses in wasm memory, 0 for an absent array.
  * @module
  */
+import { Dtype, DTYPE_MASK } from './abi.js';
 import type { KernelExports } from './load.js';
 
 /** An array as placed: float32 values, or half-precision bit patterns (a Float16Array is seen through its bits). */
@@ -47,22 +48,15 @@ export interface Params {
   readonly stat: number;
   /**
    * The kernel's `dtypes` word: the storage of the matrix operands (0 float32, 1 float16,
-   * 2 bfloat16; {@link DT}) plus {@link LLAMA} for the `llama` casting mode.
+   * 2 bfloat16: abi.ts's `Dtype`) plus abi.ts's `LLAMA` / `LLAMA_W` flags.
    */
   readonly dtypes: number;
-  /** The weight's storage ({@link DT}); a half weight is widened to float32 before the kernel sees it. */
+  /** The weight's storage (abi.ts's `Dtype`); a half weight is widened to float32 before the kernel sees it. */
   readonly wdt: number;
 }
 
-/** Storage codes, as the kernel's bindings number them. */
-export const DT = { float32: 0, float16: 1, bfloat16: 2 } as const;
-/** The `llama` casting mode's bit in {@link Params.dtypes}. */
-export const LLAMA = 4;
-/** With {@link LLAMA}: the weight has the activations' half dtype (the backward rounds each dweight term to it, as autograd does). */
-export const LLAMA_W = 8;
-
 /** Bytes per element of the matrix operands of a call with these params. */
-export const matrixBytes = (q: Params): number => ((q.dtypes & 3) === 0 ? 4 : 2);
+export const matrixBytes = (q: Params): number => ((q.dtypes & DTYPE_MASK) === Dtype.float32 ? 4 : 2);
 
 /** Params of a job that runs no kernel (the pool's ping and test jobs). */
 export const NO_PARAMS: Params = Object.freeze({ eps: 0, offset: 0, stat: 0, dtypes: 0, wdt: 0 });

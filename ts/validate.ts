@@ -4,7 +4,8 @@
  * @module
  */
 
-import { DT, LLAMA, LLAMA_W, type Data } from './ops.js';
+import { Dtype as DT, LLAMA, LLAMA_W } from './abi.js';
+import type { Data } from './ops.js';
 
 /**
  * How an array's elements are stored: float32, IEEE binary16 (`float16`) or `bfloat16`. The
@@ -16,7 +17,7 @@ export type Dtype = 'float32' | 'float16' | 'bfloat16';
 /** The two half-precision dtypes. */
 export type HalfDtype = 'float16' | 'bfloat16';
 
-/** A half dtype's code (ops.ts DT) for the conversion functions; a TypeError names `fn` otherwise. */
+/** A half dtype's code (abi.ts Dtype) for the conversion functions; a TypeError names `fn` otherwise. */
 export function halfDtypeCode(fn: string, v: unknown): number {
   if (v === 'float16') return DT.float16;
   if (v === 'bfloat16') return DT.bfloat16;
@@ -275,7 +276,7 @@ function kindOf(v: unknown): number {
   return tag === 'Float32Array' ? KIND_F32 : tag === 'Uint16Array' ? KIND_U16 : tag === 'Float16Array' ? KIND_F16 : -1;
 }
 
-/** A dtype option's code (ops.ts DT), or -1 when absent. */
+/** A dtype option's code (abi.ts Dtype), or -1 when absent. */
 function dtypeOption(fn: string, name: string, v: unknown): number {
   if (v === undefined) return -1;
   const i = DTYPE_NAMES.indexOf(v as Dtype);

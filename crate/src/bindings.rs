@@ -5,6 +5,7 @@
 //! than trapping, so no panic or out-of-bounds access can reach JavaScript as an opaque
 //! `unreachable`. The TypeScript layer validates first and treats a non-zero status as a bug.
 
+use crate::abi::{Dtype, Status, DTYPE_MASK, LLAMA, LLAMA_W};
 use crate::half::{self, Bf16, Elem, F16};
 use crate::kernel::{self, Backward, Forward};
 use crate::simd::Native;
@@ -12,86 +13,66 @@ use core::arch::wasm32::memory_size;
 use std::alloc::{alloc, dealloc, Layout};
 use wasm_bindgen::prelude::*;
 
-/// Success.
-const OK: u32 = 0;
-/// `dim` is zero.
-const E_DIM: u32 = 1;
-/// A required address is 0.
-const E_NULL: u32 = 2;
-/// An address is not a multiple of 4.
-const E_ALIGN: u32 = 3;
-/// A range runs past the end of memory, or its size overflows.
-const E_BOUNDS: u32 = 4;
-/// A shard does not start on a dweight block boundary, or a row range is reversed or past the end.
-const E_SHARD: u32 = 5;
-/// `stat` (the elements rstd is estimated from) is 0 or more than `dim`.
-const E_STAT: u32 = 6;
-/// An unknown dtype code.
-const E_DTYPE: u32 = 7;
-
-/// Storage type codes of the `dtypes` argument (bits 0-1; bit 2: the `llama` casting mode).
-const DT_F32: u32 = 0;
-const DT_F16: u32 = 1;
-const DT_BF16: u32 = 2;
-const LLAMA: u32 = 4;
-/// With LLAMA: the weight has the activations' (half) type, so the backward rounds each
-/// weight-gradient term to it as autograd does (kernel::Backward::llama_w).
-const LLAMA_W: u32 = 8;
+/// The storage type codes ([`Dtype`]) as patterns for matching the `dtypes` argument.
+const CODE_F32: u32 = Dtype::Float32 as u32;
+const CODE_F16: u32 = Dtype::Float16 as u32;
+const CODE_BF16: u32 = Dtype::Bfloat16 as u32;
 
 /// Checks that `len` floats at `addr` lie inside memory (`required`: `addr` may not be 0).
-fn span(addr: usize, len: usize, required: bool) -> Result<(), u32> {
+fn span(addr: usize, len: usize, required: bool) -> Result<(), Status> {
     span_of(addr, len, 4, required)
 }
 
 /// Checks that `len` elements of `size` bytes at `addr` (aligned to `size`) lie inside memory.
-fn span_of(addr: usize, len: usize, size: usize, required: bool) -> Result<(), u32> {
+fn span_of(addr: usize, len: usize, size: usize, required: bool) -> Result<(), Status> {
     if addr == 0 {
-        return if required { Err(E_NULL) } else { Ok(()) };
+        return if required { Err(Status::Null) } else { Ok(()) };
     }
     if addr % size != 0 {
-        return Err(E_ALIGN);
+        return Err(Status::Align);
     }
-    let bytes = len.checked_mul(size).ok_or(E_BOUNDS)?;
-    let end = addr.checked_add(bytes).ok_or(E_BOUNDS)?;
+    let bytes = len.checked_mul(size).ok_or(Status::Bounds)?;
+    let end = addr.checked_add(bytes).ok_or(Status::Bounds)?;
     if end > memory_size::<0>() * 65536 {
-        return Err(E_BOUNDS);
+        return Err(Status::Bounds);
     }
     Ok(())
 }
 
-fn matrix(rows: usize, dim: usize) -> Result<usize, u32> {
+fn matrix(rows: usize, dim: usize) -> Result<usize, Status> {
     if dim == 0 {
-        return Err(E_DIM);
+        return Err(Status::Dim);
     }
-    rows.checked_mul(dim).ok_or(E_BOUNDS)
+    rows.checked_mul(dim).ok_or(Status::Bounds)
 }
 
-fn stat_of(stat: usize, dim: usize) -> Result<usize, u32> {
+fn stat_of(stat: usize, dim: usize) -> Result<usize, Status> {
     if stat == 0 || stat > dim {
-        return Err(E_STAT);
+        return Err(Status::Stat);
     }
     Ok(stat)
 }
 
-fn status(r: Result<(), u32>) -> u32 {
-    r.err().unwrap_or(OK)
+/// The code an entry point returns for `r`.
+fn status(r: Result<(), Status>) -> u32 {
+    r.err().unwrap_or(Status::Ok) as u32
 }
 
 /// Bytes per element of the storage type in `dtypes`' low bits.
-fn elem_size(dtypes: u32) -> Result<usize, u32> {
-    match dtypes & 3 {
-        DT_F32 => Ok(4),
-        DT_F16 | DT_BF16 => Ok(2),
-        _ => Err(E_DTYPE),
+fn elem_size(dtypes: u32) -> Result<usize, Status> {
+    match dtypes & DTYPE_MASK {
+        CODE_F32 => Ok(4),
+        CODE_F16 | CODE_BF16 => Ok(2),
+        _ => Err(Status::Dtype),
     }
 }
 
 /// Calls `$f::<A>($args)` with `A` the storage type in `$dt`'s low bits (checked before).
 macro_rules! by_dtype {
     ($dt:expr, $f:ident($($arg:expr),*)) => {
-        match $dt & 3 {
-            DT_F16 => $f::<F16>($($arg),*),
-            DT_BF16 => $f::<Bf16>($($arg),*),
+        match $dt & DTYPE_MASK {
+            CODE_F16 => $f::<F16>($($arg),*),
+            CODE_BF16 => $f::<Bf16>($($arg),*),
             _ => $f::<f32>($($arg),*),
         }
     };
@@ -227,7 +208,7 @@ fn backward_args(
     offset: f32,
     stat: usize,
     dtypes: u32,
-) -> Result<BackwardArgs, u32> {
+) -> Result<BackwardArgs, Status> {
     let n = matrix(rows, dim)?;
     let es = elem_size(dtypes)?;
     span_of(dy, n, es, true)?;
@@ -281,7 +262,7 @@ pub fn rms_norm_backward(
         span(dw, dim, w != 0)?;
         span(work, dim, w != 0)?;
         if row0.checked_add(rows).is_none_or(|end| end > total) {
-            return Err(E_SHARD);
+            return Err(Status::Shard);
         }
         fn go<A: Elem>(k: BackwardArgs, s: [usize; 5]) {
             // SAFETY: every range was checked to lie inside memory.
@@ -320,7 +301,7 @@ pub fn rms_norm_backward_rows(
     status((|| {
         let k = backward_args(dy, x, w, rstd, dh, dx, rows, dim, eps, offset, stat, dtypes)?;
         if row0 > row1 || row1 > rows || row0 % kernel::DG_BLOCK_ROWS != 0 {
-            return Err(E_SHARD);
+            return Err(Status::Shard);
         }
         let blocks = kernel::dg_blocks(rows);
         span(partials, matrix(blocks, dim)?, w != 0)?;
@@ -339,7 +320,7 @@ pub fn rms_norm_backward_rows(
 pub fn widen_half(src: usize, dst: usize, n: usize, dtype: u32) -> u32 {
     status((|| {
         if elem_size(dtype)? != 2 {
-            return Err(E_DTYPE);
+            return Err(Status::Dtype);
         }
         span_of(src, n, 2, true)?;
         span(dst, n, true)?;
@@ -358,7 +339,7 @@ pub fn widen_half(src: usize, dst: usize, n: usize, dtype: u32) -> u32 {
 pub fn narrow_half(src: usize, dst: usize, n: usize, dtype: u32) -> u32 {
     status((|| {
         if elem_size(dtype)? != 2 {
-            return Err(E_DTYPE);
+            return Err(Status::Dtype);
         }
         span(src, n, true)?;
         span_of(dst, n, 2, true)?;

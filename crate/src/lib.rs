@@ -23,6 +23,7 @@ compile_error!(
      link args and `-Z build-std=std,panic_abort`: run build.sh"
 );
 
+pub mod abi;
 pub mod half;
 pub mod half_bits;
 pub mod kernel;
