@@ -22,6 +22,7 @@
  * @module
  */
 import { REGION_PAD_FLOATS, type Heap, type Scratch } from './memory.js';
+import { checkStatus } from './status.js';
 import { MATRIX, MAX_ADDRS, OPS, PER_ROW, ROW, type Data, type Op, type Params } from './ops.js';
 
 /**
@@ -70,7 +71,7 @@ export class Placement {
   readonly arrs: (Data | null)[] = new Array<Data | null>(MAX_ADDRS).fill(null);
   /** Bytes per element of each operand as the kernel reads it (a converted half row: 4). */
   private readonly es: number[] = new Array<number>(MAX_ADDRS).fill(4);
-  /** The weight's storage code (ops.ts DT), for converting half one-row operands. */
+  /** The weight's storage code (abi.ts Dtype), for converting half one-row operands. */
   wdt = 0;
   private readonly kind: number[] = new Array<number>(MAX_ADDRS).fill(0);
   /** Resident: the array's byte address. Copied: its region's. */
@@ -140,8 +141,8 @@ export class Placement {
     return nv;
   }
 
-  /** After the last segment: copies one-row results (dweight) out and lets go of the arrays. */
-  finish(): void {
+  /** After the last segment: copies one-row results (dweight) out and lets go of the arrays; `fn` names the call in errors. */
+  finish(fn: string): void {
     const { op } = this;
     // One-row outputs are copied only when something streams (else they are in place).
     for (let i = 0; this.streams && i < op.operands.length; i++) {
@@ -152,7 +153,7 @@ export class Placement {
       if (a.BYTES_PER_ELEMENT === 2) {
         // A half dweight: the kernel's float32 sums rounded into the region's bits, then out.
         const bits = at + 4 * this.dim;
-        this.heap.wasm.exports.narrow_half(at, bits, this.dim, this.wdt);
+        checkStatus(fn, this.heap.wasm.exports.narrow_half(at, bits, this.dim, this.wdt));
         a.set(this.heap.u16().subarray(bits >>> 1, (bits >>> 1) + this.dim));
       } else a.set(this.heap.f32().subarray(at >>> 2, (at >>> 2) + this.dim));
     }
@@ -328,7 +329,7 @@ export class Placer {
       if (a.BYTES_PER_ELEMENT === 2) {
         const bits = at + 4 * dim;
         heap.u16().set(a, bits >>> 1);
-        heap.wasm.exports.widen_half(bits, at, dim, q.wdt);
+        checkStatus(fn, heap.wasm.exports.widen_half(bits, at, dim, q.wdt));
       } else heap.f32().set(a, at >>> 2);
     }
     return p;

@@ -143,7 +143,7 @@ export class RmsNorm {
       checkStatus(fn, op.span(k, p.addrs, s, e - s, rows, dim, q));
       p.copyOut(s, e);
     }
-    p.finish();
+    p.finish(fn);
     return p;
   }
 

@@ -81,7 +81,7 @@ export class PoolCalls {
       });
       if (!byChunk) p.copyOut(s, e);
     }
-    p.finish();
+    p.finish(fn);
     return p;
   }
 }
