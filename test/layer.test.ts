@@ -97,6 +97,14 @@ describe('createRmsNorm', () => {
     // nothing was written, and the layer still works
     expect(firstBitDiff(layer.forward(x), rmsNorm(x, w))).toBe(-1);
     layer.free();
-    expect(thrown(() => layer.forward(x))).toMatchObject({ message: expect.stringMatching(/freed/) });
+    const freed = { name: 'TypeError', message: expect.stringMatching(/this layer was freed/) };
+    expect(thrown(() => layer.forward(x))).toMatchObject(freed);
+    expect(thrown(() => layer.backward(x, x))).toMatchObject(freed);
+    expect(thrown(() => layer.setWeight(w))).toMatchObject(freed);
+    expect(thrown(() => layer.rstd)).toMatchObject(freed);
+    layer.free(); // a second free is harmless
+    const none = createRmsNorm(null, { dim });
+    none.free();
+    expect(thrown(() => none.setWeight(w))).toMatchObject(freed);
   });
 });

@@ -7,8 +7,27 @@
  * @module
  */
 import type { F32Buffer } from './memory.js';
-import type { RmsNorm } from './rmsnorm.js';
-import { checkLayerOptions, checkLayerRstd, checkRows, describe, type RmsNormBackwardResult } from './validate.js';
+import {
+  checkLayerOptions,
+  checkLayerRstd,
+  checkRows,
+  describe,
+  type BackwardArgs,
+  type FloatArray,
+  type ForwardArgs,
+  type RmsNormBackwardResult,
+} from './validate.js';
+
+/**
+ * What a layer needs of the instance it runs on (rmsnorm.ts's RmsNorm): memory for its weight
+ * and the forward / backward of checked arguments. A type of its own, so that this module does
+ * not import rmsnorm.ts, which creates layers. @internal
+ */
+export interface LayerHost {
+  allocF32(length: number): F32Buffer;
+  forwardChecked(a: ForwardArgs, fn: string): FloatArray;
+  backwardChecked(a: BackwardArgs, fn: string): RmsNormBackwardResult<FloatArray, FloatArray>;
+}
 
 /** Options of {@link RmsNormLayer}'s creation. */
 export interface RmsNormLayerOptions {
@@ -43,7 +62,7 @@ export class RmsNormLayer {
   readonly offset: number;
   /** Elements of each row rstd is estimated from (`dim` unless `partial` was given). */
   readonly stat: number;
-  private readonly rn: RmsNorm;
+  private readonly rn: LayerHost;
   private w: F32Buffer | null;
   private wView: Float32Array | null = null;
   private readonly y = new Owned();
@@ -53,7 +72,7 @@ export class RmsNormLayer {
   private freed = false;
 
   /** @internal Use {@link createRmsNorm} or `RmsNorm.createLayer`. */
-  constructor(rn: RmsNorm, weight: unknown, options: unknown) {
+  constructor(rn: LayerHost, weight: unknown, options: unknown) {
     const o = checkLayerOptions('createRmsNorm', weight, options);
     this.rn = rn;
     this.dim = o.dim;
@@ -81,6 +100,7 @@ export class RmsNormLayer {
 
   /** The rstd of each row of the last {@link forward} (valid until the next one). */
   get rstd(): Float32Array {
+    this.live('rstd');
     return this.rstdOut.last;
   }
 
@@ -108,6 +128,7 @@ export class RmsNormLayer {
 
   /** Replaces the weight's values (`dim` floats; the layer was created with a weight). */
   setWeight(weight: Float32Array): void {
+    this.live('setWeight');
     if (!this.w) throw new TypeError('layer.setWeight: this layer was created without a weight');
     if (!ArrayBuffer.isView(weight) || !(weight instanceof Float32Array) || weight.length !== this.dim) {
       throw new TypeError(`layer.setWeight: weight must be a Float32Array of ${this.dim} floats, got ${describe(weight)}`);
@@ -131,8 +152,15 @@ export class RmsNormLayer {
 
   /** Rows of `a`, checked: a Float32Array whose length is a multiple of dim. */
   private rows(fn: string, name: string, a: unknown): number {
-    if (this.freed) throw new Error(`layer.${fn}: the layer was freed`);
+    this.live(fn);
     return checkRows(`layer.${fn}`, name, a, this.dim);
+  }
+
+  /** Throws a TypeError when the layer was freed: its weight's memory may belong to something else now. */
+  private live(fn: string): void {
+    if (this.freed) {
+      throw new TypeError(`layer.${fn}: this layer was freed (free() or the end of its \`using\` block); create a new one with createRmsNorm`);
+    }
   }
 
   /**
