@@ -11,11 +11,7 @@ import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg } from 'node:os';
 import { createPool, init, instance, loadRmsNorm, type RmsNormPool } from '../dist/index.js';
-
-interface Hooks {
-  setInlineBelow(elems: number): void;
-  forceWay(way: 'sharded' | 'alone' | null): void;
-}
+import { poolHooks } from '../dist/pool/hooks.js';
 
 /** Median wall time (µs) of `f` over about `budgetMs` after a warm-up. */
 async function median(f: () => unknown, budgetMs = 300): Promise<number> {
@@ -104,7 +100,7 @@ console.log('    shape     arrays              | fwd sync  fwd pool  ratio | bwd
 // Plain arrays also with sharding forced: the pool runs them the faster way (choice.ts), and
 // this row shows what sharding them would give (only the calling thread can read a plain
 // array, so it makes every copy in and out while the workers compute).
-const hooks = (pool as unknown as Record<symbol, Hooks>)[Symbol.for('rmsnorm-wasm.test')]!;
+const hooks = poolHooks(pool);
 const goals: Comparison[] = [];
 for (const [rows, dim] of [[128, 2048], [512, 4096], [1024, 5120]] as const) {
   for (const [plain, way] of [[false, 'chosen'], [true, 'chosen'], [true, 'sharded']] as const) {

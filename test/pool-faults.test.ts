@@ -6,16 +6,10 @@ import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createPool, init, instance, type RmsNormPool, type RmsNorm } from '../dist/index.js';
+import { poolHooks } from '../dist/pool/hooks.js';
 import { randn } from '../shared/reference.js';
 
-interface TestHooks {
-  failWorker(i: number): Promise<unknown>;
-  busy(i: number): boolean;
-  hold(i: number): void;
-  release(): void;
-  killWorker(i: number): void;
-}
-const hooks = (p: RmsNormPool) => (p as unknown as Record<symbol, TestHooks>)[Symbol.for('rmsnorm-wasm.test')]!;
+const hooks = (p: RmsNormPool) => poolHooks(p);
 
 let sync: RmsNorm;
 beforeAll(async () => {

@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPool, init, instance, type RmsNormPool, type RmsNorm } from '../dist/index.js';
+import { poolHooks } from '../dist/pool/hooks.js';
 import { randn, rng } from '../shared/reference.js';
 
 let sync: RmsNorm;
@@ -27,7 +28,7 @@ function firstDiff(a: Float32Array, b: Float32Array): number {
 /** The pool's test hook that makes calls big enough to shard go one way (see pool.ts). */
 type Way = 'sharded' | 'alone';
 const forceWay = (p: RmsNormPool, way: Way | null) =>
-  (p as unknown as Record<symbol, { forceWay(w: Way | null): void }>)[Symbol.for('rmsnorm-wasm.test')]!.forceWay(way);
+  poolHooks(p).forceWay(way);
 
 // Shapes below the inline threshold run on the calling thread; the others are sharded, or
 // run on the calling thread alone, as the pool measures faster (choice.ts): each is run both

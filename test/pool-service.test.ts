@@ -12,6 +12,7 @@ import { getEventListeners } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPool, init, instance, type RmsNorm, type RmsNormPool } from '../dist/index.js';
+import { poolHooks } from '../dist/pool/hooks.js';
 import { randn } from '../shared/reference.js';
 
 let sync: RmsNorm;
@@ -51,7 +52,7 @@ describe('create and destroy', () => {
     const x = randn(8192 * 4096, 3);
     const w = randn(4096, 4);
     // Worker 0 stops inside the first chunk it claims, so the call cannot finish before destroy.
-    const hooks = (p as unknown as Record<symbol, { hold(i: number): void; busy(i: number): boolean }>)[Symbol.for('rmsnorm-wasm.test')]!;
+    const hooks = poolHooks(p);
     hooks.hold(0);
     const running = p.rmsNorm(x, w).then(() => 'resolved', (e: Error) => e.message);
     const queued = p.rmsNorm(x, w).then(() => 'resolved', (e: Error) => e.message);

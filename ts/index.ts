@@ -197,7 +197,6 @@ export function float32ToHalf(x: Float32Array, dtype: HalfDtype): Uint16Array {
 }
 
 export type { PoolCallOptions, PoolOptions, RmsNormPool } from './pool/pool.js';
-export { INLINE_BELOW, JOIN_BELOW, STREAM_BELOW } from './pool/pool.js';
 
 /**
  * Starts a worker pool that shards rows across Workers sharing one wasm memory (Node

@@ -14,6 +14,7 @@
  */
 import { mkdir, readFile } from 'node:fs/promises';
 import { dirname, join, posix } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { packRepo, REPO, run, type Packed } from './pack.js';
 
@@ -202,6 +203,32 @@ describe('npm pack', () => {
       (e: { stderr?: string }) => ({ stderr: e.stderr ?? '', stdout: '' }),
     );
     expect(off.stderr).toContain('ERR_REQUIRE_ESM');
+  }, 60_000);
+
+  test('each entry point exports exactly the public API, and its objects carry no test hooks', async () => {
+    // The names a user can import: adding one is a decision, so it is listed here.
+    const PUBLIC: Record<string, string[]> = {
+      'dist/index.js': [
+        'DEFAULT_EPS', 'RmsNorm', 'allocF32', 'allocU16', 'createPool', 'createRmsNorm', 'float32ToHalf', 'halfToFloat32', 'init',
+        'instance', 'loadRmsNorm', 'rmsNorm', 'rmsNormBackward', 'simdSupported', 'statOf', 'threadsAvailable',
+      ],
+      'dist/node/index.js': [
+        'CHUNK_BYTES', 'NPY_ITEM_BYTES', 'NPY_PREFIX_BYTES', 'NormalizeError', 'NpyError', 'createNormalizeStream', 'normalizeFile',
+        'npyDataOffset', 'npyHeader', 'parseNpyHeader',
+      ],
+    };
+    for (const [entry, names] of Object.entries(PUBLIC)) {
+      const m = (await import(pathToFileURL(join(unpacked, entry)).href)) as Record<string, unknown>;
+      expect({ entry, names: Object.keys(m).sort() }).toEqual({ entry, names: [...names].sort() });
+    }
+    const m = (await import(pathToFileURL(join(unpacked, 'dist/index.js')).href)) as typeof import('../../dist/index.js');
+    const pool = await m.createPool({ threads: 1 });
+    try {
+      expect(Object.getOwnPropertySymbols(pool)).toEqual([]);
+      expect(Object.getOwnPropertySymbols(Object.getPrototypeOf(pool))).toEqual([Symbol.asyncDispose]);
+    } finally {
+      await pool.destroy();
+    }
   }, 60_000);
 
   test('publint --strict reports nothing', async () => {

@@ -29,10 +29,10 @@ import { Dispatcher } from './dispatch.js';
 import { FN_BACKWARD, FN_FORWARD, PoolCalls } from './operands.js';
 import { Choice } from './choice.js';
 import { CallQueue, abortReason, type Settle } from './queue.js';
-import { INLINE_BELOW, SLICE_MS, STREAM_BELOW } from './tuning.js';
+import { INLINE_BELOW, SLICE_MS } from './tuning.js';
 import { Workers } from './workers.js';
+import { registerPoolHooks, type PoolHooks } from './hooks.js';
 
-export { INLINE_BELOW, JOIN_BELOW, STREAM_BELOW } from './tuning.js';
 export type { PoolCallOptions, PoolOptions, RmsNormPool } from './api.js';
 import { checkCreateOptions, checkSignal, POOL_KEYS, type PoolCallOptions, type PoolOptions, type RmsNormPool } from './api.js';
 
@@ -41,10 +41,6 @@ type Job =
   | { kind: 'backward'; check: () => BackwardArgs; settle: Settle<RmsNormBackwardResult<FloatArray, FloatArray>>; signal?: AbortSignal }
   | { kind: 'ping'; settle: Settle<void>; signal?: undefined }
   | { kind: 'fail'; worker: number; settle: Settle<void>; signal?: undefined };
-
-/** Key of the pool's test hooks (see Pool[TEST_HOOKS]). */
-const TEST_HOOKS: unique symbol = Symbol.for('rmsnorm-wasm.test');
-
 
 const destroyedError = () => new Error('rmsnorm-wasm pool: the pool was destroyed');
 
@@ -68,10 +64,10 @@ class Pool implements RmsNormPool {
   private busy = false;
   private destroyed = false;
   private readonly joinAllowed = canBlock();
-  /** Test hooks' forceWay: true sharded, false on this thread alone, null as `choice` decides. */
-  private forcedWay: boolean | null = null;
-  /** INLINE_BELOW, changeable through the test hooks (to measure the threshold). */
-  private inlineBelow: { forward: number; backward: number } = INLINE_BELOW[canBlock() ? 'join' : 'async'];
+  /** hooks.ts's forceWay: true sharded, false on this thread alone, null as `choice` decides. */
+  #forcedWay: boolean | null = null;
+  /** INLINE_BELOW, changeable through hooks.ts (to measure the threshold). */
+  #inlineBelow: { forward: number; backward: number } = INLINE_BELOW[canBlock() ? 'join' : 'async'];
 
   constructor(rn: RmsNorm, plain: RmsNorm, threads: number, private readonly cores: number) {
     this.rn = rn;
@@ -82,6 +78,7 @@ class Pool implements RmsNormPool {
     this.threads = threads;
     this.scratch = new Scratch(rn.heap);
     this.calls = new PoolCalls(rn.heap, this.scratch, this.blockRows);
+    registerPoolHooks(this, this.hooks());
   }
 
   /** Allocates the control block and starts the workers; resolves when all are ready. */
@@ -105,10 +102,6 @@ class Pool implements RmsNormPool {
     workers.keepAlive(false);
   }
 
-  /** Plain-array calls are copied chunk by chunk while the job runs where this thread may block, below STREAM_BELOW. */
-  private streams(work: number): boolean {
-    return this.joinAllowed && work < STREAM_BELOW;
-  }
 
   rmsNorm<T extends FloatArray = Float32Array>(x: T, weight: FloatArray | null, options?: RmsNormOptions<T> & PoolCallOptions): Promise<T> {
     const fn = FN_FORWARD;
@@ -173,7 +166,7 @@ class Pool implements RmsNormPool {
 
   /** Whether a call runs on the calling thread rather than being sharded. */
   private inline(rows: number, elems: number, kind: 'forward' | 'backward'): boolean {
-    if (this.threads === 0 || elems < this.inlineBelow[kind]) return true;
+    if (this.threads === 0 || elems < this.#inlineBelow[kind]) return true;
     // Backward chunks are whole 32-row dweight blocks: one block cannot be shared.
     return kind === 'forward' ? rows < 2 : rows <= this.blockRows;
   }
@@ -229,10 +222,10 @@ class Pool implements RmsNormPool {
     }
     if (job.kind === 'forward') {
       const a = job.check();
-      job.settle.resolve(await this.call(a, false, () => this.inlineFor(a).forwardChecked(a, FN_FORWARD), () => this.calls.forward(this.dispatcher!, a, this.streams(a.rows * a.dim))));
+      job.settle.resolve(await this.call(a, false, () => this.inlineFor(a).forwardChecked(a, FN_FORWARD), () => this.calls.forward(this.dispatcher!, a, this.joinAllowed)));
     } else {
       const a = job.check();
-      job.settle.resolve(await this.call(a, true, () => this.inlineFor(a).backwardChecked(a, FN_BACKWARD), () => this.calls.backward(this.dispatcher!, a, this.streams(2 * a.rows * a.dim))));
+      job.settle.resolve(await this.call(a, true, () => this.inlineFor(a).backwardChecked(a, FN_BACKWARD), () => this.calls.backward(this.dispatcher!, a, this.joinAllowed)));
     }
   }
 
@@ -243,7 +236,7 @@ class Pool implements RmsNormPool {
   private async call<R>(a: ForwardArgs | BackwardArgs, backward: boolean, alone: () => R, sharded: () => Promise<R>): Promise<R> {
     const elems = a.rows * a.dim;
     if (this.inline(a.rows, elems, backward ? 'backward' : 'forward')) return alone();
-    if (this.forcedWay !== null) return this.forcedWay ? sharded() : alone();
+    if (this.#forcedWay !== null) return this.#forcedWay ? sharded() : alone();
     // A page's main thread keeps sharding: keeping the page responsive is the point there.
     const pick = this.joinAllowed ? this.choice.pick(backward, !this.heap.holds(a.x), backward ? 2 * elems : elems) : null;
     const r = !pick || pick.sharded ? await sharded() : alone();
@@ -271,43 +264,36 @@ class Pool implements RmsNormPool {
     return this.destroy();
   }
 
-  /**
-   * Test hooks, reached through `pool[Symbol.for('rmsnorm-wasm.test')]`: `failWorker(i)` queues
-   * a job that makes worker i throw (resolves to the job's rejection reason); `busy(i)` says
-   * whether worker i is inside a job; `hold(i)` makes worker i stop inside the next chunk it
-   * claims until `release()`; `setInlineBelow(n)` changes the inline threshold (the
-   * threshold benchmark); `forceWay(way)` makes every call big enough to shard run
-   * `'sharded'` or `'alone'` on the calling thread (null: as choice.ts decides; the pool
-   * benchmark's forced rows); `killWorker(i)` terminates worker i from outside, as a
-   * crash would. @internal
-   */
-  [TEST_HOOKS] = {
-    failWorker: (i: number): Promise<unknown> =>
-      this.enqueue<void>((settle) => ({ kind: 'fail', worker: i, settle }), undefined).then(
-        () => new Error('worker did not fail'),
-        (e: unknown) => e,
-      ),
-    setInlineBelow: (elems: number): void => {
-      this.inlineBelow = { forward: elems, backward: elems };
-    },
-    forceWay: (way: 'sharded' | 'alone' | null): void => {
-      this.forcedWay = way === null ? null : way === 'sharded';
-    },
-    hold: (i: number): void => {
-      if (this.ctl) Atomics.store(this.ctl, C.HOLD, i + 1);
-    },
-    release: (): void => {
-      if (this.ctl) {
-        Atomics.store(this.ctl, C.HOLD, 0);
-        Atomics.notify(this.ctl, C.HOLD);
-      }
-    },
-    busy: (i: number): boolean => !!this.workers && this.workers.busy(i),
-    killWorker: (i: number): void => {
-      if (!this.workers) throw new RangeError(`no worker ${i}`);
-      this.workers.kill(i);
-    },
-  };
+  /** This pool's hooks.ts controls (registered there, not reachable from the pool object). */
+  private hooks(): PoolHooks {
+    return {
+      failWorker: (i: number): Promise<unknown> =>
+        this.enqueue<void>((settle) => ({ kind: 'fail', worker: i, settle }), undefined).then(
+          () => new Error('worker did not fail'),
+          (e: unknown) => e,
+        ),
+      setInlineBelow: (elems: number): void => {
+        this.#inlineBelow = { forward: elems, backward: elems };
+      },
+      forceWay: (way: 'sharded' | 'alone' | null): void => {
+        this.#forcedWay = way === null ? null : way === 'sharded';
+      },
+      hold: (i: number): void => {
+        if (this.ctl) Atomics.store(this.ctl, C.HOLD, i + 1);
+      },
+      release: (): void => {
+        if (this.ctl) {
+          Atomics.store(this.ctl, C.HOLD, 0);
+          Atomics.notify(this.ctl, C.HOLD);
+        }
+      },
+      busy: (i: number): boolean => !!this.workers && this.workers.busy(i),
+      killWorker: (i: number): void => {
+        if (!this.workers) throw new RangeError(`no worker ${i}`);
+        this.workers.kill(i);
+      },
+    };
+  }
 }
 
 /**

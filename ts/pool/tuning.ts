@@ -18,23 +18,6 @@ export const INLINE_BELOW = {
 } as const;
 
 /**
- * Kept for compatibility of the exported constant: where the calling thread may block (Node,
- * workers) it now always takes part in a job (see dispatch.ts), in slices of at most
- * {@link SLICE_MS}; calls of this much work or more (elements, backward counted twice) no
- * longer differ. @deprecated
- */
-export const JOIN_BELOW = 4 * 1024 * 1024;
-
-/**
- * Plain-array calls below this much work (elements, backward counted twice) stream where the
- * calling thread may block: it copies chunks in while workers compute, computes chunks itself,
- * and copies results out as chunks finish, yielding to the event loop between chunks. Every
- * size streams now: placing a large input whole first held the event loop for the whole copy
- * (113 ms for 128 MiB here), and streaming needs no more memory than that did.
- */
-export const STREAM_BELOW = Number.POSITIVE_INFINITY;
-
-/**
  * The longest the pool keeps the calling thread (the event loop, in Node) before it yields to
  * timers and I/O: between queued calls, and between chunks of one call. A 20 ms timer then
  * fires within a few ms of its time even during a burst of queued calls.
