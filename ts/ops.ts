@@ -97,6 +97,11 @@ const at = (addr: number, bytes: number) => (addr === 0 ? 0 : addr + bytes);
 
 const operand = (name: string, shape: Shape, out = false, alias: readonly number[] = []): Operand => ({ name, shape, out, alias });
 
+/** The forward's operands by name: their slots in {@link FORWARD}'s operand order. */
+export const F = { x: 0, residual: 1, weight: 2, y: 3, h: 4, rstd: 5 } as const;
+/** The backward's operands (and, after them, its workspace) by name: slots in {@link BACKWARD}'s order. */
+export const B = { dy: 0, x: 1, weight: 2, rstd: 3, dresidual: 4, dx: 5, dweight: 6, work: 7 } as const;
+
 /**
  * Forward: x, residual?, weight?, y (may be x), h? (with a residual: `x + residual`; may be x
  * or the residual itself, its default), rstd?.
@@ -107,8 +112,8 @@ export const FORWARD: Op = {
     operand('x', MATRIX),
     operand('options.residual', MATRIX),
     operand('weight', ROW),
-    operand('options.out', MATRIX, true, [0]),
-    operand('options.residualOut', MATRIX, true, [0, 1]),
+    operand('options.out', MATRIX, true, [F.x]),
+    operand('options.residualOut', MATRIX, true, [F.x, F.residual]),
     operand('options.rstd', PER_ROW, true),
   ],
   syncWork: () => 0,
@@ -116,11 +121,11 @@ export const FORWARD: Op = {
   blockAligned: false,
   cost: 1,
   span: (k, a, _row0, rows, _total, dim, q) =>
-    k.rms_norm_forward(a[0]!, a[1]!, a[2]!, a[3]!, a[4]!, a[5]!, rows, dim, q.eps, q.offset, q.stat, q.dtypes),
+    k.rms_norm_forward(a[F.x]!, a[F.residual]!, a[F.weight]!, a[F.y]!, a[F.h]!, a[F.rstd]!, rows, dim, q.eps, q.offset, q.stat, q.dtypes),
   chunk(k, a, r0, r1, _rows, dim, q) {
     const off = r0 * dim * matrixBytes(q);
     return k.rms_norm_forward(
-      a[0]! + off, at(a[1]!, off), a[2]!, a[3]! + off, at(a[4]!, off), at(a[5]!, r0 * 4),
+      a[F.x]! + off, at(a[F.residual]!, off), a[F.weight]!, a[F.y]! + off, at(a[F.h]!, off), at(a[F.rstd]!, r0 * 4),
       r1 - r0, dim, q.eps, q.offset, q.stat, q.dtypes,
     );
   },
@@ -140,19 +145,25 @@ export const BACKWARD: Op = {
     operand('weight', ROW),
     operand('options.rstd', PER_ROW),
     operand('options.dresidual', MATRIX),
-    operand('options.dx', MATRIX, true, [0, 1, 4]),
+    operand('options.dx', MATRIX, true, [B.dy, B.x, B.dresidual]),
     operand('options.dweight', ROW, true),
   ],
-  syncWork: (dim, arrs) => (arrs[2] !== null ? dim : 0),
-  poolWork: (rows, dim, blockRows, arrs) => (arrs[2] !== null ? Math.ceil(rows / blockRows) * dim : 0),
+  syncWork: (dim, arrs) => (arrs[B.weight] !== null ? dim : 0),
+  poolWork: (rows, dim, blockRows, arrs) => (arrs[B.weight] !== null ? Math.ceil(rows / blockRows) * dim : 0),
   blockAligned: true,
   cost: 2,
   span: (k, a, row0, rows, total, dim, q) =>
-    k.rms_norm_backward(a[0]!, a[1]!, a[2]!, a[3]!, a[4]!, a[5]!, a[6]!, a[7]!, rows, dim, q.eps, q.offset, q.stat, row0, total, q.dtypes),
+    k.rms_norm_backward(
+      a[B.dy]!, a[B.x]!, a[B.weight]!, a[B.rstd]!, a[B.dresidual]!, a[B.dx]!, a[B.dweight]!, a[B.work]!,
+      rows, dim, q.eps, q.offset, q.stat, row0, total, q.dtypes,
+    ),
   chunk: (k, a, r0, r1, rows, dim, q) =>
-    k.rms_norm_backward_rows(a[0]!, a[1]!, a[2]!, a[3]!, a[4]!, a[5]!, a[7]!, rows, dim, q.eps, q.offset, q.stat, r0, r1, q.dtypes),
+    k.rms_norm_backward_rows(
+      a[B.dy]!, a[B.x]!, a[B.weight]!, a[B.rstd]!, a[B.dresidual]!, a[B.dx]!, a[B.work]!,
+      rows, dim, q.eps, q.offset, q.stat, r0, r1, q.dtypes,
+    ),
   complete: (k, a, rows, dim, blockRows, accumulate) =>
-    a[2] === 0 ? 0 : k.reduce_partials(a[7]!, Math.ceil(rows / blockRows), dim, a[6]!, accumulate ? 1 : 0),
+    a[B.weight] === 0 ? 0 : k.reduce_partials(a[B.work]!, Math.ceil(rows / blockRows), dim, a[B.dweight]!, accumulate ? 1 : 0),
 };
 
 /** Operations by {@link Op.id} (the pool's opcode for a kernel job is `id + 1`). */

@@ -82,6 +82,16 @@ export class Placement {
 
   constructor(private readonly heap: Heap) {}
 
+  /**
+   * The segment that starts at row `s` (0, then each end returned): points the addresses at
+   * it and returns its end row. Every runner (the sync API, the pool) walks segments with it:
+   * `for (let s = 0, e; s < rows; s = e) { e = p.segment(s); copy in, run, copy out }`.
+   */
+  segment(s: number): number {
+    if (s > 0) this.seek(s);
+    return Math.min(this.rows, s + this.segRows);
+  }
+
   /** The addresses for the segment that starts at row `s`. */
   seek(s: number): void {
     this.start = s;

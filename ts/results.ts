@@ -1,11 +1,13 @@
 /**
  * The arrays a call's results are written to and returned as: the caller's (`options.out`,
  * `dx`, `dweight`), or new ones of the caller's kind (Float32Array, Uint16Array of half bits,
- * Float16Array over such bits), allocated as platform.ts says. Shared by the sync API and the
- * pool.
+ * Float16Array over such bits), allocated as platform.ts says; and a checked call turned into
+ * its operation's arrays ({@link forwardCall}, {@link backwardCall}). Shared by the sync API and
+ * the pool, so that neither spells out an operand order.
  * @module
  */
-import type { Data } from './ops.js';
+import { B, BACKWARD, F, FORWARD, type Data, type Op } from './ops.js';
+import type { Placement } from './place.js';
 import { resultArray, resultOfKind } from './platform.js';
 import { KIND_F32, type BackwardArgs, type FloatArray, type ForwardArgs, type RmsNormBackwardResult } from './validate.js';
 
@@ -65,4 +67,52 @@ export function backwardResults(a: BackwardArgs): {
     }
   }
   return { dx, dweight, result: { dx: dxUser, dweight: dwUser }, resident: false };
+}
+
+/** A checked call as its operation runs it: the arrays in operand order, and what it returns. */
+export interface Call<R> {
+  readonly op: Op;
+  readonly arrs: readonly (Data | null)[];
+  /** Bit `i` set: operand `i` is an output the library allocated (see Placer.place). */
+  readonly fresh: number;
+  /** The caller's result, once the placement `p` has run every segment. */
+  result(p: Placement): R;
+}
+
+/** A checked forward as {@link FORWARD} runs it. */
+export function forwardCall(a: ForwardArgs): Call<FloatArray> {
+  const r = forwardResult(a);
+  const arrs: (Data | null)[] = [null, null, null, null, null, null];
+  arrs[F.x] = a.x;
+  arrs[F.residual] = a.residual;
+  arrs[F.weight] = a.weight;
+  arrs[F.y] = r.y;
+  arrs[F.h] = a.h;
+  arrs[F.rstd] = a.rstd;
+  return {
+    op: FORWARD,
+    arrs,
+    fresh: a.out ? 0 : 1 << F.y,
+    result: (p) => (r.resident ? p.result(F.y, r.y as Float32Array) : r.given),
+  };
+}
+
+/** A checked backward as {@link BACKWARD} runs it. */
+export function backwardCall(a: BackwardArgs): Call<RmsNormBackwardResult<FloatArray, FloatArray>> {
+  const r = backwardResults(a);
+  const { dx, dweight } = r;
+  const arrs: (Data | null)[] = [null, null, null, null, null, null, null];
+  arrs[B.dy] = a.dy;
+  arrs[B.x] = a.x;
+  arrs[B.weight] = a.weight;
+  arrs[B.rstd] = a.rstd;
+  arrs[B.dresidual] = a.dresidual;
+  arrs[B.dx] = dx;
+  arrs[B.dweight] = dweight;
+  return {
+    op: BACKWARD,
+    arrs,
+    fresh: (a.dx ? 0 : 1 << B.dx) | (a.weight && !a.dweight ? 1 << B.dweight : 0),
+    result: (p) => (r.resident ? { dx: p.result(B.dx, dx), dweight: dweight && p.result(B.dweight, dweight) } : r.result),
+  };
 }

@@ -9,9 +9,9 @@
 import type { Build, LoadedWasm } from './load.js';
 import { RmsNormLayer, type RmsNormLayerOptions } from './layer.js';
 import { Heap, Scratch, type F32Buffer, type U16Buffer } from './memory.js';
-import { BACKWARD, FORWARD, type Data, type Op, type Params } from './ops.js';
-import { backwardResults, forwardResult } from './results.js';
-import { Placer, SYNC_WINDOW_FLOATS, type Placement, type WindowRules } from './place.js';
+import type { Data, Params } from './ops.js';
+import { backwardCall, backwardResults, forwardCall, forwardResult, type Call } from './results.js';
+import { Placer, SYNC_WINDOW_FLOATS, type WindowRules } from './place.js';
 import { checkStatus } from './status.js';
 import { resultArray } from './platform.js';
 import {
@@ -82,10 +82,8 @@ export class RmsNorm {
 
   /** The forward of arguments already checked by checkForward (the pool's inline path). @internal */
   forwardChecked(a: ForwardArgs, fn = 'rmsNorm'): FloatArray {
-    const r = forwardResult(a);
-    if (a.rows === 0) return r.given;
-    const p = this.run(fn, FORWARD, [a.x, a.residual, a.weight, r.y, a.h, a.rstd], a.rows, a.dim, a, a.out ? 0 : 1 << 3);
-    return r.resident ? p.result(3, r.y as Float32Array) : r.given;
+    if (a.rows === 0) return forwardResult(a).given;
+    return this.run(fn, forwardCall(a), a.rows, a.dim, a);
   }
 
   /**
@@ -112,39 +110,27 @@ export class RmsNorm {
 
   /** The backward of arguments already checked by checkBackward (the pool's inline path). @internal */
   backwardChecked(a: BackwardArgs, fn = 'rmsNormBackward'): RmsNormBackwardResult<FloatArray, FloatArray> {
-    const r = backwardResults(a);
-    const { dx, dweight } = r;
     if (a.rows === 0) {
-      dweight?.fill(0);
+      const r = backwardResults(a);
+      r.dweight?.fill(0);
       return r.result;
     }
-    const fresh = (a.dx ? 0 : 1 << 5) | (a.weight && !a.dweight ? 1 << 6 : 0);
-    const p = this.run(fn, BACKWARD, [a.dy, a.x, a.weight, a.rstd, a.dresidual, dx, dweight], a.rows, a.dim, a, fresh);
-    return r.resident ? { dx: p.result(5, dx), dweight: dweight && p.result(6, dweight) } : r.result;
+    return this.run(fn, backwardCall(a), a.rows, a.dim, a);
   }
 
-  /** Places a checked call (`fresh`: outputs the library allocated, see Placer.place) and runs `op` on each segment of rows: copy in, kernel, copy out. */
-  private run(
-    fn: string,
-    op: Op,
-    arrs: readonly (Data | null)[],
-    rows: number,
-    dim: number,
-    q: Params,
-    fresh: number,
-  ): Placement {
-    const p = this.placer.place(fn, op, arrs, rows, dim, q, fresh);
+  /** Places a checked call and runs its operation on each segment of rows: copy in, kernel, copy out. */
+  private run<R>(fn: string, c: Call<R>, rows: number, dim: number, q: Params): R {
+    const { op } = c;
+    const p = this.placer.place(fn, op, c.arrs, rows, dim, q, c.fresh);
     const k = this.wasm.exports;
-    const seg = p.segRows;
-    for (let s = 0; s < rows; s += seg) {
-      const e = Math.min(rows, s + seg);
-      if (s > 0) p.seek(s);
+    for (let s = 0, e = 0; s < rows; s = e) {
+      e = p.segment(s);
       p.copyIn(s, e);
       checkStatus(fn, op.span(k, p.addrs, s, e - s, rows, dim, q));
       p.copyOut(s, e);
     }
     p.finish(fn);
-    return p;
+    return c.result(p);
   }
 
   /**

@@ -8,10 +8,10 @@
  * @module
  */
 import type { Heap, Scratch } from '../memory.js';
-import { BACKWARD, FORWARD, type Data, type Op, type Params } from '../ops.js';
-import { backwardResults, forwardResult } from '../results.js';
+import type { Params } from '../ops.js';
+import { backwardCall, forwardCall, type Call } from '../results.js';
 import type { BackwardArgs, FloatArray, ForwardArgs, RmsNormBackwardResult } from '../validate.js';
-import { Placer, POOL_WINDOW_FLOATS, type Placement } from '../place.js';
+import { Placer, POOL_WINDOW_FLOATS } from '../place.js';
 import type { Dispatcher } from './dispatch.js';
 
 /** The names pool calls give in their errors. */
@@ -31,43 +31,27 @@ export class PoolCalls {
   }
 
   /** A checked forward, sharded; `streamChunks` as for {@link run}. */
-  async forward(d: Dispatcher, a: ForwardArgs, streamChunks: boolean): Promise<FloatArray> {
-    const r = forwardResult(a);
-    const arrs = [a.x, a.residual, a.weight, r.y, a.h, a.rstd];
-    const p = await this.run(d, FN_FORWARD, FORWARD, arrs, a.rows, a.dim, a, streamChunks);
-    return r.resident ? p.result(3, r.y as Float32Array) : r.given;
+  forward(d: Dispatcher, a: ForwardArgs, streamChunks: boolean): Promise<FloatArray> {
+    return this.run(d, FN_FORWARD, forwardCall(a), a.rows, a.dim, a, streamChunks);
   }
 
   /** A checked backward, sharded. */
-  async backward(d: Dispatcher, a: BackwardArgs, streamChunks: boolean): Promise<RmsNormBackwardResult<FloatArray, FloatArray>> {
-    const r = backwardResults(a);
-    const { dx, dweight } = r;
-    const arrs = [a.dy, a.x, a.weight, a.rstd, a.dresidual, dx, dweight];
-    const p = await this.run(d, FN_BACKWARD, BACKWARD, arrs, a.rows, a.dim, a, streamChunks);
-    return r.resident ? { dx: p.result(5, dx), dweight: dweight && p.result(6, dweight) } : r.result;
+  backward(d: Dispatcher, a: BackwardArgs, streamChunks: boolean): Promise<RmsNormBackwardResult<FloatArray, FloatArray>> {
+    return this.run(d, FN_BACKWARD, backwardCall(a), a.rows, a.dim, a, streamChunks);
   }
 
   /**
-   * Runs `op` on `arrs` (its operand order) over `rows × dim`; `streamChunks`: copy by chunks
-   * while the job runs (the calling thread may block). Returns the placement, finished.
+   * Runs call `c` over `rows × dim`, one job per segment of rows; `streamChunks`: copy by
+   * chunks while the job runs (the calling thread may block). Returns the caller's result.
    */
-  async run(
-    d: Dispatcher,
-    fn: string,
-    op: Op,
-    arrs: readonly (Data | null)[],
-    rows: number,
-    dim: number,
-    params: Params,
-    streamChunks: boolean,
-  ): Promise<Placement> {
-    const p = this.placer.place(fn, op, arrs, rows, dim, params);
-    const seg = p.segRows;
+  async run<R>(d: Dispatcher, fn: string, c: Call<R>, rows: number, dim: number, params: Params, streamChunks: boolean): Promise<R> {
+    const { op } = c;
+    const p = this.placer.place(fn, op, c.arrs, rows, dim, params, c.fresh);
     const byChunk = p.streams && streamChunks;
-    for (let s = 0; s < rows; s += seg) {
-      const e = Math.min(rows, s + seg);
-      if (s > 0) p.seek(s);
+    for (let s = 0, e = 0; s < rows; s = e) {
+      e = p.segment(s);
       if (!byChunk) p.copyIn(s, e);
+      const s0 = s;
       await d.run({
         op: op.id + 1,
         operands: p.addrs,
@@ -77,11 +61,11 @@ export class PoolCalls {
         work: op.cost * (e - s) * dim,
         blockAligned: op.blockAligned,
         accumulate: s > 0,
-        stream: byChunk ? { copyIn: (r0, r1) => p.copyIn(s + r0, s + r1), copyOut: (r0, r1) => p.copyOut(s + r0, s + r1) } : null,
+        stream: byChunk ? { copyIn: (r0, r1) => p.copyIn(s0 + r0, s0 + r1), copyOut: (r0, r1) => p.copyOut(s0 + r0, s0 + r1) } : null,
       });
       if (!byChunk) p.copyOut(s, e);
     }
     p.finish(fn);
-    return p;
+    return c.result(p);
   }
 }
