@@ -79,40 +79,58 @@ export interface Call<R> {
   result(p: Placement): R;
 }
 
-/** A checked forward as {@link FORWARD} runs it. */
-export function forwardCall(a: ForwardArgs): Call<FloatArray> {
-  const r = forwardResult(a);
-  const arrs: (Data | null)[] = [null, null, null, null, null, null];
-  arrs[F.x] = a.x;
-  arrs[F.residual] = a.residual;
-  arrs[F.weight] = a.weight;
-  arrs[F.y] = r.y;
-  arrs[F.h] = a.h;
-  arrs[F.rstd] = a.rstd;
-  return {
-    op: FORWARD,
-    arrs,
-    fresh: a.out ? 0 : 1 << F.y,
-    result: (p) => (r.resident ? p.result(F.y, r.y as Float32Array) : r.given),
-  };
+/** A checked forward as {@link FORWARD} runs it (a class: one object per call, no closures). */
+class ForwardCall implements Call<FloatArray> {
+  readonly op = FORWARD;
+  readonly arrs: (Data | null)[];
+  readonly fresh: number;
+  private readonly r: ReturnType<typeof forwardResult>;
+
+  constructor(a: ForwardArgs) {
+    const r = (this.r = forwardResult(a));
+    const arrs: (Data | null)[] = (this.arrs = [null, null, null, null, null, null]);
+    arrs[F.x] = a.x;
+    arrs[F.residual] = a.residual;
+    arrs[F.weight] = a.weight;
+    arrs[F.y] = r.y;
+    arrs[F.h] = a.h;
+    arrs[F.rstd] = a.rstd;
+    this.fresh = a.out ? 0 : 1 << F.y;
+  }
+
+  result(p: Placement): FloatArray {
+    const { r } = this;
+    return r.resident ? p.result(F.y, r.y as Float32Array) : r.given;
+  }
 }
 
 /** A checked backward as {@link BACKWARD} runs it. */
-export function backwardCall(a: BackwardArgs): Call<RmsNormBackwardResult<FloatArray, FloatArray>> {
-  const r = backwardResults(a);
-  const { dx, dweight } = r;
-  const arrs: (Data | null)[] = [null, null, null, null, null, null, null];
-  arrs[B.dy] = a.dy;
-  arrs[B.x] = a.x;
-  arrs[B.weight] = a.weight;
-  arrs[B.rstd] = a.rstd;
-  arrs[B.dresidual] = a.dresidual;
-  arrs[B.dx] = dx;
-  arrs[B.dweight] = dweight;
-  return {
-    op: BACKWARD,
-    arrs,
-    fresh: (a.dx ? 0 : 1 << B.dx) | (a.weight && !a.dweight ? 1 << B.dweight : 0),
-    result: (p) => (r.resident ? { dx: p.result(B.dx, dx), dweight: dweight && p.result(B.dweight, dweight) } : r.result),
-  };
+class BackwardCall implements Call<RmsNormBackwardResult<FloatArray, FloatArray>> {
+  readonly op = BACKWARD;
+  readonly arrs: (Data | null)[];
+  readonly fresh: number;
+  private readonly r: ReturnType<typeof backwardResults>;
+
+  constructor(a: BackwardArgs) {
+    const r = (this.r = backwardResults(a));
+    const arrs: (Data | null)[] = (this.arrs = [null, null, null, null, null, null, null]);
+    arrs[B.dy] = a.dy;
+    arrs[B.x] = a.x;
+    arrs[B.weight] = a.weight;
+    arrs[B.rstd] = a.rstd;
+    arrs[B.dresidual] = a.dresidual;
+    arrs[B.dx] = r.dx;
+    arrs[B.dweight] = r.dweight;
+    this.fresh = (a.dx ? 0 : 1 << B.dx) | (a.weight && !a.dweight ? 1 << B.dweight : 0);
+  }
+
+  result(p: Placement): RmsNormBackwardResult<FloatArray, FloatArray> {
+    const { dx, dweight, resident, result } = this.r;
+    return resident ? { dx: p.result(B.dx, dx), dweight: dweight && p.result(B.dweight, dweight) } : result;
+  }
 }
+
+/** A checked forward as {@link FORWARD} runs it. */
+export const forwardCall = (a: ForwardArgs): Call<FloatArray> => new ForwardCall(a);
+/** A checked backward as {@link BACKWARD} runs it. */
+export const backwardCall = (a: BackwardArgs): Call<RmsNormBackwardResult<FloatArray, FloatArray>> => new BackwardCall(a);
