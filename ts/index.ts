@@ -13,14 +13,8 @@ import type { F32Buffer, U16Buffer } from './memory.js';
 import type { RmsNormLayer, RmsNormLayerOptions } from './layer.js';
 import { RmsNorm } from './rmsnorm.js';
 import { createPool as createPoolWith, type PoolOptions, type RmsNormPool } from './pool/pool.js';
-import {
-  options as checkOptions,
-  type FloatArray,
-  type HalfDtype,
-  type RmsNormBackwardOptions,
-  type RmsNormBackwardResult,
-  type RmsNormOptions,
-} from './validate.js';
+import { options as checkOptions } from './check/options.js';
+import type { FloatArray, HalfDtype, RmsNormBackwardOptions, RmsNormBackwardResult, RmsNormOptions } from './types.js';
 
 export type { Build, KernelExports, LoadedWasm } from './load.js';
 export type { F32Buffer, U16Buffer } from './memory.js';
@@ -33,11 +27,11 @@ export type {
   RmsNormBackwardOptions,
   RmsNormBackwardResult,
   RmsNormOptions,
-} from './validate.js';
+} from './types.js';
 export { RmsNorm } from './rmsnorm.js';
 export type { RmsNormLayer, RmsNormLayerBackwardOptions, RmsNormLayerOptions } from './layer.js';
 export { simdSupported, threadsAvailable } from './platform.js';
-export { DEFAULT_EPS, statOf } from './validate.js';
+export { DEFAULT_EPS, statOf } from './check/scalars.js';
 
 const loaded = new Map<Build, Promise<RmsNorm>>();
 let current: RmsNorm | null = null;

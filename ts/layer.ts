@@ -7,16 +7,10 @@
  * @module
  */
 import type { F32Buffer } from './memory.js';
-import {
-  checkLayerOptions,
-  checkLayerRstd,
-  checkRows,
-  describe,
-  type BackwardArgs,
-  type FloatArray,
-  type ForwardArgs,
-  type RmsNormBackwardResult,
-} from './validate.js';
+import { checkRows, describe, KIND_F32 } from './check/arrays.js';
+import { checkLayerOptions, checkLayerRstd, type BackwardArgs, type ForwardArgs } from './check/calls.js';
+import type { Params } from './ops.js';
+import type { FloatArray, RmsNormBackwardResult } from './types.js';
 
 /**
  * What a layer needs of the instance it runs on (rmsnorm.ts's RmsNorm): memory for its weight
@@ -62,6 +56,8 @@ export class RmsNormLayer {
   readonly offset: number;
   /** Elements of each row rstd is estimated from (`dim` unless `partial` was given). */
   readonly stat: number;
+  /** The kernel's scalars, checked once at creation. */
+  private readonly params: Params;
   private readonly rn: LayerHost;
   private w: F32Buffer | null;
   private wView: Float32Array | null = null;
@@ -76,9 +72,10 @@ export class RmsNormLayer {
     const o = checkLayerOptions('createRmsNorm', weight, options);
     this.rn = rn;
     this.dim = o.dim;
-    this.eps = o.eps;
-    this.offset = o.offset;
-    this.stat = o.stat;
+    this.params = o.params;
+    this.eps = o.params.eps;
+    this.offset = o.params.offset;
+    this.stat = o.params.stat;
     this.w = o.weight ? rn.allocF32(o.dim) : null;
     this.dw = o.weight ? new Float32Array(o.dim) : null;
     if (o.weight) this.weight()!.set(o.weight);
@@ -93,8 +90,8 @@ export class RmsNormLayer {
     const rows = this.rows('forward', 'x', x);
     const y = this.y.take(x.length);
     const rstd = this.rstdOut.take(rows);
-    const { dim, eps, offset, stat } = this;
-    const a = { x, weight: this.weight(), out: y, outGiven: y, rstd, residual: null, h: null, rows, dim, eps, offset, stat, dtypes: 0, wdt: 0, xKind: 0 };
+    const { dim, params } = this;
+    const a = { x, weight: this.weight(), out: y, outGiven: y, rstd, residual: null, h: null, rows, dim, params, xKind: KIND_F32 };
     return this.rn.forwardChecked(a, 'layer.forward') as Float32Array;
   }
 
@@ -117,11 +114,11 @@ export class RmsNormLayer {
     const rstd = checkLayerRstd('layer.backward', options, rows);
     const dx = this.dx.take(x.length);
     const weight = this.w ? this.weight() : null;
-    const { dim, eps, offset, stat } = this;
+    const { dim, params } = this;
     const dweight = this.dw;
     const a = {
       dy, x, weight, rstd, dresidual: null, dx, dxGiven: dx, dweight, dweightGiven: dweight,
-      rows, dim, eps, offset, stat, dtypes: 0, wdt: 0, xKind: 0, wKind: 0,
+      rows, dim, params, xKind: KIND_F32, wKind: KIND_F32,
     };
     return this.rn.backwardChecked(a, 'layer.backward') as RmsNormBackwardResult;
   }

@@ -5,7 +5,7 @@
  * @module
  */
 import type { LoadedWasm } from './load.js';
-import { describe } from './validate.js';
+import { describe } from './check/arrays.js';
 
 /**
  * Storage for `length` 16-bit words inside the module's memory (half-precision bit patterns,

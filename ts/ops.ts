@@ -40,7 +40,7 @@ export interface Operand {
  * An operation's scalars, the same for every row: `eps` (inside the root), `offset` (added to
  * the weight: the gain is `offset + weight`) and `stat` (rstd is estimated from the first
  * `stat` elements of each row: `dim` for RMSNorm, fewer for pRMSNorm). The checked arguments
- * of a call (validate.ts) are one.
+ * of a call (check/calls.ts) carry one.
  */
 export interface Params {
   readonly eps: number;

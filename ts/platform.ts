@@ -92,7 +92,7 @@ export function resultArray(n: number): Float32Array {
 
 /**
  * A new array of `n` elements for a result the library allocates, of the kind the caller's
- * input was given as (validate.ts KIND_*: 0 Float32Array, 1 Uint16Array of half bits,
+ * input was given as (check/arrays.ts KIND_*: 0 Float32Array, 1 Uint16Array of half bits,
  * 2 Float16Array), allocated as {@link resultArray} does. Returns the array the kernel writes
  * (a half result's Uint16Array) and the one the caller gets (the Float16Array over the same
  * bytes, for kind 2).

@@ -9,7 +9,9 @@
 import { B, BACKWARD, F, FORWARD, type Data, type Op } from './ops.js';
 import type { Placement } from './place.js';
 import { resultArray, resultOfKind } from './platform.js';
-import { KIND_F32, type BackwardArgs, type FloatArray, type ForwardArgs, type RmsNormBackwardResult } from './validate.js';
+import { KIND_F32 } from './check/arrays.js';
+import type { BackwardArgs, ForwardArgs } from './check/calls.js';
+import type { FloatArray, RmsNormBackwardResult } from './types.js';
 
 /**
  * The forward's output: `y` as the kernel writes it (half results as bits) and `given`, what

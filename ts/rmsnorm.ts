@@ -2,7 +2,7 @@
  * The synchronous API bound to one instantiated build: rmsNorm, rmsNormBackward,
  * createLayer, allocF32.
  *
- * Every call is: validate (validate.ts), place (place.ts), run the kernel on each segment
+ * Every call is: check (check/calls.ts), place (place.ts), run the kernel on each segment
  * (ops.ts), finish. See docs/architecture.md.
  * @module
  */
@@ -14,21 +14,10 @@ import { backwardCall, backwardResults, forwardCall, forwardResult, type Call } 
 import { Placer, SYNC_WINDOW_FLOATS, type WindowRules } from './place.js';
 import { checkStatus } from './status.js';
 import { resultArray } from './platform.js';
-import {
-  checkBackward,
-  checkConvertInput,
-  checkForward,
-  halfDtypeCode,
-  KIND_F32,
-  KIND_U16,
-  type HalfDtype,
-  type BackwardArgs,
-  type FloatArray,
-  type ForwardArgs,
-  type RmsNormBackwardOptions,
-  type RmsNormBackwardResult,
-  type RmsNormOptions,
-} from './validate.js';
+import { checkConvertInput, KIND_F32, KIND_U16 } from './check/arrays.js';
+import { checkBackward, checkForward, type BackwardArgs, type ForwardArgs } from './check/calls.js';
+import { halfDtypeCode } from './check/scalars.js';
+import type { FloatArray, HalfDtype, RmsNormBackwardOptions, RmsNormBackwardResult, RmsNormOptions } from './types.js';
 
 /** The sync API's window rules: segments of any row count (the backward carries its open dweight block). */
 const syncRules = (floats: number): WindowRules => ({
@@ -83,7 +72,7 @@ export class RmsNorm {
   /** The forward of arguments already checked by checkForward (the pool's inline path). @internal */
   forwardChecked(a: ForwardArgs, fn = 'rmsNorm'): FloatArray {
     if (a.rows === 0) return forwardResult(a).given;
-    return this.run(fn, forwardCall(a), a.rows, a.dim, a);
+    return this.run(fn, forwardCall(a), a.rows, a.dim, a.params);
   }
 
   /**
@@ -115,7 +104,7 @@ export class RmsNorm {
       r.dweight?.fill(0);
       return r.result;
     }
-    return this.run(fn, backwardCall(a), a.rows, a.dim, a);
+    return this.run(fn, backwardCall(a), a.rows, a.dim, a.params);
   }
 
   /** Places a checked call and runs its operation on each segment of rows: copy in, kernel, copy out. */

@@ -8,7 +8,7 @@
 import { readFileSync } from 'node:fs';
 import { clearLine, cursorTo } from 'node:readline';
 import { parseArgs } from 'node:util';
-import type { CastingMode, Dtype } from '../validate.js';
+import type { CastingMode, Dtype } from '../types.js';
 import { normalizeFile, type NormalizeProgress, type NormalizeSummary } from './file.js';
 
 const USAGE = `Usage: rmsnorm-wasm normalize IN OUT [options]

@@ -21,7 +21,10 @@ import { open, realpath, rename, stat, unlink, type FileHandle } from 'node:fs/p
 import { basename, dirname, extname, join, resolve } from 'node:path';
 import { createPool, type RmsNormPool } from '../index.js';
 import type { F32Buffer, U16Buffer } from '../memory.js';
-import { checkForward, describe, options as checkOptions, type CastingMode, type Dtype, type FloatArray } from '../validate.js';
+import { describe } from '../check/arrays.js';
+import { checkForward } from '../check/calls.js';
+import { options as checkOptions } from '../check/options.js';
+import type { CastingMode, Dtype, FloatArray } from '../types.js';
 import { NPY_PREFIX_BYTES, NpyError, npyDataOffset, npyHeader, parseNpyHeader, type NpyHeader } from './npy.js';
 
 /** Chunks in flight: one being read, one normalized, one written. */
@@ -319,7 +322,7 @@ export async function normalizeFile(input: string, output: string, options?: Nor
       offset: o.offset,
       partial: o.partial,
     });
-    const weightDtype = DTYPES[checked.wdt]!;
+    const weightDtype = DTYPES[checked.params.wdt]!;
     const out = await openTemp(output);
     temps.push(out);
     const rstdOut = o.rstd !== undefined ? await openTemp(o.rstd) : null;

@@ -8,7 +8,9 @@
  */
 import { Transform, type TransformCallback } from 'node:stream';
 import { loadRmsNorm, type RmsNorm } from '../index.js';
-import { checkForward, options as checkOptions, type CastingMode, type Dtype, type FloatArray } from '../validate.js';
+import { checkForward } from '../check/calls.js';
+import { options as checkOptions } from '../check/options.js';
+import type { CastingMode, Dtype, FloatArray } from '../types.js';
 
 /** Options of {@link createNormalizeStream}. */
 export interface NormalizeStreamOptions {
@@ -125,7 +127,7 @@ export function createNormalizeStream(options: NormalizeStreamOptions): Transfor
     dim: a.dim,
     weight,
     dtype,
-    weightDtype: DTYPES[a.wdt]!,
+    weightDtype: DTYPES[a.params.wdt]!,
     castingMode: o.castingMode,
     eps: o.eps,
     offset: o.offset,

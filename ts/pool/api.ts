@@ -3,14 +3,9 @@
  * @module
  */
 import type { F32Buffer, U16Buffer } from '../memory.js';
-import {
-  describe,
-  options as checkOptions,
-  type FloatArray,
-  type RmsNormBackwardOptions,
-  type RmsNormBackwardResult,
-  type RmsNormOptions,
-} from '../validate.js';
+import { describe } from '../check/arrays.js';
+import { options as checkOptions } from '../check/options.js';
+import type { FloatArray, RmsNormBackwardOptions, RmsNormBackwardResult, RmsNormOptions } from '../types.js';
 
 /** Options of {@link createPool}. */
 export interface PoolOptions {

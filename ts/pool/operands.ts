@@ -10,7 +10,8 @@
 import type { Heap, Scratch } from '../memory.js';
 import type { Params } from '../ops.js';
 import { backwardCall, forwardCall, type Call } from '../results.js';
-import type { BackwardArgs, FloatArray, ForwardArgs, RmsNormBackwardResult } from '../validate.js';
+import type { BackwardArgs, ForwardArgs } from '../check/calls.js';
+import type { FloatArray, RmsNormBackwardResult } from '../types.js';
 import { Placer, POOL_WINDOW_FLOATS } from '../place.js';
 import type { Dispatcher } from './dispatch.js';
 
@@ -32,12 +33,12 @@ export class PoolCalls {
 
   /** A checked forward, sharded; `streamChunks` as for {@link run}. */
   forward(d: Dispatcher, a: ForwardArgs, streamChunks: boolean): Promise<FloatArray> {
-    return this.run(d, FN_FORWARD, forwardCall(a), a.rows, a.dim, a, streamChunks);
+    return this.run(d, FN_FORWARD, forwardCall(a), a.rows, a.dim, a.params, streamChunks);
   }
 
   /** A checked backward, sharded. */
   backward(d: Dispatcher, a: BackwardArgs, streamChunks: boolean): Promise<RmsNormBackwardResult<FloatArray, FloatArray>> {
-    return this.run(d, FN_BACKWARD, backwardCall(a), a.rows, a.dim, a, streamChunks);
+    return this.run(d, FN_BACKWARD, backwardCall(a), a.rows, a.dim, a.params, streamChunks);
   }
 
   /**

@@ -13,16 +13,8 @@
 import { canBlock, coreCount, simdSupported, threadsAvailable, yieldToEventLoop } from '../platform.js';
 import type { RmsNorm } from '../rmsnorm.js';
 import { Scratch, type F32Buffer, type U16Buffer } from '../memory.js';
-import {
-  checkBackward,
-  checkForward,
-  type BackwardArgs,
-  type FloatArray,
-  type ForwardArgs,
-  type RmsNormBackwardOptions,
-  type RmsNormBackwardResult,
-  type RmsNormOptions,
-} from '../validate.js';
+import { checkBackward, checkForward, type BackwardArgs, type ForwardArgs } from '../check/calls.js';
+import type { FloatArray, RmsNormBackwardOptions, RmsNormBackwardResult, RmsNormOptions } from '../types.js';
 import { NO_PARAMS } from '../ops.js';
 import * as C from './control.js';
 import { Dispatcher } from './dispatch.js';

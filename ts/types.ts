@@ -1,0 +1,134 @@
+/**
+ * The public types of the call arguments: dtypes, casting modes, the array types and the
+ * options of the one-off forward and backward.
+ * @module
+ */
+
+
+/**
+ * How an array's elements are stored: float32, IEEE binary16 (`float16`) or `bfloat16`. The
+ * math is float32 whatever they are: half data is widened on load and rounded (to nearest
+ * even) once on store, or as {@link CastingMode} says.
+ */
+export type Dtype = 'float32' | 'float16' | 'bfloat16';
+
+/** The two half-precision dtypes. */
+export type HalfDtype = 'float16' | 'bfloat16';
+
+
+/**
+ * Where a half-precision result is rounded, to match the framework a model came from:
+ * - `'none'` (default) and `'gemma'`: everything in float32, one rounding at the end —
+ *   PyTorch `torch.nn.functional.rms_norm` and Hugging Face's GemmaRMSNorm
+ *   (`(x.float() * rsqrt(...) * (1 + weight.float())).type_as(x)`; Gemma's `1 +` is
+ *   `options.offset: 1`).
+ * - `'llama'`: Hugging Face's LlamaRMSNorm, `weight * (x.float() * rsqrt(...)).to(x.dtype)`:
+ *   `x · rstd` is rounded to the activations' dtype, then multiplied by the weight and rounded
+ *   again. Its backward rounds `dy · weight` to that dtype and takes the weight gradient from
+ *   the rounded `x · rstd` — with a weight of that same dtype, each row's term rounded to it
+ *   before the rows are summed — as autograd does.
+ * For float32 activations every mode is the same.
+ */
+export type CastingMode = 'none' | 'llama' | 'gemma';
+
+/**
+ * A Float16Array (where the engine has one: Chromium, Firefox, Deno, Bun; not Node 20), typed
+ * structurally so that these typings do not need TypeScript's `esnext.float16` lib.
+ */
+export interface Float16ArrayLike extends ArrayBufferView {
+  readonly [Symbol.toStringTag]: 'Float16Array';
+  readonly length: number;
+  readonly BYTES_PER_ELEMENT: number;
+}
+
+/**
+ * An array of activations or weights: a Float32Array, a Float16Array, or a Uint16Array
+ * holding float16 or bfloat16 bit patterns (then a `dtype` option must say which).
+ */
+export type FloatArray = Float32Array | Uint16Array | Float16ArrayLike;
+
+/** Options of {@link rmsNorm}. */
+export interface RmsNormOptions<T extends FloatArray = Float32Array> {
+  /**
+   * The storage of `x` and of every other `rows × dim` array (residual, out, residualOut).
+   * Default: from `x`'s type (Float32Array: float32, Float16Array: float16); required for a
+   * Uint16Array. A dtype that the array's type cannot hold is a TypeError.
+   */
+  dtype?: Dtype;
+  /**
+   * The weight's storage. Default: from its type; a Uint16Array weight defaults to `dtype`
+   * when that is a half type. May differ from the activations' (a float32 weight with
+   * bfloat16 activations is common in mixed precision).
+   */
+  weightDtype?: Dtype;
+  /** Where half results are rounded: see {@link CastingMode}. Default `'none'`. */
+  castingMode?: CastingMode;
+  /** Row length (elements). Default: `weight.length`; required when `weight` is null. */
+  dim?: number;
+  /** Added to mean(x²) inside the square root. Default 1e-6; ≥ 0 and finite as a float32 (≤ 3.4e38). Used as float32. */
+  eps?: number;
+  /** Destination, `x.length` elements of the activations' dtype; may be `x` itself. Default: a new array of `x`'s type. */
+  out?: T;
+  /** Receives `1/sqrt(mean(x²) + eps)` per row: `x.length / dim` floats. */
+  rstd?: Float32Array;
+  /**
+   * Fused residual add: `x.length` floats. The row normalized is `h = x + residual`, and `h`
+   * is written to `options.residualOut`, or by default **into `residual` itself** (as vLLM's
+   * `fused_add_rms_norm` does): the updated residual stream. One pass forms `h` and its sum of
+   * squares. Pass that `h` as `x` to the backward. With half activations `h` is rounded to
+   * their dtype before it is squared, as the framework's `residual + x` is.
+   */
+  residual?: T;
+  /** With `residual`: where `h = x + residual` goes, `x.length` elements; may be `x`. Default: `residual`. */
+  residualOut?: T;
+  /**
+   * Added to the weight: `y = x · rstd · (offset + weight)`. Default 0; `1` is Gemma's RMSNorm
+   * (Liger-Kernel's `offset`). Finite as a float32; needs a weight when not 0.
+   */
+  offset?: number;
+  /**
+   * pRMSNorm (Zhang & Sennrich 2019, §4.2): rstd is estimated from the first `k` elements of
+   * each row, `k` the smallest integer with `k / dim ≥ partial` (`ceil(partial · dim)`), and
+   * every element is normalized by it. `0 < partial ≤ 1`, default 1 (RMSNorm).
+   */
+  partial?: number;
+}
+
+/** Options of {@link rmsNormBackward}. */
+export interface RmsNormBackwardOptions<T extends FloatArray = Float32Array, W extends FloatArray = Float32Array> {
+  /** The storage of `dy`, `x`, `dresidual` and `dx`, as the forward's `dtype` (default from `dy`'s type). */
+  dtype?: Dtype;
+  /** The storage of the weight and dweight, as the forward's (default from the weight's type). */
+  weightDtype?: Dtype;
+  /** As the forward's (default `'none'`). */
+  castingMode?: CastingMode;
+  /** Row length (elements). Default: `weight.length`; required when `weight` is null. */
+  dim?: number;
+  /** As in the forward; used when `rstd` is not given. Default 1e-6. */
+  eps?: number;
+  /** The forward's rstd, `x.length / dim` floats. Recomputed from `x` and `eps` when absent. */
+  rstd?: Float32Array;
+  /** Destination of dL/dx, `x.length` elements of the activations' dtype; may be `dy` or `x` itself. Default: new, of `dy`'s type. */
+  dx?: T;
+  /**
+   * Destination of dL/dweight, `dim` elements of the weight's dtype (only with a weight); summed
+   * in float32 and rounded once. Default: new, of the weight's type.
+   */
+  dweight?: W;
+  /**
+   * Fused residual add: the gradient arriving on the residual stream `h` (the forward's
+   * `residualOut`), `x.length` floats. It is added to `dx`, which is then the gradient of both
+   * `x` and `residual` (the forward's add passes it to both). Pass the forward's `h` as `x`.
+   */
+  dresidual?: T;
+  /** As in the forward (default 0); dweight keeps its form, dx uses `offset + weight`. */
+  offset?: number;
+  /** As in the forward (default 1): the gradient through rstd reaches only the first `k` elements. */
+  partial?: number;
+}
+
+/** Result of {@link rmsNormBackward}: `dweight` is null when `weight` is null. */
+export interface RmsNormBackwardResult<T extends FloatArray = Float32Array, W extends FloatArray = Float32Array> {
+  dx: T;
+  dweight: W | null;
+}
