@@ -7,7 +7,7 @@
  * @module
  */
 import { B, BACKWARD, F, FORWARD, type Data, type Op } from './ops.js';
-import type { Placement } from './place.js';
+import type { Placement } from './place/placer.js';
 import { resultArray, resultOfKind } from './platform.js';
 import { KIND_F32 } from './check/arrays.js';
 import type { BackwardArgs, ForwardArgs } from './check/calls.js';

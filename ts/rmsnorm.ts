@@ -11,7 +11,7 @@ import { RmsNormLayer, type RmsNormLayerOptions } from './layer.js';
 import { Heap, Scratch, type F32Buffer, type U16Buffer } from './memory.js';
 import type { Data, Params } from './ops.js';
 import { backwardCall, backwardResults, forwardCall, forwardResult, type Call } from './results.js';
-import { Placer, SYNC_WINDOW_FLOATS, type WindowRules } from './place.js';
+import { Placer, SYNC_WINDOW_FLOATS, type WindowRules } from './place/placer.js';
 import { checkStatus } from './status.js';
 import { resultArray } from './platform.js';
 import { checkConvertInput, KIND_F32, KIND_U16 } from './check/arrays.js';

@@ -12,7 +12,7 @@ import type { Params } from '../ops.js';
 import { backwardCall, forwardCall, type Call } from '../results.js';
 import type { BackwardArgs, ForwardArgs } from '../check/calls.js';
 import type { FloatArray, RmsNormBackwardResult } from '../types.js';
-import { Placer, POOL_WINDOW_FLOATS } from '../place.js';
+import { Placer, POOL_WINDOW_FLOATS } from '../place/placer.js';
 import type { Dispatcher } from './dispatch.js';
 
 /** The names pool calls give in their errors. */

@@ -1,0 +1,28 @@
+/**
+ * The windows calls on plain arrays are streamed through: their sizes, and the rules a
+ * placer lays one out by.
+ * @module
+ */
+import type { Data, Op } from '../ops.js';
+
+/**
+ * The sync API's window: 256 KiB (65536 floats). Chosen by `npm run bench:window` (bench/window.ts) on this
+ * project's machine (1 MiB L2 per core): from 128 KiB to 1 MiB the plain-array call is within a few percent;
+ * smaller windows pay the per-segment cost, larger ones leave L2.
+ */
+export const SYNC_WINDOW_FLOATS = 1 << 16;
+/**
+ * The pool's window: 32 MiB. The calling thread copies a chunk in while workers compute the chunk
+ * before, so a segment must hold several chunks per thread; larger windows buy nothing.
+ */
+export const POOL_WINDOW_FLOATS = 1 << 23;
+
+/** Rules for one placer: window size, segment alignment, which workspace. */
+export interface WindowRules {
+  /** Floats the window holds (it grows past this only when a single segment needs more). */
+  floats: number;
+  /** Segments start on multiples of this many rows (the pool's backward: dweight blocks). */
+  rowAlign(op: Op): number;
+  /** Workspace floats for a segment of `rows` rows (after the operands). */
+  work(op: Op, rows: number, dim: number, arrs: readonly (Data | null)[]): number;
+}
