@@ -8,6 +8,7 @@
 import { readFileSync } from 'node:fs';
 import { clearLine, cursorTo } from 'node:readline';
 import { parseArgs } from 'node:util';
+import { DTYPE_NAMES } from '../check/arrays.js';
 import type { CastingMode, Dtype } from '../types.js';
 import { normalizeFile, type NormalizeProgress, type NormalizeSummary } from './file.js';
 
@@ -55,7 +56,7 @@ function num(name: string, v: string | undefined, integer = false): number | und
   return n;
 }
 
-const DTYPES: readonly Dtype[] = ['float32', 'float16', 'bfloat16'];
+
 const CASTING_MODES: readonly CastingMode[] = ['none', 'llama', 'gemma'];
 
 /** A flag whose value is one of `allowed` (a UsageError otherwise), or undefined when absent. */
@@ -135,8 +136,8 @@ export async function main(argv: string[]): Promise<number> {
     const [, input, output] = positionals as [string, string, string];
     const format = values.format as string | undefined;
     if (format !== undefined && format !== 'npy' && format !== 'raw') throw new UsageError(`--format must be npy or raw, got ${JSON.stringify(format)}`);
-    const dtype = oneOf('dtype', values.dtype, DTYPES);
-    const weightDtype = oneOf('weight-dtype', values['weight-dtype'], DTYPES);
+    const dtype = oneOf('dtype', values.dtype, DTYPE_NAMES);
+    const weightDtype = oneOf('weight-dtype', values['weight-dtype'], DTYPE_NAMES);
     const castingMode = oneOf('casting-mode', values['casting-mode'], CASTING_MODES);
     const tty = process.stderr.isTTY && !values.quiet && !values.json;
     process.on('SIGINT', onSigint);

@@ -8,6 +8,7 @@
  */
 import { Transform, type TransformCallback } from 'node:stream';
 import { loadRmsNorm, type RmsNorm } from '../index.js';
+import { DTYPE_NAMES } from '../check/arrays.js';
 import { checkForward } from '../check/calls.js';
 import { options as checkOptions } from '../check/options.js';
 import type { CastingMode, Dtype, FloatArray } from '../types.js';
@@ -36,7 +37,7 @@ export interface NormalizeStreamOptions {
 }
 
 const KEYS = ['dim', 'weight', 'dtype', 'weightDtype', 'castingMode', 'eps', 'offset', 'partial'];
-const DTYPES: readonly Dtype[] = ['float32', 'float16', 'bfloat16'];
+
 
 interface Settled {
   dim: number;
@@ -127,7 +128,7 @@ export function createNormalizeStream(options: NormalizeStreamOptions): Transfor
     dim: a.dim,
     weight,
     dtype,
-    weightDtype: DTYPES[a.params.wdt]!,
+    weightDtype: DTYPE_NAMES[a.params.wdt]!,
     castingMode: o.castingMode,
     eps: o.eps,
     offset: o.offset,
