@@ -12,7 +12,8 @@ import { defaultBuild, loadWasm, type Build } from './load.js';
 import type { F32Buffer, U16Buffer } from './memory.js';
 import type { RmsNormLayer, RmsNormLayerOptions } from './layer.js';
 import { RmsNorm } from './rmsnorm.js';
-import { createPool as createPoolWith, type PoolOptions, type RmsNormPool } from './pool/pool.js';
+import { createPool as createPoolWith } from './pool/create.js';
+import type { PoolOptions, RmsNormPool } from './pool/api.js';
 import { options as checkOptions } from './check/options.js';
 import type { FloatArray, HalfDtype, RmsNormBackwardOptions, RmsNormBackwardResult, RmsNormOptions } from './types.js';
 
@@ -190,7 +191,7 @@ export function float32ToHalf(x: Float32Array, dtype: HalfDtype): Uint16Array {
   return ready('float32ToHalf').float32ToHalf(x, dtype);
 }
 
-export type { PoolCallOptions, PoolOptions, RmsNormPool } from './pool/pool.js';
+export type { PoolCallOptions, PoolOptions, RmsNormPool } from './pool/api.js';
 
 /**
  * Starts a worker pool that shards rows across Workers sharing one wasm memory (Node

@@ -8,7 +8,7 @@ import { isNode, simdSupported } from './platform.js';
 export type Build = 'simd' | 'simd-threads' | 'scalar';
 
 /**
- * The raw exports every build has (byte addresses in, status codes out; see crate/src/bindings.rs).
+ * The raw exports every build has (byte addresses in, status codes out; see crate/src/bindings/mod.rs).
  * Called only through the operation records of ops.ts.
  */
 export interface KernelExports {

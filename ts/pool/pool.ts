@@ -10,7 +10,7 @@
  * - control.ts: the control block the threads share; serve.ts: the worker's loop.
  * @module
  */
-import { canBlock, coreCount, simdSupported, threadsAvailable, yieldToEventLoop } from '../platform.js';
+import { canBlock, yieldToEventLoop } from '../platform.js';
 import type { RmsNorm } from '../rmsnorm.js';
 import { Scratch, type F32Buffer, type U16Buffer } from '../memory.js';
 import { checkBackward, checkForward, type BackwardArgs, type ForwardArgs } from '../check/calls.js';
@@ -25,8 +25,7 @@ import { INLINE_BELOW, SLICE_MS } from './tuning.js';
 import { Workers } from './workers.js';
 import { registerPoolHooks, type PoolHooks } from './hooks.js';
 
-export type { PoolCallOptions, PoolOptions, RmsNormPool } from './api.js';
-import { checkCreateOptions, checkSignal, POOL_KEYS, type PoolCallOptions, type PoolOptions, type RmsNormPool } from './api.js';
+import { checkSignal, POOL_KEYS, type PoolCallOptions, type RmsNormPool } from './api.js';
 
 type Job =
   | { kind: 'forward'; check: () => ForwardArgs; settle: Settle<FloatArray>; signal?: AbortSignal }
@@ -36,7 +35,8 @@ type Job =
 
 const destroyedError = () => new Error('rmsnorm-wasm pool: the pool was destroyed');
 
-class Pool implements RmsNormPool {
+/** The pool: see {@link createPool} (create.ts). @internal */
+export class Pool implements RmsNormPool {
   readonly threads: number;
   readonly mode: 'threads' | 'single';
   private readonly heap;
@@ -93,7 +93,6 @@ class Pool implements RmsNormPool {
     }
     workers.keepAlive(false);
   }
-
 
   rmsNorm<T extends FloatArray = Float32Array>(x: T, weight: FloatArray | null, options?: RmsNormOptions<T> & PoolCallOptions): Promise<T> {
     const fn = FN_FORWARD;
@@ -286,28 +285,4 @@ class Pool implements RmsNormPool {
       },
     };
   }
-}
-
-/**
- * Starts a pool of workers that share the `simd-threads` module and its memory with this
- * thread. Views from the pool's `allocF32` (or from `loadRmsNorm('simd-threads')`'s) are used
- * in place; any other Float32Array streams through the pool's 32 MiB window (place.ts).
- *
- * Where SharedArrayBuffer is unavailable (a page without COOP/COEP headers) the pool is
- * created in `mode: 'single'`: no workers, calls run on the calling thread with the `simd`
- * build, same API and results.
- *
- * @param options `threads`: threads per job (default: logical core count).
- */
-export async function createPool(
-  options: PoolOptions | undefined,
-  load: (build: 'simd-threads' | 'simd' | 'scalar') => Promise<RmsNorm>,
-): Promise<RmsNormPool> {
-  const t = checkCreateOptions(options);
-  const plain = await load(simdSupported() ? 'simd' : 'scalar');
-  if (!threadsAvailable()) return new Pool(plain, plain, 0, 1);
-  const cores = await coreCount();
-  const pool = new Pool(await load('simd-threads'), plain, t ?? cores, cores);
-  await pool.start();
-  return pool;
 }
