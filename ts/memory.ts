@@ -52,7 +52,20 @@ export interface F32Buffer {
 const ALIGN = 4;
 const roundUp = (n: number) => Math.ceil(n / ALIGN) * ALIGN;
 
-/** The memory of one instantiated build. */
+const heaps = new WeakMap<LoadedWasm, Heap>();
+
+/**
+ * The one {@link Heap} of an instance: the sync API and the pool over the same instance share
+ * it, because it remembers the buffers the memory had before it grew (views of them must still
+ * be recognized).
+ */
+export function heapOf(wasm: LoadedWasm): Heap {
+  let h = heaps.get(wasm);
+  if (h === undefined) heaps.set(wasm, (h = new Heap(wasm)));
+  return h;
+}
+
+/** The memory of one instantiated build, as views and an allocator; one per instance ({@link heapOf}). */
 export class Heap {
   readonly wasm: LoadedWasm;
   private f32view: Float32Array;

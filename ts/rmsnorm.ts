@@ -8,7 +8,7 @@
  */
 import type { Build, LoadedWasm } from './load.js';
 import { RmsNormLayer, type RmsNormLayerOptions } from './layer.js';
-import { Heap, Scratch, type F32Buffer, type U16Buffer } from './memory.js';
+import { heapOf, Scratch, type Heap, type F32Buffer, type U16Buffer } from './memory.js';
 import type { Data, Params } from './ops.js';
 import { backwardCall, backwardResults, forwardCall, forwardResult, type Call } from './results.js';
 import { Placer, SYNC_WINDOW_FLOATS, type WindowRules } from './place/placer.js';
@@ -32,8 +32,7 @@ export class RmsNorm {
   readonly build: Build;
   /** The instantiated module: its memory (what views of it are over), raw exports and compiled module. */
   readonly wasm: LoadedWasm;
-  /** @internal */
-  readonly heap: Heap;
+  readonly #heap: Heap;
   private readonly window: Scratch;
   private readonly placer: Placer;
 
@@ -45,12 +44,12 @@ export class RmsNorm {
   constructor(wasm: LoadedWasm, windowFloats = SYNC_WINDOW_FLOATS) {
     this.wasm = wasm;
     this.build = wasm.build;
-    this.heap = new Heap(wasm);
-    this.window = new Scratch(this.heap);
+    this.#heap = heapOf(wasm);
+    this.window = new Scratch(this.#heap);
     // Taken now, so that a call on plain arrays never grows the memory (which would detach
     // the caller's views of non-shared memory) unless one segment needs more.
     this.window.carveOne(windowFloats);
-    this.placer = new Placer(this.heap, this.window, syncRules(windowFloats));
+    this.placer = new Placer(this.#heap, this.window, syncRules(windowFloats));
   }
 
   /**
@@ -136,7 +135,7 @@ export class RmsNorm {
    * every call (the zero-copy path). Free it when done; memory is not garbage-collected.
    */
   allocF32(length: number): F32Buffer {
-    return this.heap.allocBuffer(length);
+    return this.#heap.allocBuffer(length);
   }
 
   /** Half bit patterns to float32 values, exactly: see the top-level {@link halfToFloat32}. */
@@ -169,13 +168,13 @@ export class RmsNorm {
       const n = Math.min(chunk, src.length - i);
       const part = src.subarray(i, i + n);
       if (widen) {
-        this.heap.u16().set(part, bitsAt >>> 1);
+        this.#heap.u16().set(part, bitsAt >>> 1);
         checkStatus('halfToFloat32', k.widen_half(bitsAt, base, n, dt));
-        dst.set(this.heap.f32().subarray(base >>> 2, (base >>> 2) + n), i);
+        dst.set(this.#heap.f32().subarray(base >>> 2, (base >>> 2) + n), i);
       } else {
-        this.heap.f32().set(part, base >>> 2);
+        this.#heap.f32().set(part, base >>> 2);
         checkStatus('float32ToHalf', k.narrow_half(base, bitsAt, n, dt));
-        dst.set(this.heap.u16().subarray(bitsAt >>> 1, (bitsAt >>> 1) + n), i);
+        dst.set(this.#heap.u16().subarray(bitsAt >>> 1, (bitsAt >>> 1) + n), i);
       }
     }
   }
@@ -186,7 +185,7 @@ export class RmsNorm {
    * used in place like {@link allocF32}'s. Free it when done.
    */
   allocU16(length: number): U16Buffer {
-    return this.heap.allocBuffer16(length);
+    return this.#heap.allocBuffer16(length);
   }
 }
 

@@ -12,7 +12,7 @@
  */
 import { canBlock, yieldToEventLoop } from '../platform.js';
 import type { RmsNorm } from '../rmsnorm.js';
-import { Scratch, type F32Buffer, type U16Buffer } from '../memory.js';
+import { heapOf, Scratch, type F32Buffer, type Heap, type U16Buffer } from '../memory.js';
 import { checkBackward, checkForward, type BackwardArgs, type ForwardArgs } from '../check/calls.js';
 import type { FloatArray, RmsNormBackwardOptions, RmsNormBackwardResult, RmsNormOptions } from '../types.js';
 import { NO_PARAMS } from '../ops.js';
@@ -39,7 +39,7 @@ const destroyedError = () => new Error('rmsnorm-wasm pool: the pool was destroye
 export class Pool implements RmsNormPool {
   readonly threads: number;
   readonly mode: 'threads' | 'single';
-  private readonly heap;
+  private readonly heap: Heap;
   private readonly scratch: Scratch;
   private readonly blockRows: number;
   private readonly calls: PoolCalls;
@@ -64,12 +64,12 @@ export class Pool implements RmsNormPool {
   constructor(rn: RmsNorm, plain: RmsNorm, threads: number, private readonly cores: number) {
     this.rn = rn;
     this.plain = plain;
-    this.heap = rn.heap;
+    this.heap = heapOf(rn.wasm);
     this.blockRows = rn.wasm.exports.dg_block_rows();
     this.mode = threads > 0 ? 'threads' : 'single';
     this.threads = threads;
-    this.scratch = new Scratch(rn.heap);
-    this.calls = new PoolCalls(rn.heap, this.scratch, this.blockRows);
+    this.scratch = new Scratch(this.heap);
+    this.calls = new PoolCalls(this.heap, this.scratch, this.blockRows);
     registerPoolHooks(this, this.hooks());
   }
 
@@ -77,7 +77,7 @@ export class Pool implements RmsNormPool {
   async start(): Promise<void> {
     if (this.threads === 0) return;
     const words = C.controlWords(this.threads);
-    this.ctlAddr = this.rn.heap.alloc(words);
+    this.ctlAddr = this.heap.alloc(words);
     const ctl = (this.ctl = new Int32Array(this.rn.wasm.memory.buffer, this.ctlAddr, words));
     ctl.fill(0);
     const workers = (this.workers = new Workers(this.rn.wasm, ctl, this.ctlAddr, this.threads, {
@@ -245,7 +245,7 @@ export class Pool implements RmsNormPool {
     // Nothing can touch the pool's memory any more (unless a browser worker would not stop).
     if (stopped) {
       this.scratch.release();
-      if (this.ctlAddr !== 0) this.rn.heap.free(this.ctlAddr, this.ctl!.length);
+      if (this.ctlAddr !== 0) this.heap.free(this.ctlAddr, this.ctl!.length);
     }
     this.ctlAddr = 0;
     this.ctl = null;
