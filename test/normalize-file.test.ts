@@ -120,9 +120,34 @@ describe('results', () => {
     const r = run('normalize', join(FIX, 'v1.npy'), join(dir, 'p.npy'), '--weight', join(FIX, 'weight.npy'));
     expect(r.code).toBe(0);
     expect(r.stderr).toBe('');
-    expect(r.stdout).toMatch(/^normalized 15 rows × 16 \(float32, 0\.0 MB\) in \d+\.\d\d s: \d+\.\d\d GB\/s on \d threads? → .*p\.npy\n$/);
+    // A tiny input reads in bytes and a rate with a unit that fits it (never "0.00 GB/s").
+    expect(r.stdout).toMatch(/^normalized 15 rows × 16 \(float32, 960 B\) in \d+(\.\d+)? m?s: \d+(\.\d+)? [kMG]?B\/s on \d threads? → .*p\.npy\n$/);
+    expect(r.stdout).not.toMatch(/ 0\.00 /);
     expect(run('--help').stdout).toMatch(/^Usage: rmsnorm-wasm normalize IN OUT/);
     expect(run('--version').stdout.trim()).toBe(JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version);
+  });
+
+  it('usage errors are one line that points to --help; negative values are values; --json numbers are rounded', () => {
+    for (const args of [['normalize'], ['normalize', 'a', 'b', '--weigth', 'w'], ['normalize', 'a', 'b', '--dtype', 'float64']]) {
+      const r = run(...args);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toMatch(/^rmsnorm-wasm: [^\n]+ \(see rmsnorm-wasm --help\)\n$/);
+    }
+    const out = join(dir, 'neg.npy');
+    const r = run('normalize', join(FIX, 'v1.npy'), out, '--eps', '1e-3', '--json');
+    expect(r.code, r.stderr).toBe(0);
+    const summary = JSON.parse(r.stdout) as { seconds: number; gbPerS: number };
+    for (const v of [summary.seconds, summary.gbPerS]) expect(v).toBe(Number(v.toPrecision(4)));
+    const a = readNpy(join(FIX, 'v1.npy'));
+    const dim = a.shape[a.shape.length - 1]!;
+    const w = new Float32Array(dim).fill(2);
+    // offset -1 with a weight of 2s: a gain of 1, the plain RMSNorm.
+    const noWeight = run('normalize', join(FIX, 'v1.npy'), out, '--offset', '-1', '--quiet');
+    expect(noWeight.code).toBe(1);
+    expect(noWeight.stderr).toMatch(/^rmsnorm-wasm: error: --offset \(-1\) needs a weight/);
+    writeFileSync(join(dir, 'w2.f32'), Buffer.from(w.buffer));
+    expect(run('normalize', join(FIX, 'v1.npy'), out, '--weight', join(dir, 'w2.f32'), '--offset', '-1', '--quiet').code).toBe(0);
+    expect(firstBitDiff(readNpy(out).data, m.rmsNorm(a.data, w, { offset: -1 }))).toBe(-1);
   });
 
   it('--in-place replaces the input through a temporary file', () => {
@@ -239,10 +264,10 @@ describe('half precision (dtype float16 / bfloat16): the sync API bits, in the i
     const fail = (p: Promise<unknown>) => p.then(() => new Error('accepted'), (e: unknown) => e as Error);
     let e = await fail(normalizeFile(join(FIX, 'f16-3d.npy'), out, { dtype: 'bfloat16' }));
     expect(e).toBeInstanceOf(NormalizeError);
-    expect(e.message).toMatch(/f16-3d\.npy: the \.npy header says float16 \('<f2'\), but dtype bfloat16 was given/);
+    expect(e.message).toMatch(/f16-3d\.npy: the \.npy header says float16 \('<f2'\), but options\.dtype bfloat16 was given/);
     e = await fail(normalizeFile(join(FIX, 'v1.npy'), out, { dtype: 'float16' }));
     expect(e).toBeInstanceOf(NormalizeError);
-    expect(e.message).toMatch(/header says float32 \('<f4'\), but dtype float16 was given/);
+    expect(e.message).toMatch(/header says float32 \('<f4'\), but options\.dtype float16 was given/);
     e = await fail(normalizeFile(join(FIX, 'big-endian-f16.npy'), out));
     expect(e).toBeInstanceOf(NormalizeError);
     expect(e.message).toMatch(/big-endian-f16\.npy: unsupported dtype ">f2" \(big-endian float16/);
@@ -273,7 +298,7 @@ describe('half precision (dtype float16 / bfloat16): the sync API bits, in the i
     writeNpy(join(dir, 'c-w.npy'), [dim], w);
     r = run('normalize', join(dir, 'c.f16'), join(dir, 'c-out.bf16'), '--dtype', 'bfloat16', '--weight', join(dir, 'c-w.npy'), '--casting-mode', 'llama');
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout).toMatch(new RegExp(`^normalized ${rows} rows × ${dim} \\(bfloat16, 0\\.0 MB\\) in `));
+    expect(r.stdout).toMatch(new RegExp(`^normalized ${rows} rows × ${dim} \\(bfloat16, 12\\.3 kB\\) in `));
     y = u16(readFileSync(join(dir, 'c-out.bf16')));
     expect(firstHalfDiff(y, m.rmsNorm(x, w, { dtype: 'bfloat16', castingMode: 'llama' }))).toBe(-1);
     // A float16 .npy needs no --dtype; a matching one is accepted.
@@ -333,9 +358,9 @@ describe('failures: a clear message, exit code 1 (2 for usage), the output left 
     ['Fortran order', () => ['normalize', join(FIX, 'fortran.npy'), join(sub, OUT)], /Fortran-order arrays are not supported/],
     ['big-endian', () => ['normalize', join(FIX, 'big-endian.npy'), join(sub, OUT)], /unsupported dtype ">f4" \(big-endian/],
     ['big-endian float16', () => ['normalize', join(FIX, 'big-endian-f16.npy'), join(sub, OUT)], /unsupported dtype ">f2" \(big-endian float16/],
-    ['--dtype disagreeing with the npy header', () => ['normalize', join(FIX, 'f16-3d.npy'), join(sub, OUT), '--dtype', 'bfloat16'], /f16-3d\.npy: the \.npy header says float16 \('<f2'\), but dtype bfloat16 was given/],
-    ['--dtype float16 on a float32 npy', () => ['normalize', join(FIX, 'v2.npy'), join(sub, OUT), '--dtype', 'float16'], /v2\.npy: the \.npy header says float32 \('<f4'\), but dtype float16 was given/],
-    ['--weight-dtype disagreeing with the weight npy', () => ['normalize', join(FIX, 'f16-3d.npy'), join(sub, OUT), '--weight', join(FIX, 'weight-f16.npy'), '--weight-dtype', 'float32'], /weight-f16\.npy: the \.npy header says float16 \('<f2'\), but weightDtype float32 was given/],
+    ['--dtype disagreeing with the npy header', () => ['normalize', join(FIX, 'f16-3d.npy'), join(sub, OUT), '--dtype', 'bfloat16'], /f16-3d\.npy: the \.npy header says float16 \('<f2'\), but --dtype bfloat16 was given/],
+    ['--dtype float16 on a float32 npy', () => ['normalize', join(FIX, 'v2.npy'), join(sub, OUT), '--dtype', 'float16'], /v2\.npy: the \.npy header says float32 \('<f4'\), but --dtype float16 was given/],
+    ['--weight-dtype disagreeing with the weight npy', () => ['normalize', join(FIX, 'f16-3d.npy'), join(sub, OUT), '--weight', join(FIX, 'weight-f16.npy'), '--weight-dtype', 'float32'], /weight-f16\.npy: the \.npy header says float16 \('<f2'\), but --weight-dtype float32 was given/],
     ['raw float16 size not whole rows', () => (writeFileSync(join(sub, 'r.f16'), Buffer.alloc(2 * 15)), ['normalize', join(sub, 'r.f16'), join(sub, 'out.f16'), '--dim', '4', '--dtype', 'float16']), /its size \(30 bytes\) is not a whole number of rows of 4 float16 \(8 bytes each\)/],
     ['raw bfloat16 weight of an odd size', () => (writeFileSync(join(sub, 'w.bf16'), Buffer.alloc(9)), ['normalize', join(FIX, 'v2.npy'), join(sub, OUT), '--weight', join(sub, 'w.bf16'), '--weight-dtype', 'bfloat16']), /a raw weight of bfloat16 must be a multiple of 2 bytes, got 9 bytes/],
     ['--dtype not a dtype', () => ['normalize', join(FIX, 'v2.npy'), join(sub, OUT), '--dtype', 'float64'], /--dtype must be float32, float16 or bfloat16, got "float64"/, 2],
@@ -343,14 +368,17 @@ describe('failures: a clear message, exit code 1 (2 for usage), the output left 
     ['weight of the wrong length', () => ['normalize', join(FIX, 'v2.npy'), join(sub, OUT), '--weight', join(FIX, 'weight.npy')], /the weight has 16 elements, but the rows of .*v2\.npy have 24/],
     ['raw size not whole rows', () => (writeFileSync(join(sub, 'r.f32'), Buffer.alloc(4 * 100)), ['normalize', join(sub, 'r.f32'), join(sub, 'out.f32'), '--dim', '7']), /not a whole number of rows of 7 float32/],
     ['raw without --dim', () => ['normalize', join(sub, 'r.f32'), join(sub, 'out.f32')], /a raw file needs --dim/],
-    ['--dim disagreeing with the npy', () => ['normalize', join(FIX, 'v2.npy'), join(sub, OUT), '--dim', '5'], /its rows have 24 elements .* but dim 5 was given/],
-    ['bad eps', () => ['normalize', join(FIX, 'v2.npy'), join(sub, OUT), '--eps=-1'], /options\.eps must be >= 0/],
-    ['bad partial', () => ['normalize', join(FIX, 'v2.npy'), join(sub, OUT), '--partial', '1.5'], /options\.partial must be a number in \(0, 1\]/],
+    ['--dim disagreeing with the npy', () => ['normalize', join(FIX, 'v2.npy'), join(sub, OUT), '--dim', '5'], /its rows have 24 elements .* but --dim 5 was given/],
+    ['bad eps', () => ['normalize', join(FIX, 'v2.npy'), join(sub, OUT), '--eps=-1'], /--eps must be >= 0/],
+    ['bad partial', () => ['normalize', join(FIX, 'v2.npy'), join(sub, OUT), '--partial', '1.5'], /--partial must be a number in \(0, 1\]/],
     ['unwritable output directory', () => ['normalize', join(FIX, 'v2.npy'), join(sub, 'no-such-dir', OUT)], /cannot write .*no-such-dir.*ENOENT/],
-    ['output is the input', () => ['normalize', join(FIX, 'v2.npy'), join(FIX, 'v2.npy')], /is the input file; pass inPlace \(--in-place\)/],
+    ['output is the input', () => ['normalize', join(FIX, 'v2.npy'), join(FIX, 'v2.npy')], /is the input file; pass --in-place/],
     ['unknown flag', () => ['normalize', join(FIX, 'v2.npy'), join(sub, OUT), '--weigth', 'w'], /Unknown option '--weigth'/, 2],
     ['no command', () => [], /no command given/, 2],
     ['--threads not an integer', () => ['normalize', join(FIX, 'v2.npy'), join(sub, OUT), '--threads', 'two'], /--threads must be an integer/, 2],
+    // A negative value after a flag is its value, and errors from the API name the flag.
+    ['--eps -1 (a negative value)', () => ['normalize', join(FIX, 'v2.npy'), join(sub, OUT), '--eps', '-1'], /^rmsnorm-wasm: error: --eps must be >= 0/],
+    ['--threads 0', () => ['normalize', join(FIX, 'v2.npy'), join(sub, OUT), '--threads', '0'], /^rmsnorm-wasm: error: --threads must be an integer from 1 to \d+, got 0\n$/],
   ];
   it.each(cases)('%s', (_name, args, msg, code = 1) => {
     writeFileSync(join(sub, OUT), PREVIOUS);

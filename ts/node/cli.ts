@@ -66,20 +66,61 @@ function oneOf<T extends string>(name: string, v: string | boolean | undefined, 
   return v as T;
 }
 
-const MB = 1e6;
+/** `n` with a decimal unit (B, kB, MB, GB) and three significant digits. */
+function decimal(n: number, unit: string): string {
+  const steps = ['', 'k', 'M', 'G', 'T'];
+  let i = 0;
+  while (i < steps.length - 1 && Math.abs(n) >= 999.5) {
+    n /= 1000;
+    i++;
+  }
+  return `${n < 10 && i > 0 ? n.toFixed(2) : n < 100 && i > 0 ? n.toFixed(1) : n.toFixed(0)} ${steps[i]}${unit}`;
+}
+
+/** `v` rounded to `digits` significant digits (the JSON summary's seconds and rates). */
+const round = (v: number, digits = 4): number => (v === 0 || !Number.isFinite(v) ? v : Number(v.toPrecision(digits)));
+
+/** The flags that take a value (a value may start with '-': `--eps -1e-3`, `--offset -1`). */
+const VALUED = ['dtype', 'weight-dtype', 'casting-mode', 'weight', 'eps', 'dim', 'threads', 'offset', 'partial', 'rstd', 'format'];
+
+/**
+ * `argv` with `--flag -value` written `--flag=-value` for the flags that take a value, so that
+ * a negative number is read as the value (parseArgs would take it for an option).
+ */
+function joinNegativeValues(argv: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    const next = argv[i + 1];
+    if (a.startsWith('--') && VALUED.includes(a.slice(2)) && next !== undefined && /^-(\d|\.\d|inf|nan)/i.test(next)) {
+      out.push(`${a}=${next}`);
+      i++;
+    } else out.push(a);
+  }
+  return out;
+}
+
+/** An API error message as the command's user should read it: flags for options, no function name. */
+function asFlags(msg: string): string {
+  return msg
+    .replace(/^(normalizeFile|createPool): /, '')
+    .replace(/options\.([A-Za-z]+)/g, (_, k: string) => `--${k.replace(/[A-Z]/g, (c) => '-' + c.toLowerCase())}`);
+}
+
+const SEE_HELP = '(see rmsnorm-wasm --help)';
 
 /** The live progress line (terminal only): rows done, percent, GB/s, ETA. */
 function progressLine(p: NormalizeProgress): string {
   const pct = p.totalBytes ? (100 * p.bytes) / p.totalBytes : 100;
   const rate = p.seconds > 0 ? p.bytes / p.seconds : 0;
   const eta = rate > 0 ? (p.totalBytes - p.bytes) / rate : 0;
-  return `${p.rows.toLocaleString('en-US')}/${p.totalRows.toLocaleString('en-US')} rows  ${pct.toFixed(1)}%  ${(rate / 1e9).toFixed(2)} GB/s  ETA ${eta.toFixed(0)} s`;
+  return `${p.rows.toLocaleString('en-US')}/${p.totalRows.toLocaleString('en-US')} rows  ${pct.toFixed(1)}%  ${decimal(rate, 'B/s')}  ETA ${eta.toFixed(0)} s`;
 }
 
 function summaryLine(s: NormalizeSummary): string {
   return (
-    `normalized ${s.rows.toLocaleString('en-US')} rows × ${s.dim} (${s.dtype}, ${(s.bytes / MB).toFixed(1)} MB) ` +
-    `in ${s.seconds.toFixed(2)} s: ${s.gbPerS.toFixed(2)} GB/s on ${s.threads} thread${s.threads === 1 ? '' : 's'} → ${s.output}`
+    `normalized ${s.rows.toLocaleString('en-US')} rows × ${s.dim} (${s.dtype}, ${decimal(s.bytes, 'B')}) ` +
+    `in ${s.seconds < 0.1 ? `${(s.seconds * 1000).toFixed(1)} ms` : `${s.seconds.toFixed(2)} s`}: ${decimal(s.gbPerS * 1e9, 'B/s')} on ${s.threads} thread${s.threads === 1 ? '' : 's'} → ${s.output}`
   );
 }
 
@@ -89,7 +130,7 @@ export async function main(argv: string[]): Promise<number> {
   let positionals: string[];
   try {
     ({ values, positionals } = parseArgs({
-      args: argv,
+      args: joinNegativeValues(argv),
       allowPositionals: true,
       strict: true,
       options: {
@@ -112,7 +153,7 @@ export async function main(argv: string[]): Promise<number> {
       },
     }));
   } catch (e) {
-    process.stderr.write(`rmsnorm-wasm: ${(e as Error).message}\n\n${USAGE}\n`);
+    process.stderr.write(`rmsnorm-wasm: ${(e as Error).message} ${SEE_HELP}\n`);
     return 2;
   }
   if (values.help) {
@@ -167,7 +208,7 @@ export async function main(argv: string[]): Promise<number> {
       cursorTo(process.stderr, 0);
       clearLine(process.stderr, 0);
     }
-    if (values.json) process.stdout.write(JSON.stringify(summary) + '\n');
+    if (values.json) process.stdout.write(JSON.stringify({ ...summary, seconds: round(summary.seconds), gbPerS: round(summary.gbPerS) }) + '\n');
     else if (!values.quiet) process.stdout.write(summaryLine(summary) + '\n');
     return 0;
   } catch (e) {
@@ -180,12 +221,12 @@ export async function main(argv: string[]): Promise<number> {
       return 130;
     }
     if (e instanceof UsageError) {
-      process.stderr.write(`rmsnorm-wasm: ${e.message}\n\n${USAGE}\n`);
+      process.stderr.write(`rmsnorm-wasm: ${e.message} ${SEE_HELP}\n`);
       return 2;
     }
     const msg = (e as Error).message ?? String(e);
     // Bad arguments and bad files: a message, never a stack trace.
-    process.stderr.write(`rmsnorm-wasm: error: ${msg.replace(/^normalizeFile: /, '')}\n`);
+    process.stderr.write(`rmsnorm-wasm: error: ${asFlags(msg)}\n`);
     return 1;
   } finally {
     process.off('SIGINT', onSigint);

@@ -85,10 +85,10 @@ async function checkFileArgs(input: unknown, output: unknown, options: unknown):
   if (args.format !== 'npy' && args.format !== 'raw') throw new RangeError(`normalizeFile: options.format must be 'npy' or 'raw', got ${describe(args.format)}`);
   if (o.onProgress !== undefined && typeof o.onProgress !== 'function') throw new TypeError(`normalizeFile: options.onProgress must be a function, got ${describe(o.onProgress)}`);
   if (!o.inPlace && (await sameFile(input, output))) {
-    throw new NormalizeError(`output ${output} is the input file; pass inPlace (--in-place) to replace it (still through a temporary file)`);
+    throw new NormalizeError(`output ${output} is the input file; pass options.inPlace to replace it (still through a temporary file)`);
   }
   if (o.rstd !== undefined && (typeof o.rstd !== 'string' || (await sameFile(o.rstd, output)) || (await sameFile(o.rstd, input)))) {
-    throw new NormalizeError(`the rstd path must be a path other than the input and the output, got ${describe(o.rstd)}`);
+    throw new NormalizeError(`options.rstd must be a path other than the input and the output, got ${describe(o.rstd)}`);
   }
   return args;
 }

@@ -35,7 +35,7 @@ export const itemBytes = (d: Dtype): number => (d === 'float32' ? 4 : 2);
 /** The `.npy` header's dtype, checked against a dtype given for it (`what` names the option). */
 function agree(name: string, h: NpyHeader, given: Dtype | undefined, what: string): Dtype {
   if (given !== undefined && given !== h.dtype) {
-    throw new NormalizeError(`${name}: the .npy header says ${h.dtype} ('${h.dtype === 'float16' ? '<f2' : '<f4'}'), but ${what} ${given} was given`);
+    throw new NormalizeError(`${name}: the .npy header says ${h.dtype} ('${h.dtype === 'float16' ? '<f2' : '<f4'}'), but options.${what} ${given} was given`);
   }
   return h.dtype;
 }
@@ -52,7 +52,7 @@ export async function layoutOf(
   if (format === 'raw') {
     const dim = dimOpt;
     const dtype = given ?? 'float32';
-    if (dim === undefined) throw new NormalizeError(`${name}: a raw file needs --dim (or a weight) to know its row length`);
+    if (dim === undefined) throw new NormalizeError(`${name}: a raw file needs options.dim (or a weight) to know its row length`);
     const row = itemBytes(dtype) * dim;
     if (size % row !== 0) {
       throw new NormalizeError(`${name}: its size (${size} bytes) is not a whole number of rows of ${dim} ${dtype} (${row} bytes each)`);
@@ -63,7 +63,7 @@ export async function layoutOf(
   const h = await readNpyHeader(fh, size, name);
   const dtype = agree(name, h, given, 'dtype');
   const dim = h.shape[h.shape.length - 1]!;
-  if (dimOpt !== undefined && dimOpt !== dim) throw new NormalizeError(`${name}: its rows have ${dim} elements (last axis of shape (${h.shape.join(', ')})), but dim ${dimOpt} was given`);
+  if (dimOpt !== undefined && dimOpt !== dim) throw new NormalizeError(`${name}: its rows have ${dim} elements (last axis of shape (${h.shape.join(', ')})), but options.dim ${dimOpt} was given`);
   if (dim === 0) throw new NormalizeError(`${name}: its rows are empty (shape (${h.shape.join(', ')}))`);
   const rows = h.shape.slice(0, -1).reduce((a, b) => a * b, 1);
   return { format, dtype, shape: h.shape, dataOffset: h.dataOffset, rows, dim };
