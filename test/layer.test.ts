@@ -62,6 +62,43 @@ describe('createRmsNorm', () => {
     layer.free();
   });
 
+  it("its own results passed back in (y as x, dx as dy, a view of them) give the one-off calls' bits", () => {
+    const layer = createRmsNorm(w);
+    for (const rows of [1, 9]) {
+      const x = testRows(rows, dim, 40 + rows);
+      const y1 = layer.forward(x).slice();
+      // y fed back as x: the output array is the input (an exact alias), then a part of it.
+      const y = layer.forward(x);
+      expect(firstBitDiff(layer.forward(y), rmsNorm(y1, w))).toBe(-1);
+      layer.forward(x);
+      const half = layer.forward(x).subarray(0, dim);
+      expect(firstBitDiff(layer.forward(half), rmsNorm(y1.subarray(0, dim), w))).toBe(-1);
+    }
+    // A part of the layer's output, shifted by a row, on more rows than one window segment holds
+    // (streamed in several segments, the output written while later input rows are still unread).
+    const rows = 2000;
+    const big = testRows(rows, dim, 77);
+    const y0 = layer.forward(big).slice();
+    const shifted = layer.forward(big).subarray(dim);
+    expect(firstBitDiff(layer.forward(shifted), rmsNorm(y0.subarray(dim), w))).toBe(-1);
+    for (const rows of [1, 9]) {
+      const x = testRows(rows, dim, 40 + rows);
+      const y1 = layer.forward(x).slice();
+      // dx fed back as dy, and the layer's rstd and y as inputs of the backward.
+      const dy = randn(rows * dim, rows);
+      const dx1 = layer.backward(dy, x).dx.slice();
+      const want = rmsNormBackward(dx1, x, w);
+      const dx = layer.backward(dy, x).dx;
+      const b = layer.backward(dx, x);
+      expect(firstBitDiff(b.dx, want.dx)).toBe(-1);
+      expect(firstBitDiff(b.dweight!, want.dweight!)).toBe(-1);
+      const yIn = layer.forward(x);
+      const wantY = rmsNormBackward(dy, y1, w);
+      expect(firstBitDiff(layer.backward(dy, yIn).dx, wantY.dx)).toBe(-1);
+    }
+    layer.free();
+  });
+
   it('the weight is copied at creation; setWeight replaces it', () => {
     const w2 = w.slice();
     const layer = createRmsNorm(w2);

@@ -91,7 +91,11 @@ export class RmsNormLayer {
     const y = this.y.take(x.length);
     const rstd = this.rstdOut.take(rows);
     const { dim, params } = this;
-    const a = { x, weight: this.weight(), out: y, outGiven: y, rstd, residual: null, h: null, rows, dim, params, xKind: KIND_F32 };
+    // The outputs are the layer's own plain arrays: apart from x unless x is one of them (a
+    // result passed back in), which one buffer read tells.
+    const xb = x.buffer;
+    const outputsApart = xb !== this.y.buffer && xb !== this.rstdOut.buffer;
+    const a = { x, weight: this.weight(), out: y, outGiven: y, rstd, residual: null, h: null, rows, dim, params, xKind: KIND_F32, outputsApart };
     return this.rn.forwardChecked(a, 'layer.forward') as Float32Array;
   }
 
@@ -116,9 +120,12 @@ export class RmsNormLayer {
     const weight = this.w ? this.weight() : null;
     const { dim, params } = this;
     const dweight = this.dw;
+    // dx and dweight are the layer's own: apart unless an input is one of its arrays.
+    const own = (b: ArrayBufferLike) => b === this.dx.buffer || b === this.y.buffer || b === this.rstdOut.buffer || (dweight !== null && b === dweight.buffer);
+    const outputsApart = !own(dy.buffer) && !own(x.buffer) && (rstd === null || !own(rstd.buffer));
     const a = {
       dy, x, weight, rstd, dresidual: null, dx, dxGiven: dx, dweight, dweightGiven: dweight,
-      rows, dim, params, xKind: KIND_F32, wKind: KIND_F32,
+      rows, dim, params, xKind: KIND_F32, wKind: KIND_F32, outputsApart,
     };
     return this.rn.backwardChecked(a, 'layer.backward') as RmsNormBackwardResult;
   }
@@ -178,12 +185,17 @@ export class RmsNormLayer {
  */
 class Owned {
   private backing = new Float32Array(0);
+  /** The backing array's buffer: every array handed out is a view of it. */
+  buffer: ArrayBufferLike = this.backing.buffer;
   /** The array last handed out. */
   last = new Float32Array(0);
 
   take(n: number): Float32Array {
     if (this.last.length === n) return this.last;
-    if (this.backing.length < n) this.backing = new Float32Array(n);
+    if (this.backing.length < n) {
+      this.backing = new Float32Array(n);
+      this.buffer = this.backing.buffer;
+    }
     this.last = n === this.backing.length ? this.backing : this.backing.subarray(0, n);
     return this.last;
   }

@@ -97,7 +97,8 @@ class ForwardCall implements Call<FloatArray> {
     arrs[F.y] = r.y;
     arrs[F.h] = a.h;
     arrs[F.rstd] = a.rstd;
-    this.fresh = a.out ? 0 : 1 << F.y;
+    // New outputs (and outputs known to be apart) need no address lookup and no overlap check.
+    this.fresh = (a.out === null || a.outputsApart ? 1 << F.y : 0) | (a.outputsApart && a.rstd ? 1 << F.rstd : 0);
   }
 
   result(p: Placement): FloatArray {
@@ -123,7 +124,7 @@ class BackwardCall implements Call<RmsNormBackwardResult<FloatArray, FloatArray>
     arrs[B.dresidual] = a.dresidual;
     arrs[B.dx] = r.dx;
     arrs[B.dweight] = r.dweight;
-    this.fresh = (a.dx ? 0 : 1 << B.dx) | (a.weight && !a.dweight ? 1 << B.dweight : 0);
+    this.fresh = (a.dx === null || a.outputsApart ? 1 << B.dx : 0) | (a.weight && (!a.dweight || a.outputsApart) ? 1 << B.dweight : 0);
   }
 
   result(p: Placement): RmsNormBackwardResult<FloatArray, FloatArray> {

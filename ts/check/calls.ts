@@ -29,6 +29,12 @@ export interface ForwardArgs {
   params: Params;
   /** How `x` was given (KIND_*): the type of a result the library allocates. */
   xKind: number;
+  /**
+   * The outputs (out, rstd) are plain arrays that share no memory with the call's other arrays,
+   * known without looking (a layer's own outputs, when x is not one of them): placement skips
+   * their address lookup and the overlap check.
+   */
+  outputsApart: boolean;
 }
 
 /** A checked backward call. */
@@ -48,6 +54,8 @@ export interface BackwardArgs {
   /** How `dy` and the weight were given (KIND_*): the types of results the library allocates. */
   xKind: number;
   wKind: number;
+  /** The outputs (dx, dweight) are plain arrays apart from the call's other arrays: as ForwardArgs's. */
+  outputsApart: boolean;
 }
 
 const DTYPE_KEYS = ['dtype', 'weightDtype', 'castingMode'];
@@ -96,7 +104,7 @@ export function checkForward(
   }
   const outGiven = out === null ? null : (o.out as FloatArray);
   const params: Params = { eps: e, offset, stat, dtypes, wdt };
-  return { x: xa, weight: w, out, outGiven, rstd, residual, h, rows, dim, params, xKind: kindOf(x) };
+  return { x: xa, weight: w, out, outGiven, rstd, residual, h, rows, dim, params, xKind: kindOf(x), outputsApart: false };
 }
 
 /** Checks a backward call; `extraKeys` as in {@link checkForward}. */
@@ -138,7 +146,7 @@ export function checkBackward(
   return {
     dy: dya, x: xa, weight: w, rstd, dresidual, dx, dxGiven: dx === null ? null : (o.dx as FloatArray),
     dweight, dweightGiven: dweight === null ? null : (o.dweight as FloatArray),
-    rows, dim, params, xKind: kindOf(dy), wKind: w === null ? KIND_F32 : kindOf(weight),
+    rows, dim, params, xKind: kindOf(dy), wKind: w === null ? KIND_F32 : kindOf(weight), outputsApart: false,
   };
 }
 

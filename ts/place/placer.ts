@@ -73,7 +73,8 @@ export class Placer {
   /**
    * Places `arrs` (in `op`'s operand order, null for absent) for a call of `rows × dim`
    * (`rows` ≥ 1) and seeks to row 0. `fresh`: bit i set when operand i is an output the
-   * library has just allocated (a plain array that overlaps nothing: no checks needed).
+   * library has just allocated, or one known to be apart (a plain array that overlaps nothing:
+   * no checks needed).
    * Throws a TypeError naming `fn` and the array on a stale view of wasm memory, before
    * anything is written. One call at a time: the returned placement is reused.
    */
