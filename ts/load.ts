@@ -34,12 +34,24 @@ export interface KernelExports {
   narrow_half(src: number, dst: number, n: number, dtype: number): number;
 }
 
+/**
+ * `WebAssembly.Memory` where the project's type libraries declare it (the `dom` lib does), else
+ * the part of it this package uses: so these typings compile for a Node program without the
+ * `dom` lib as well.
+ */
+export type WasmMemory = typeof globalThis extends { WebAssembly: { Memory: { prototype: infer M } } }
+  ? M
+  : { readonly buffer: ArrayBuffer | SharedArrayBuffer; grow(pages: number): number };
+
+/** `WebAssembly.Module` where the project's type libraries declare it, else an opaque object (see {@link WasmMemory}). */
+export type WasmModule = typeof globalThis extends { WebAssembly: { Module: { prototype: infer M } } } ? M : object;
+
 /** An instantiated build. `module` and (for `simd-threads`) `memory` are what workers need to join it. */
 export interface LoadedWasm {
   build: Build;
   exports: KernelExports;
-  memory: WebAssembly.Memory;
-  module: WebAssembly.Module;
+  memory: WasmMemory;
+  module: WasmModule;
   shared: boolean;
 }
 
@@ -130,7 +142,7 @@ export function importedMemoryLimits(bytes: Uint8Array): { initial: number; maxi
  */
 export async function loadWasm(
   build: Build,
-  join?: { module: WebAssembly.Module; memory: WebAssembly.Memory },
+  join?: { module: WasmModule; memory: WasmMemory },
 ): Promise<LoadedWasm> {
   const glue = await GLUE[build]();
   const shared = build === 'simd-threads';

@@ -4,6 +4,18 @@
  * @module
  */
 
+declare global {
+  /**
+   * The disposal symbols (`using`, `await using`), declared here too so that these typings
+   * compile in projects whose TypeScript libraries lack `esnext.disposable` (the same
+   * declarations as that lib's and @types/node's, with which they merge).
+   */
+  interface SymbolConstructor {
+    readonly dispose: unique symbol;
+    readonly asyncDispose: unique symbol;
+  }
+}
+
 
 /**
  * How an array's elements are stored: float32, IEEE binary16 (`float16`) or `bfloat16`. The
