@@ -5,7 +5,7 @@
 import type { Shape } from './types.js';
 
 /**
- * Issue 4's shapes, plus 64×4096 (where issue 2 states its single-thread goals):
+ * Shapes from real models:
  * 1×4096 one decoded token of Llama-7B; 32/64/512×4096 batches of tokens; 4096×4096 a long
  * prompt; 2048×768 BERT/GPT-2 base; 1×896 one token of a small (Qwen2-0.5B-sized) model.
  */

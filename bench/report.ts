@@ -9,7 +9,6 @@
  * plain-array paths (those are what the zero-copy rows avoid).
  * @module
  */
-import { DEFAULT_SHAPES } from './defaults.js';
 import { shapeName } from './data.js';
 import type { Op, Row, Shape } from './types.js';
 
@@ -75,13 +74,13 @@ export function shapeTable(rows: Row[], shape: string): string {
   return pad([head, ...body]);
 }
 
-/** One goal of the issues and how it came out. */
-export interface Goal {
+/** One comparison of two contenders, per shape: how many times faster the first is. */
+export interface Comparison {
   id: string;
+  /** What is compared with what, as a reader of the results would ask it. */
   text: string;
-  status: 'met' | 'missed' | 'not measured';
-  /** The numbers behind the verdict. */
-  detail: string;
+  /** Per shape where both were timed: `ratio` = the second's median ÷ the first's (> 1: the first is faster). */
+  shapes: { shape: string; ratio: number; of: string; vs: string }[];
 }
 
 type Median = (shape: string, op: Op, pred: (r: Row) => boolean) => Row | undefined;
@@ -96,88 +95,40 @@ function fastest(rows: Row[]): Median {
 
 const named = (name: string) => (r: Row) => r.contender === name;
 
-/**
- * Compares `num ÷ den` speed (den median / num median) with `target` at each shape; met when
- * every measured shape reaches it.
- */
-function ratioGoal(
-  id: string, text: string, shapes: string[], target: number,
-  pick: (shape: string) => { num?: Row; den?: Row },
-): Goal {
-  const parts: string[] = [];
-  let ok = true;
-  let any = false;
-  for (const s of shapes) {
-    const { num, den } = pick(s);
-    if (!num || !den) continue;
-    any = true;
-    const ratio = den.medianMs! / num.medianMs!;
-    ok &&= ratio >= target;
-    parts.push(`${s}: ${ratio.toFixed(2)}× (${num.contender} vs ${den.contender})`);
+/** `num`'s speed over `den`'s (den median ÷ num median) at each shape where both were timed. */
+function compare(id: string, text: string, shapes: string[], pick: (shape: string) => { num?: Row; den?: Row }): Comparison {
+  const out: Comparison['shapes'] = [];
+  for (const shape of shapes) {
+    const { num, den } = pick(shape);
+    if (num && den) out.push({ shape, ratio: den.medianMs! / num.medianMs!, of: num.contender, vs: den.contender });
   }
-  if (!any) return { id, text, status: 'not measured', detail: shapes.length ? `no timed rows at ${shapes.join(', ')}` : 'its shapes are not in this run' };
-  return { id, text, status: ok ? 'met' : 'missed', detail: parts.join('; ') };
+  return { id, text, shapes: out };
 }
 
-/** "64×4096-class": dim 4096 with 32–512 rows (a batch of tokens of a 7B model). */
-function classShapes(shapes: Shape[]): string[] {
-  return shapes.filter((s) => s.dim === 4096 && s.rows >= 32 && s.rows <= 512).map(shapeName);
-}
-
-/** Evaluates every goal of issues 2 and 4 on the measured rows. */
-export function goals(rows: Row[], shapes: Shape[]): Goal[] {
+/** The comparisons a reader of the results makes, from the call most users make to the fastest. */
+export function comparisons(rows: Row[], shapes: Shape[]): Comparison[] {
   const best = fastest(rows);
-  const cls = classShapes(shapes);
-  const defaults = DEFAULT_SHAPES.map(shapeName).filter((s) => shapes.some((t) => shapeName(t) === s));
+  const all = shapes.map(shapeName);
   const syncOrPool = (r: Row) => (r.family === 'wasm' && r.contender !== 'wasm-scalar') || r.family === 'pool';
-  const zcFwd = (s: string) => best(s, 'forward', named('wasm-simd-zero-copy'));
-  const out: Goal[] = [
-    ratioGoal('fwd-18x-naive', 'wasm SIMD zero-copy forward ≥ 18× js-naive at 64×4096-class shapes (32–512 rows × 4096)', cls, 18,
-      (s) => ({ num: zcFwd(s), den: best(s, 'forward', named('js-naive')) })),
-    ratioGoal('fwd-3x-optimized', 'wasm SIMD zero-copy forward ≥ 3× js-optimized at 64×4096-class shapes', cls, 3,
-      (s) => ({ num: zcFwd(s), den: best(s, 'forward', named('js-optimized')) })),
-    ratioGoal('bwd-15x-naive', 'wasm SIMD zero-copy backward ≥ 15× js-naive at 64×4096-class shapes', cls, 15,
-      (s) => ({ num: best(s, 'backward', named('wasm-simd-zero-copy')), den: best(s, 'backward', named('js-naive')) })),
-    ratioGoal('vs-ort-web-5x', 'best of sync/pool forward ≥ 5× onnxruntime-web (its best thread count) at every default shape', defaults, 5,
-      (s) => ({ num: best(s, 'forward', syncOrPool), den: best(s, 'forward', (r) => r.family === 'ort-web') })),
-    ratioGoal('vs-ort-node-1.5x', 'best of sync/pool forward ≥ 1.5× onnxruntime-node (its best thread count) at every default shape', defaults, 1.5,
-      (s) => ({ num: best(s, 'forward', syncOrPool), den: best(s, 'forward', (r) => r.family === 'ort-node') })),
-    ratioGoal('fwd-70pct-copy', 'zero-copy forward ≥ 70% of copy at 4096×4096 (copy time ÷ forward time ≥ 0.7)',
-      shapes.some((s) => s.rows === 4096 && s.dim === 4096) ? ['4096x4096'] : [], 0.7,
-      (s) => ({ num: zcFwd(s), den: best(s, 'copy', named('copy')) })),
+  const ortWeb = (r: Row) => r.family === 'ort-web';
+  const ortNode = (r: Row) => r.family === 'ort-node';
+  const fwd = (s: string, p: (r: Row) => boolean) => best(s, 'forward', p);
+  const bwd = (s: string, p: (r: Row) => boolean) => best(s, 'backward', p);
+  const c = (id: string, text: string, pick: (s: string) => { num?: Row; den?: Row }) => compare(id, text, all, pick);
+  return [
+    c('default-js', 'the default call (rmsNorm(x, w)) ÷ the plain JS loop (js-naive), forward', (s) => ({ num: fwd(s, named('wasm-default')), den: fwd(s, named('js-naive')) })),
+    c('default-ort-node', 'the default call ÷ onnxruntime-node (its best thread count), forward', (s) => ({ num: fwd(s, named('wasm-default')), den: fwd(s, ortNode) })),
+    c('default-ort-web', 'the default call ÷ onnxruntime-web (its best thread count), forward', (s) => ({ num: fwd(s, named('wasm-default')), den: fwd(s, ortWeb) })),
+    c('layer-js', 'the layer (createRmsNorm(w).forward(x)) ÷ js-naive, forward', (s) => ({ num: fwd(s, named('wasm-layer')), den: fwd(s, named('js-naive')) })),
+    c('zc-js', 'zero-copy ÷ js-naive, forward', (s) => ({ num: fwd(s, named('wasm-simd-zero-copy')), den: fwd(s, named('js-naive')) })),
+    c('zc-js-optimized', 'zero-copy ÷ js-optimized, forward', (s) => ({ num: fwd(s, named('wasm-simd-zero-copy')), den: fwd(s, named('js-optimized')) })),
+    c('zc-js-bwd', 'zero-copy ÷ js-naive, backward', (s) => ({ num: bwd(s, named('wasm-simd-zero-copy')), den: bwd(s, named('js-naive')) })),
+    c('best-ort-web', 'the fastest wasm call (one thread or the pool) ÷ onnxruntime-web (its best), forward', (s) => ({ num: fwd(s, syncOrPool), den: fwd(s, ortWeb) })),
+    c('best-ort-node', 'the fastest wasm call ÷ onnxruntime-node (its best), forward', (s) => ({ num: fwd(s, syncOrPool), den: fwd(s, ortNode) })),
+    c('plain-zc-fwd', 'plain arrays with out given ÷ zero-copy, forward (below 1: what copying costs)', (s) => ({ num: fwd(s, named('wasm-simd')), den: fwd(s, named('wasm-simd-zero-copy')) })),
+    c('plain-zc-bwd', 'plain arrays with out given ÷ zero-copy, backward', (s) => ({ num: bwd(s, named('wasm-simd')), den: bwd(s, named('wasm-simd-zero-copy')) })),
+    c('zc-copy', 'zero-copy forward ÷ the in-wasm copy of the same bytes (1: as fast as a copy)', (s) => ({ num: fwd(s, named('wasm-simd-zero-copy')), den: best(s, 'copy', named('copy')) })),
   ];
-  const i2 = shapes.some((s) => s.rows === 64 && s.dim === 4096) ? ['64x4096'] : [];
-  const naive = (op: Op) => (s: string) => best(s, op, named('js-naive'));
-  out.push(
-    ratioGoal('i2-fwd-plain-8x', 'issue 2, 64×4096, 1 thread: forward on plain Float32Arrays (wasm-simd) ≥ 8× js-naive', i2, 8,
-      (s) => ({ num: best(s, 'forward', named('wasm-simd')), den: naive('forward')(s) })),
-    ratioGoal('i2-fwd-zc-18x', 'issue 2, 64×4096, 1 thread: zero-copy forward ≥ 18× js-naive', i2, 18,
-      (s) => ({ num: zcFwd(s), den: naive('forward')(s) })),
-    ratioGoal('i2-bwd-8x', 'issue 2, 64×4096, 1 thread: backward on plain Float32Arrays (wasm-simd) ≥ 8× js-naive', i2, 8,
-      (s) => ({ num: best(s, 'backward', named('wasm-simd')), den: naive('backward')(s) })),
-  );
-  // Issue 9: the call users make, on the same terms as the peers (results allocated by the callee).
-  const dflt = (op: Op) => (s: string) => best(s, op, named('wasm-default'));
-  const bigs = ['512x4096', '4096x4096'].filter((s) => shapes.some((t) => shapeName(t) === s));
-  const fromMid = defaults.filter((s) => { const [r, d] = s.split('x').map(Number); return r! * d! >= 32 * 4096; });
-  out.push(
-    ratioGoal('i9-default-ort-node-1.5x', 'issue 9: default call (init(); rmsNorm(x, w)) ≥ 1.5× onnxruntime-node (its best) at every default shape', defaults, 1.5,
-      (s) => ({ num: dflt('forward')(s), den: best(s, 'forward', (r) => r.family === 'ort-node') })),
-    ratioGoal('i9-default-ort-web-4x', 'issue 9: default call ≥ 4× onnxruntime-web (its best) at every default shape', defaults, 4,
-      (s) => ({ num: dflt('forward')(s), den: best(s, 'forward', (r) => r.family === 'ort-web') })),
-    ratioGoal('i9-default-js-4x', 'issue 9: default call ≥ 4× the plain JS loop (js-naive) at every shape, 1×896 included', shapes.map(shapeName), 4,
-      (s) => ({ num: dflt('forward')(s), den: naive('forward')(s) })),
-    ratioGoal('i9-plain-fwd-70pct', 'issue 9: plain-array forward (wasm-simd, out given) ≥ 70% of the zero-copy forward at 512×4096 and 4096×4096', bigs, 0.7,
-      (s) => ({ num: best(s, 'forward', named('wasm-simd')), den: zcFwd(s) })),
-    ratioGoal('i9-plain-bwd-65pct', 'issue 9: plain-array backward ≥ 65% of the zero-copy backward at 512×4096 and 4096×4096', bigs, 0.65,
-      (s) => ({ num: best(s, 'backward', named('wasm-simd')), den: best(s, 'backward', named('wasm-simd-zero-copy')) })),
-    // Stated for Chromium (npm run bench:browser); the Node run reports them too.
-    ratioGoal('i9-layer-js-4x', 'issue 9: the reusing path (createRmsNorm(w).forward(x)) ≥ 4× js-naive at every default shape from 32×4096 up', fromMid, 4,
-      (s) => ({ num: best(s, 'forward', named('wasm-layer')), den: naive('forward')(s) })),
-    ratioGoal('i9-layer-ort-web-3x', 'issue 9: the reusing path ≥ 3× onnxruntime-web (its best) at every default shape from 32×4096 up', fromMid, 3,
-      (s) => ({ num: best(s, 'forward', named('wasm-layer')), den: best(s, 'forward', (r) => r.family === 'ort-web') })),
-  );
-  return out;
 }
 
 /** RMSNorm's saving over LayerNorm, same wasm SIMD zero-copy path: `1 − t_rms / t_ln`. */
@@ -201,24 +152,25 @@ export function layerNormSavings(rows: Row[], shapes: Shape[]): LayerNormSaving[
   });
 }
 
-/** The closing paragraph: per goal met or missed, the LayerNorm check, failures, omissions. */
-export function summary(rows: Row[], gs: Goal[], ln: LayerNormSaving[], notes: string[]): string {
+/** The closing paragraph: the check, the comparisons, the LayerNorm saving, what was left out. */
+export function summary(rows: Row[], cs: Comparison[], ln: LayerNormSaving[], notes: string[]): string {
   const failed = rows.filter((r) => !r.check.passed || r.error);
   const parts: string[] = [];
   const checked = rows.length - failed.length;
   parts.push(
     failed.length === 0
       ? `All ${rows.length} contender×shape rows passed the float64 check (|err| ≤ 1e-4 + 1e-4·|ref|) before timing.`
-      : `${checked} of ${rows.length} rows passed the float64 check; FAILED or errored: ${failed.map((r) => `${r.op} ${r.contender} @${r.shape}`).join(', ')}.`,
+      : `${checked} of ${rows.length} rows passed the float64 check; failed or errored: ${failed.map((r) => `${r.op} ${r.contender} @${r.shape}`).join(', ')}.`,
   );
-  for (const g of gs) parts.push(`${g.status.toUpperCase()}: ${g.text} — ${g.detail}.`);
+  for (const c of cs) {
+    if (c.shapes.length) parts.push(`${c.text[0]!.toUpperCase()}${c.text.slice(1)}: ${c.shapes.map((x) => `${x.shape} ${x.ratio.toFixed(2)}×`).join(', ')}.`);
+  }
   if (ln.length) {
     const lo = Math.min(...ln.map((l) => l.savingPct));
     const hi = Math.max(...ln.map((l) => l.savingPct));
-    const inside = ln.filter((l) => l.savingPct >= 7 && l.savingPct <= 64).length;
     parts.push(
       `RMSNorm vs LayerNorm (same wasm SIMD zero-copy path): RMSNorm saves ${lo.toFixed(0)}%–${hi.toFixed(0)}% of LayerNorm's time ` +
-        `(${ln.map((l) => `${l.shape} ${l.savingPct.toFixed(0)}%`).join(', ')}); the paper's 7%–64% range holds at ${inside} of ${ln.length} shapes.`,
+        `(${ln.map((l) => `${l.shape} ${l.savingPct.toFixed(0)}%`).join(', ')}).`,
     );
   }
   parts.push(...notes);

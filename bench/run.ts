@@ -27,7 +27,7 @@ import { DEFAULT_SHAPES, QUICK_SHAPES } from './defaults.js';
 import { ATOL, RTOL, caseReference, makeCase } from '../shared/reference.js';
 import { parseShapes, shapeName } from './data.js';
 import { runOrtChild } from './ort-launch.js';
-import { derive, goals, layerNormSavings, progressLine, shapeTable, summary } from './report.js';
+import { comparisons, derive, layerNormSavings, progressLine, shapeTable, summary } from './report.js';
 import { BYTES_PER_ELEM, benchFor, measure, timingFor } from './runner.js';
 import { renderSvg } from './svg.js';
 import type { Contender, Row, Shape } from './types.js';
@@ -115,7 +115,7 @@ notes.push(
 
 derive(rows);
 const shapeNames = shapes.map(shapeName);
-const gs = goals(rows, shapes);
+const cs = comparisons(rows, shapes);
 const ln = layerNormSavings(rows, shapes);
 
 const cpu = os.cpus()[0]?.model?.trim() ?? 'unknown';
@@ -139,7 +139,7 @@ process.stdout.write(
     `${BYTES_PER_ELEM.backward} B/elem (read dy, x; write dx), copy and layernorm 8 B/elem; gain/bias ignored. ` +
     `%copy = GB/s ÷ the wasm copy's GB/s at that shape. Check: |y − ref64| ≤ ${ATOL} + ${RTOL}·|ref64| for every element.\n`,
 );
-const text = summary(rows, gs, ln, notes);
+const text = summary(rows, cs, ln, notes);
 process.stdout.write(`\nSummary: ${text}\n`);
 
 mkdirSync(outDir, { recursive: true });
@@ -155,7 +155,7 @@ const json = {
   bytesPerElem: BYTES_PER_ELEM,
   timing: Object.fromEntries(shapes.map((s) => [shapeName(s), timingFor(s, quick)])),
   notes,
-  goals: gs,
+  comparisons: cs,
   layerNormSavings: ln,
   summary: text,
   rows,

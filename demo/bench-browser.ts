@@ -1,7 +1,7 @@
 /**
  * `npm run bench:browser`: the demo page's benchmark, run headless in Debian's Chromium, written
  * in the JSON format of `npm run bench` (bench/run.ts) to bench/results/browser.json, with the
- * same derived columns, goals and summary (computed by bench/report.ts) and a chart
+ * same derived columns, comparisons and summary (computed by bench/report.ts) and a chart
  * (bench/svg.ts) in browser.svg.
  *
  * Usage: tsx demo/bench-browser.ts [--shapes 64x4096,1x896] [--quick] [--out DIR]
@@ -22,7 +22,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { parseShapes, shapeName } from '../bench/data.js';
 import { DEFAULT_SHAPES, QUICK_SHAPES } from '../bench/defaults.js';
-import { derive, goals, layerNormSavings, progressLine, shapeTable, summary } from '../bench/report.js';
+import { comparisons, derive, layerNormSavings, progressLine, shapeTable, summary } from '../bench/report.js';
 import { renderSvg } from '../bench/svg.js';
 import type { Row, Shape } from '../bench/types.js';
 import { buildNormModel, RMS_NORMALIZATION } from '../bench/onnx-model.js';
@@ -118,7 +118,7 @@ for (const r of rows) {
 }
 derive(rows);
 const shapeNames = shapes.map(shapeName);
-const gs = goals(rows, shapes);
+const cs = comparisons(rows, shapes);
 const ln = layerNormSavings(rows, shapes);
 const notes = [
   `Chromium ${chromiumVersion} (headless), page ${env.crossOriginIsolated ? 'cross-origin isolated' : 'not cross-origin isolated'}; pool in ${env.poolMode} mode with ${env.poolThreads} worker(s) (navigator.hardwareConcurrency = ${env.cores}).`,
@@ -139,7 +139,7 @@ for (const s of shapeNames) {
   process.stdout.write(`\n== ${s}  (median of batched samples; ±rme = 95% margin of error of the mean)\n`);
   process.stdout.write(shapeTable(rows, s) + '\n');
 }
-const text = summary(rows, gs, ln, notes);
+const text = summary(rows, cs, ln, notes);
 process.stdout.write(`\nSummary: ${text}\n`);
 
 const minBatchMs = Math.max(1, 200 * env.clockResolutionMs);
@@ -167,7 +167,7 @@ const json = {
   bytesPerElem: { forward: 8, backward: 12, copy: 8, layernorm: 8 },
   timing: Object.fromEntries(shapeNames.map((s) => [s, { budgetMs, minBatchMs, method: 'batched performance.now()' }])),
   notes,
-  goals: gs,
+  comparisons: cs,
   layerNormSavings: ln,
   summary: text,
   rows,
