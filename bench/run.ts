@@ -29,6 +29,7 @@ import { parseShapes, shapeName } from './data.js';
 import { runOrtChild } from './ort-launch.js';
 import { comparisons, derive, layerNormSavings, progressLine, shapeTable, summary } from './report.js';
 import { BYTES_PER_ELEM, benchFor, measure, timingFor } from './runner.js';
+import { BENCHMARKS_MD, writeBenchmarks } from './docs.js';
 import { renderSvg } from './svg.js';
 import type { Contender, Row, Shape } from './types.js';
 
@@ -168,3 +169,8 @@ writeFileSync(
   renderSvg(rows, shapeNames, 'rmsnorm-wasm: RMSNorm float32 throughput', `${cpu}, ${cores} cores, Node ${process.versions.node} (V8 ${process.versions.v8}), ${date.slice(0, 10)}`),
 );
 log(`wrote ${join(outDir, 'latest.json')} and latest.svg (${json.durationS} s)`);
+// The committed results changed: the page generated from them follows.
+if (outDir === resolve(HERE, 'results')) {
+  writeBenchmarks();
+  log(`wrote ${BENCHMARKS_MD}`);
+}

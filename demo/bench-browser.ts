@@ -22,6 +22,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { parseShapes, shapeName } from '../bench/data.js';
 import { DEFAULT_SHAPES, QUICK_SHAPES } from '../bench/defaults.js';
+import { BENCHMARKS_MD, writeBenchmarks } from '../bench/docs.js';
 import { comparisons, derive, layerNormSavings, progressLine, shapeTable, summary } from '../bench/report.js';
 import { renderSvg } from '../bench/svg.js';
 import type { Row, Shape } from '../bench/types.js';
@@ -180,3 +181,7 @@ writeFileSync(
   renderSvg(rows, shapeNames, 'rmsnorm-wasm in Chromium: RMSNorm float32 throughput', `${cpu}, ${machine.cores} cores, Chromium ${chromiumVersion} (${env.crossOriginIsolated ? 'cross-origin isolated' : 'not isolated'}), ${date.slice(0, 10)}`),
 );
 log(`wrote ${join(outDir, 'browser.json')} and browser.svg (${json.durationS} s)`);
+if (outDir === resolve(RESULTS)) {
+  writeBenchmarks();
+  log(`wrote ${BENCHMARKS_MD}`);
+}

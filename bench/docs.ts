@@ -1,0 +1,170 @@
+/**
+ * docs/benchmarks.md, generated from the committed results (bench/results/*.json): no figure in
+ * it is typed by hand. `npm run bench` rewrites it after a run; `tsx bench/docs.ts` rewrites it
+ * from the JSON as it is, and `tsx bench/docs.ts --check` exits 1 when the committed page
+ * differs from what the JSON makes (a test runs that).
+ * @module
+ */
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { Comparison } from './report.js';
+
+const RESULTS = new URL('./results/', import.meta.url);
+/** Where the page goes. */
+export const BENCHMARKS_MD = fileURLToPath(new URL('../docs/benchmarks.md', import.meta.url));
+
+interface Row {
+  shape: string;
+  op: string;
+  contender: string;
+  family: string;
+  threads: number;
+  medianMs: number | null;
+}
+
+interface RunJson {
+  machine: { cpu: string; cores: number; memoryGB: number };
+  node: string;
+  v8: string;
+  date: string;
+  browser?: { name: string; version: string; crossOriginIsolated: boolean };
+  shapes: string[];
+  comparisons?: Comparison[];
+  rows: Row[];
+}
+
+const read = <T>(name: string): T | null => {
+  const u = new URL(name, RESULTS);
+  return existsSync(u) ? (JSON.parse(readFileSync(u, 'utf8')) as T) : null;
+};
+
+/** A time in ms as people read it: µs below 1 ms, three significant digits. */
+function time(ms: number): string {
+  const [v, unit] = ms < 1 ? [ms * 1000, 'µs'] : [ms, 'ms'];
+  return `${v < 10 ? v.toFixed(2) : v < 100 ? v.toFixed(1) : v.toFixed(0)} ${unit}`;
+}
+
+/** The columns of a results table: a contender, or the best of a family (its thread count shown). */
+const COLUMNS: { head: string; pick: (r: Row) => boolean; best?: boolean }[] = [
+  { head: 'default call', pick: (r) => r.contender === 'wasm-default' },
+  { head: 'layer', pick: (r) => r.contender === 'wasm-layer' },
+  { head: 'out given', pick: (r) => r.contender === 'wasm-simd' },
+  { head: 'zero-copy', pick: (r) => r.contender === 'wasm-simd-zero-copy' },
+  { head: 'pool, zero-copy', pick: (r) => r.family === 'pool' && r.contender.endsWith('-zero-copy'), best: true },
+  { head: 'plain JS', pick: (r) => r.contender === 'js-naive' },
+  { head: 'optimized JS', pick: (r) => r.contender === 'js-optimized' },
+  { head: 'onnxruntime-web', pick: (r) => r.family === 'ort-web', best: true },
+  { head: 'onnxruntime-node', pick: (r) => r.family === 'ort-node', best: true },
+  { head: 'copy of x to y', pick: (r) => r.contender === 'copy' },
+];
+
+/** The time table of `op`: one row per shape, one column per contender that ran it. */
+function table(run: RunJson, op: string): string {
+  const at = (shape: string, c: (typeof COLUMNS)[number]) =>
+    run.rows
+      .filter((r) => r.shape === shape && (r.op === op || (c.head === 'copy of x to y' && r.op === 'copy')) && r.medianMs !== null && c.pick(r))
+      .sort((a, b) => a.medianMs! - b.medianMs!)[0];
+  const cols = COLUMNS.filter((c) => run.shapes.some((s) => at(s, c)));
+  const lines = [`| rows × dim | ${cols.map((c) => c.head).join(' | ')} |`, `|---|${cols.map(() => '---:').join('|')}|`];
+  for (const s of run.shapes) {
+    const cells = cols.map((c) => {
+      const r = at(s, c);
+      if (!r) return '';
+      return c.best ? `${time(r.medianMs!)} (${r.threads} thread${r.threads === 1 ? '' : 's'})` : time(r.medianMs!);
+    });
+    lines.push(`| ${s.replace('x', ' × ')} | ${cells.join(' | ')} |`);
+  }
+  return lines.join('\n');
+}
+
+/** The comparisons as a table: one row per comparison, one column per shape. */
+function ratios(run: RunJson): string {
+  const cs = (run.comparisons ?? []).filter((c) => c.shapes.length > 0);
+  const lines = [`| how many times faster | ${run.shapes.map((s) => s.replace('x', ' × ')).join(' | ')} |`, `|---|${run.shapes.map(() => '---:').join('|')}|`];
+  for (const c of cs) {
+    lines.push(`| ${c.text} | ${run.shapes.map((s) => c.shapes.find((x) => x.shape === s)?.ratio.toFixed(2) ?? '').join(' | ')} |`);
+  }
+  return lines.join('\n');
+}
+
+function machine(run: RunJson): string {
+  const m = run.machine;
+  const where = run.browser ? `${run.browser.name} ${run.browser.version} (headless${run.browser.crossOriginIsolated ? ', cross-origin isolated' : ''})` : `Node ${run.node} (V8 ${run.v8})`;
+  return `${m.cpu}, ${m.cores} cores, ${m.memoryGB} GiB; ${where}; ${run.date.slice(0, 10)}.`;
+}
+
+function runSection(title: string, run: RunJson, command: string, backward: boolean): string {
+  return [
+    `## ${title}`,
+    '',
+    `${machine(run)} \`${command}\`; medians, float32, every contender checked against a float64 reference first.`,
+    '',
+    '**Forward**',
+    '',
+    table(run, 'forward'),
+    '',
+    ...(backward ? ['**Backward** (dx and dweight; onnxruntime has no RMSNorm backward)', '', table(run, 'backward'), ''] : []),
+    '**Ratios**',
+    '',
+    ratios(run),
+    '',
+  ].join('\n');
+}
+
+interface PairRow {
+  shape: string;
+  pair: string;
+  ratio?: number;
+  speedup?: number;
+}
+
+function pairs(title: string, intro: string, json: { rows: PairRow[]; date: string } | null): string {
+  if (!json) return '';
+  const lines = [`## ${title}`, '', `${intro} (${json.date.slice(0, 10)}).`, '', '| rows × dim | comparison | times faster |', '|---|---|---:|'];
+  for (const r of json.rows) lines.push(`| ${r.shape.replace('x', ' × ')} | ${r.pair} | ${(r.ratio ?? r.speedup)!.toFixed(2)} |`);
+  return lines.join('\n') + '\n';
+}
+
+/** The page, from the results as they are. */
+export function renderBenchmarks(): string {
+  const node = read<RunJson>('latest.json');
+  const browser = read<RunJson>('browser.json');
+  const out = [
+    [
+    '# Benchmarks',
+    '',
+    '<!-- Generated by bench/docs.ts from bench/results/*.json: edit the generator, not this page. -->',
+    '',
+    'Times per call of RMSNorm on the machine named above each table. Compare the ratios within a',
+    'table: a shared machine changes from one day to the next. Columns: **default call**',
+    '`rmsNorm(x, w)` (allocates its result); **layer** `createRmsNorm(w).forward(x)`; **out given**',
+    '`rmsNorm(x, w, { out })` on plain arrays; **zero-copy** the same on views of wasm memory',
+    '(`allocF32`); **pool** the worker pool on such views; **plain JS** the loop a user would write;',
+    '**optimized JS** the fastest plain JavaScript we could write; onnxruntime running one RMSNorm',
+    'node (best thread count); **copy** an in-wasm copy of the same bytes, the memory limit.',
+    '',
+    '![forward and backward throughput per shape](../bench/results/latest.svg)',
+    '',
+  ].join('\n'),
+  ];
+  if (node) out.push(runSection('Node', node, 'npm run bench', true));
+  if (browser) out.push(runSection('Browser', browser, 'npm run bench:browser', true));
+  out.push(pairs('Half precision', 'float16 and bfloat16 storage against float32, and the default call against a plain-JS loop on the same data, `npm run bench:half`', read('half.json')));
+  out.push(pairs('Variants', 'Each variant against what a user would write without it, `npm run bench:variants`', read('variants.json')));
+  return out.filter((s) => s !== '').join('\n').replace(/\n{3,}/g, '\n\n').trimEnd() + '\n';
+}
+
+/** Writes docs/benchmarks.md from the results. */
+export function writeBenchmarks(): void {
+  writeFileSync(BENCHMARKS_MD, renderBenchmarks());
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  if (process.argv.includes('--check')) {
+    const same = existsSync(BENCHMARKS_MD) && readFileSync(BENCHMARKS_MD, 'utf8') === renderBenchmarks();
+    if (!same) {
+      process.stderr.write('docs/benchmarks.md differs from what bench/results/*.json make: run `tsx bench/docs.ts`\n');
+      process.exit(1);
+    }
+  } else writeBenchmarks();
+}
