@@ -8,13 +8,19 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { BENCHMARKS_MD, renderBenchmarks } from '../bench/docs.js';
+import { BENCHMARKS_MD, README_MD, readmeWithResults, renderBenchmarks } from '../bench/docs.js';
 
 const REPO = fileURLToPath(new URL('..', import.meta.url));
 
 describe('docs/benchmarks.md', () => {
   it('is what bench/docs.ts makes from the committed bench/results/*.json', () => {
     expect(readFileSync(BENCHMARKS_MD, 'utf8')).toBe(renderBenchmarks());
+  });
+
+  it("the README's results table is what the committed results make", () => {
+    const readme = readFileSync(README_MD, 'utf8');
+    expect(readme).toContain('<!-- results:start');
+    expect(readme).toBe(readmeWithResults(readme));
   });
 
   it('shows every shape of the Node run with its default call and plain-JS times', () => {
@@ -36,10 +42,10 @@ const INTERNAL = [
   /the seeds'/i,
 ];
 
-/** The user-facing files this test reads (the README joins this list once it is a user's guide). */
+/** The user-facing files this test reads. */
 const FILES = [
-  'docs/benchmarks.md',
-  'docs/performance.md',
+  'README.md',
+  ...readdirSync(new URL('../docs/', import.meta.url)).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`),
   ...readdirSync(new URL('../bench/results/', import.meta.url)).filter((f) => f.endsWith('.json')).map((f) => `bench/results/${f}`),
 ];
 
