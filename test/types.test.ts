@@ -61,6 +61,13 @@ describe('the published types compile in a consumer project (skipLibCheck off, n
     expect(await tsc('disposable', ['es2022', 'dom', 'esnext.disposable'], ['node'], ['main.ts', 'node.ts'])).toBe('');
   }, 120_000);
 
+  it('the API reference builds from the doc comments with no warning (an undocumented export fails: npm run docs)', async () => {
+    const out = join(dir, 'api');
+    const typedoc = join(REPO, 'node_modules', 'typedoc', 'bin', 'typedoc');
+    const r = await promisify(execFile)(process.execPath, [typedoc, '--out', out], { cwd: REPO, timeout: 120_000 }).catch((e: { stdout?: string; code?: number }) => e);
+    expect((r as { code?: number }).code ?? 0, String((r as { stdout?: string }).stdout)).toBe(0);
+  }, 120_000);
+
   it('a mistake is still caught (the check is real)', async () => {
     writeFileSync(join(dir, 'wrong.ts'), "import { rmsNorm } from 'rmsnorm-wasm';\nconst y: string = rmsNorm(new Float32Array(4), null, { dim: 4 });\nexport { y };\n");
     expect(await tsc('wrong', ['es2022', 'dom'], [], ['wrong.ts'])).toMatch(/TS2322/);

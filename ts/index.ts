@@ -17,7 +17,7 @@ import type { PoolOptions, RmsNormPool } from './pool/api.js';
 import { options as checkOptions } from './check/options.js';
 import type { FloatArray, HalfDtype, RmsNormBackwardOptions, RmsNormBackwardResult, RmsNormOptions } from './types.js';
 
-export type { Build, KernelExports, LoadedWasm, WasmMemory, WasmModule } from './load.js';
+export type { Build, KernelExports, LoadedWasm, WasmClass, WasmMemory, WasmMemoryLike, WasmModule, WithWasm } from './load.js';
 export type { F32Buffer, U16Buffer } from './memory.js';
 export type {
   CastingMode,

@@ -12,21 +12,28 @@ export type Build = 'simd' | 'simd-threads' | 'scalar';
  * Called only through the operation records of ops.ts.
  */
 export interface KernelExports {
+  /** Allocates `len` floats (16-byte aligned) in the module's memory; returns the byte address, 0 when memory cannot grow. */
   alloc_f32(len: number): number;
+  /** Frees what alloc_f32 returned for the same `len`. */
   free_f32(addr: number, len: number): void;
+  /** Rows per dweight block: the pool's backward chunks start on multiples of it. */
   dg_block_rows(): number;
+  /** Forward over `rows × dim` at the given addresses (0: absent); returns a status (0: done). */
   rms_norm_forward(
     x: number, res: number, w: number, y: number, h: number, rstd: number,
     rows: number, dim: number, eps: number, offset: number, stat: number, dtypes: number,
   ): number;
+  /** Backward over rows `[row0, row0 + rows)` of a `total`-row matrix, carrying the open dweight block in `work`; returns a status. */
   rms_norm_backward(
     dy: number, x: number, w: number, rstd: number, dh: number, dx: number, dw: number, work: number,
     rows: number, dim: number, eps: number, offset: number, stat: number, row0: number, total: number, dtypes: number,
   ): number;
+  /** Backward rows `[row0, row1)` of a pool job, dweight partials per block into `partials`; returns a status. */
   rms_norm_backward_rows(
     dy: number, x: number, w: number, rstd: number, dh: number, dx: number, partials: number,
     rows: number, dim: number, eps: number, offset: number, stat: number, row0: number, row1: number, dtypes: number,
   ): number;
+  /** Adds `blocks` dweight partials of `dim` floats in block order into `dw` (onto it when `accumulate` is 1); returns a status. */
   reduce_partials(partials: number, blocks: number, dim: number, dw: number, accumulate: number): number;
   /** `n` half bit patterns (`dtype` 1 float16, 2 bfloat16) at `src` widened to float32 at `dst`. */
   widen_half(src: number, dst: number, n: number, dtype: number): number;
@@ -39,19 +46,42 @@ export interface KernelExports {
  * the part of it this package uses: so these typings compile for a Node program without the
  * `dom` lib as well.
  */
-export type WasmMemory = typeof globalThis extends { WebAssembly: { Memory: { prototype: infer M } } }
-  ? M
-  : { readonly buffer: ArrayBuffer | SharedArrayBuffer; grow(pages: number): number };
+export type WasmMemory = typeof globalThis extends WithWasm<'Memory', infer M> ? M : WasmMemoryLike;
 
 /** `WebAssembly.Module` where the project's type libraries declare it, else an opaque object (see {@link WasmMemory}). */
-export type WasmModule = typeof globalThis extends { WebAssembly: { Module: { prototype: infer M } } } ? M : object;
+export type WasmModule = typeof globalThis extends WithWasm<'Module', infer M> ? M : object;
+
+/** A global scope whose `WebAssembly` namespace has a class `K` with instances `I`. */
+export interface WithWasm<K extends string, I> {
+  /** The WebAssembly namespace. */
+  WebAssembly: Record<K, WasmClass<I>>;
+}
+
+/** A class whose instances are `I` (as `WebAssembly.Memory` is declared). */
+export interface WasmClass<I> {
+  /** Its instances' prototype, typed as an instance. */
+  prototype: I;
+}
+
+/** The part of `WebAssembly.Memory` this package uses. */
+export interface WasmMemoryLike {
+  /** The memory's bytes (a SharedArrayBuffer for the `simd-threads` build). */
+  readonly buffer: ArrayBuffer | SharedArrayBuffer;
+  /** Grows the memory by `pages` pages of 64 KiB; returns its former size in pages. */
+  grow(pages: number): number;
+}
 
 /** An instantiated build. `module` and (for `simd-threads`) `memory` are what workers need to join it. */
 export interface LoadedWasm {
+  /** Which build this is. */
   build: Build;
+  /** The kernel's raw exports. */
   exports: KernelExports;
+  /** The module's memory (views of it are what `allocF32` hands out). */
   memory: WasmMemory;
+  /** The compiled module. */
   module: WasmModule;
+  /** Whether the memory is shared (the `simd-threads` build). */
   shared: boolean;
 }
 

@@ -48,8 +48,11 @@ export type CastingMode = 'none' | 'llama' | 'gemma';
  * structurally so that these typings do not need TypeScript's `esnext.float16` lib.
  */
 export interface Float16ArrayLike extends ArrayBufferView {
+  /** What tells it apart from other typed arrays. */
   readonly [Symbol.toStringTag]: 'Float16Array';
+  /** Elements. */
   readonly length: number;
+  /** 2. */
   readonly BYTES_PER_ELEMENT: number;
 }
 
@@ -141,6 +144,8 @@ export interface RmsNormBackwardOptions<T extends FloatArray = Float32Array, W e
 
 /** Result of {@link rmsNormBackward}: `dweight` is null when `weight` is null. */
 export interface RmsNormBackwardResult<T extends FloatArray = Float32Array, W extends FloatArray = Float32Array> {
+  /** dL/dx, `x.length` elements. */
   dx: T;
+  /** dL/dweight, `dim` elements; null without a weight. */
   dweight: W | null;
 }

@@ -5,5 +5,6 @@
 
 /** An error in the files or the arguments of a {@link normalizeFile} call; the message says what and where. */
 export class NormalizeError extends Error {
+  /** `'NormalizeError'`. */
   override name = 'NormalizeError';
 }

@@ -26,6 +26,7 @@ const DESCR_OF: Readonly<Record<NpyDtype, string>> = { float32: '<f4', float16: 
 export interface NpyHeader {
   /** `[major, minor]`. */
   version: [number, number];
+  /** The elements' dtype (`'<f4'`: float32, `'<f2'`: float16). */
   dtype: NpyDtype;
   /** The array's shape (the last axis is the row). */
   shape: number[];
@@ -35,6 +36,7 @@ export interface NpyHeader {
 
 /** A file that is not an `.npy` this package can read; the message says what is wrong. */
 export class NpyError extends Error {
+  /** `'NpyError'`. */
   override name = 'NpyError';
 }
 

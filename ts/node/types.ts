@@ -9,9 +9,11 @@ import type { CastingMode, Dtype, FloatArray } from '../types.js';
 export interface NormalizeProgress {
   /** Rows written so far. */
   rows: number;
+  /** Rows of the whole file. */
   totalRows: number;
   /** Bytes of data (not counting headers) written so far: 2 per element for half data, 4 for float32. */
   bytes: number;
+  /** Bytes of data of the whole file. */
   totalBytes: number;
   /** Seconds since the call started. */
   seconds: number;
@@ -68,19 +70,26 @@ export interface NormalizeFileOptions {
 
 /** What {@link normalizeFile} did. */
 export interface NormalizeSummary {
+  /** The input's path. */
   input: string;
+  /** The output's path. */
   output: string;
+  /** How the input was read (and the output written). */
   format: 'npy' | 'raw';
   /** The data's dtype (the input's and the output's). */
   dtype: Dtype;
+  /** Rows normalized. */
   rows: number;
+  /** Row length (elements). */
   dim: number;
   /** The input's shape (npy), or `[rows, dim]` (raw). */
   shape: number[];
   /** Bytes of data read (= written), headers not counted: 2 per element for half data, 4 for float32. */
   bytes: number;
+  /** Seconds the call took, from start to the output's rename. */
   seconds: number;
   /** Data bytes per second, in GB/s (10^9). */
   gbPerS: number;
+  /** Threads of the pool that ran it. */
   threads: number;
 }
