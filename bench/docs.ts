@@ -125,6 +125,63 @@ function pairs(title: string, intro: string, json: { rows: PairRow[]; date: stri
   return lines.join('\n') + '\n';
 }
 
+interface PoolJson {
+  date: string;
+  cpu: string;
+  threads: number;
+  pingMedianUs: number;
+  large: { rows: number; dim: number; plain: boolean; way: string; fwdSync: number; fwdPool: number; bwdSync: number; bwdPool: number }[];
+}
+
+function pool(json: PoolJson | null): string {
+  if (!json) return '';
+  const lines = [
+    '## The worker pool',
+    '',
+    `${json.cpu}, ${json.threads} threads; ${json.date.slice(0, 10)}. \`npm run bench:pool\`; medians, µs. An empty round trip to the workers: ${json.pingMedianUs.toFixed(1)} µs.`,
+    '"plain, sharded forced" makes the pool split plain arrays across the workers: the pool measures both ways and runs the faster.',
+    '',
+    '| rows × dim | arrays | forward: sync | pool | backward: sync | pool |',
+    '|---|---|---:|---:|---:|---:|',
+  ];
+  for (const r of json.large) {
+    const arrays = r.plain ? (r.way === 'sharded' ? 'plain, sharded forced' : 'plain') : 'zero-copy';
+    lines.push(`| ${r.rows} × ${r.dim} | ${arrays} | ${r.fwdSync.toFixed(1)} | ${r.fwdPool.toFixed(1)} | ${r.bwdSync.toFixed(1)} | ${r.bwdPool.toFixed(1)} |`);
+  }
+  return lines.join('\n') + '\n';
+}
+
+interface FileJson {
+  date: string;
+  rows: number;
+  dim: number;
+  bytes: number;
+  threads: number;
+  seconds: { cp: number; cpFsync: number; normalizeFile: number; plainJs: number };
+  rssGrowthMiB: number;
+}
+
+function file(json: FileJson | null): string {
+  if (!json) return '';
+  const gb = (s: number) => (json.bytes / s / 1e9).toFixed(2);
+  const row = (what: string, s: number) => `| ${what} | ${s.toFixed(2)} | ${gb(s)} |`;
+  return [
+    '## Files',
+    '',
+    `A ${json.rows} × ${json.dim} float32 file (${(json.bytes / 2 ** 30).toFixed(0)} GiB) in the page cache; ${json.date.slice(0, 10)}. \`npm run bench:file\`.`,
+    '',
+    '| | seconds | GB/s |',
+    '|---|---:|---:|',
+    row('`cp`', json.seconds.cp),
+    row('`cp`, then `fsync` of the copy', json.seconds.cpFsync),
+    row(`\`normalizeFile\`, ${json.threads} threads, flushed`, json.seconds.normalizeFile),
+    row('plain JS: read a chunk, the naive loop, write; fsync', json.seconds.plainJs),
+    '',
+    `The process's resident memory grew by ${json.rssGrowthMiB.toFixed(0)} MiB.`,
+    '',
+  ].join('\n');
+}
+
 /** The page, from the results as they are. */
 export function renderBenchmarks(): string {
   const node = read<RunJson>('latest.json');
@@ -150,6 +207,8 @@ export function renderBenchmarks(): string {
   if (node) out.push(runSection('Node', node, 'npm run bench', true));
   if (browser) out.push(runSection('Browser', browser, 'npm run bench:browser', true));
   out.push(pairs('Half precision', 'float16 and bfloat16 storage against float32, and the default call against a plain-JS loop on the same data, `npm run bench:half`', read('half.json')));
+  out.push(pool(read('pool.json')));
+  out.push(file(read('file.json')));
   out.push(pairs('Variants', 'Each variant against what a user would write without it, `npm run bench:variants`', read('variants.json')));
   return out.filter((s) => s !== '').join('\n').replace(/\n{3,}/g, '\n\n').trimEnd() + '\n';
 }

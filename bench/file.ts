@@ -16,6 +16,7 @@
  * the OS temp dir; it needs 3 × the file's size free). Writes bench/results/file.json.
  * @module
  */
+import { writeBenchmarks } from './docs.js';
 import { execFileSync } from 'node:child_process';
 import { closeSync, fsyncSync, mkdtempSync, openSync, readSync, rmSync, statfsSync, writeSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -164,6 +165,7 @@ try {
       `${result.ratios.vsPlainJs.toFixed(2)}× plain JS; RSS growth ${result.rssGrowthMiB.toFixed(0)} MiB`,
   );
   writeFileSync(new URL('./results/file.json', import.meta.url), JSON.stringify(result, null, 2) + '\n');
+  writeBenchmarks();
 } finally {
   rmSync(root, { recursive: true, force: true });
 }

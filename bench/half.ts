@@ -17,6 +17,7 @@
  * Writes bench/results/half.json.
  * @module
  */
+import { writeBenchmarks } from './docs.js';
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { timePair } from './pairs.js';
@@ -197,3 +198,4 @@ writeFileSync(
   new URL('./results/half.json', import.meta.url),
   JSON.stringify({ date: new Date().toISOString(), node: process.version, load: os.loadavg()[0], rounds: ROUNDS, rows: out }, null, 2) + '\n',
 );
+writeBenchmarks();

@@ -7,6 +7,7 @@
  * Run: `npm run bench:pool` (after `npm run build`); `--json FILE` also writes the numbers.
  * @module
  */
+import { writeBenchmarks } from './docs.js';
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg } from 'node:os';
@@ -149,7 +150,10 @@ await pool.destroy();
 out.service = await service();
 
 const at = process.argv.indexOf('--json');
-if (at > 0 && process.argv[at + 1]) writeFileSync(process.argv[at + 1]!, JSON.stringify(out, null, 2));
+if (at > 0 && process.argv[at + 1]) {
+  writeFileSync(process.argv[at + 1]!, JSON.stringify(out, null, 2));
+  writeBenchmarks(); // the page follows bench/results/pool.json when that is the file
+}
 
 async function service() {
   const r: Record<string, unknown> = {};

@@ -18,6 +18,7 @@
  * 64x4096,1024x5120,1x4096,512x896). Writes bench/results/variants.json.
  * @module
  */
+import { writeBenchmarks } from './docs.js';
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { timePair } from './pairs.js';
@@ -179,3 +180,4 @@ for (const { rows: r, dim: d } of SHAPES) {
 const out = new URL('./results/variants.json', import.meta.url);
 writeFileSync(out, JSON.stringify({ date: new Date().toISOString(), load: os.loadavg(), node: process.version, rounds: ROUNDS, rows }, null, 2) + '\n');
 console.log(`wrote ${out.pathname}`);
+writeBenchmarks();
