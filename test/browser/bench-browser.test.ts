@@ -21,7 +21,7 @@ test('quick headless run writes bench-format JSON with every row checked and tim
   const tsx = join(REPO, 'node_modules', 'tsx', 'dist', 'cli.mjs');
   await run(process.execPath, [tsx, 'demo/bench-browser.ts', '--quick', '--out', out], { cwd: REPO, timeout: 120_000 });
   const json = JSON.parse(await readFile(join(out, 'browser.json'), 'utf8'));
-  for (const k of ['machine', 'node', 'v8', 'date', 'quick', 'shapes', 'durationS', 'tolerance', 'bytesPerElem', 'timing', 'notes', 'goals', 'layerNormSavings', 'summary', 'rows']) {
+  for (const k of ['machine', 'node', 'v8', 'date', 'quick', 'shapes', 'durationS', 'tolerance', 'bytesPerElem', 'timing', 'notes', 'comparisons', 'layerNormSavings', 'summary', 'rows']) {
     expect(json, k).toHaveProperty(k);
   }
   expect(json.quick).toBe(true);
