@@ -45,7 +45,7 @@ function time(ms: number): string {
 }
 
 /** The columns of a results table: a contender, or the best of a family (its thread count shown). */
-const COLUMNS: { head: string; pick: (r: Row) => boolean; best?: boolean }[] = [
+const COLUMNS: { head: string; pick: (r: Row) => boolean; best?: boolean; op?: string }[] = [
   { head: 'default call', pick: (r) => r.contender === 'wasm-default' },
   { head: 'layer', pick: (r) => r.contender === 'wasm-layer' },
   { head: 'out given', pick: (r) => r.contender === 'wasm-simd' },
@@ -55,14 +55,14 @@ const COLUMNS: { head: string; pick: (r: Row) => boolean; best?: boolean }[] = [
   { head: 'optimized JS', pick: (r) => r.contender === 'js-optimized' },
   { head: 'onnxruntime-web', pick: (r) => r.family === 'ort-web', best: true },
   { head: 'onnxruntime-node', pick: (r) => r.family === 'ort-node', best: true },
-  { head: 'copy of x to y', pick: (r) => r.contender === 'copy' },
+  { head: 'copy of x to y', pick: (r) => r.contender === 'copy', op: 'copy' },
 ];
 
 /** The time table of `op`: one row per shape, one column per contender that ran it. */
 function table(run: RunJson, op: string): string {
   const at = (shape: string, c: (typeof COLUMNS)[number]) =>
     run.rows
-      .filter((r) => r.shape === shape && (r.op === op || (c.head === 'copy of x to y' && r.op === 'copy')) && r.medianMs !== null && c.pick(r))
+      .filter((r) => r.shape === shape && r.op === (c.op ?? op) && r.medianMs !== null && c.pick(r))
       .sort((a, b) => a.medianMs! - b.medianMs!)[0];
   const cols = COLUMNS.filter((c) => run.shapes.some((s) => at(s, c)));
   const lines = [`| rows × dim | ${cols.map((c) => c.head).join(' | ')} |`, `|---|${cols.map(() => '---:').join('|')}|`];

@@ -121,8 +121,7 @@ export class RmsNormLayer {
     const { dim, params } = this;
     const dweight = this.dw;
     // dx and dweight are the layer's own: apart unless an input is one of its arrays.
-    const own = (b: ArrayBufferLike) => b === this.dx.buffer || b === this.y.buffer || b === this.rstdOut.buffer || (dweight !== null && b === dweight.buffer);
-    const outputsApart = !own(dy.buffer) && !own(x.buffer) && (rstd === null || !own(rstd.buffer));
+    const outputsApart = !this.owns(dy.buffer) && !this.owns(x.buffer) && (rstd === null || !this.owns(rstd.buffer));
     const a = {
       dy, x, weight, rstd, dresidual: null, dx, dxGiven: dx, dweight, dweightGiven: dweight,
       rows, dim, params, xKind: KIND_F32, wKind: KIND_F32, outputsApart,
@@ -152,6 +151,11 @@ export class RmsNormLayer {
   /** free(), for `using layer = createRmsNorm(w)`. */
   [Symbol.dispose](): void {
     this.free();
+  }
+
+  /** Whether `b` is the buffer of one of the layer's own arrays (its outputs, dweight). */
+  private owns(b: ArrayBufferLike): boolean {
+    return b === this.dx.buffer || b === this.y.buffer || b === this.rstdOut.buffer || (this.dw !== null && b === this.dw.buffer);
   }
 
   /** Rows of `a`, checked: a Float32Array whose length is a multiple of dim. */

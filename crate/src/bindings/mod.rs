@@ -314,16 +314,22 @@ pub fn rms_norm_backward_rows(
     })())
 }
 
+/// The checks of a conversion: `dtype` a half type, `n` of its elements at `half` and `n`
+/// floats at `f32s`, both inside memory.
+fn half_spans(half: usize, f32s: usize, n: usize, dtype: u32) -> Result<(), Status> {
+    if elem_size(dtype)? != 2 {
+        return Err(Status::Dtype);
+    }
+    span_of(half, n, 2, true)?;
+    span(f32s, n, true)
+}
+
 /// Widens `n` half-precision bit patterns at `src` (`dtype` 1 float16, 2 bfloat16) into f32
 /// at `dst` (`n` floats; no overlap). Exact.
 #[wasm_bindgen]
 pub fn widen_half(src: usize, dst: usize, n: usize, dtype: u32) -> u32 {
     status((|| {
-        if elem_size(dtype)? != 2 {
-            return Err(Status::Dtype);
-        }
-        span_of(src, n, 2, true)?;
-        span(dst, n, true)?;
+        half_spans(src, dst, n, dtype)?;
         fn go<A: Elem>(src: usize, dst: usize, n: usize) {
             // SAFETY: checked above; non-overlap is the caller's contract.
             unsafe { half::widen::<Native, A>(src as *const A, dst as *mut f32, n) }
@@ -338,11 +344,7 @@ pub fn widen_half(src: usize, dst: usize, n: usize, dtype: u32) -> u32 {
 #[wasm_bindgen]
 pub fn narrow_half(src: usize, dst: usize, n: usize, dtype: u32) -> u32 {
     status((|| {
-        if elem_size(dtype)? != 2 {
-            return Err(Status::Dtype);
-        }
-        span(src, n, true)?;
-        span_of(dst, n, 2, true)?;
+        half_spans(dst, src, n, dtype)?;
         fn go<A: Elem>(src: usize, dst: usize, n: usize) {
             // SAFETY: checked above; non-overlap is the caller's contract.
             unsafe { half::narrow::<Native, A>(src as *const f32, dst as *mut A, n) }
