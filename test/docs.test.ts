@@ -9,6 +9,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { BENCHMARKS_MD, README_MD, readmeWithResults, renderBenchmarks } from '../bench/docs.js';
+import { CSP, ISOLATION_HEADERS, MIME } from '../demo/static-server.js';
 
 const REPO = fileURLToPath(new URL('..', import.meta.url));
 
@@ -47,6 +48,9 @@ const FILES = [
   'README.md',
   ...readdirSync(new URL('../docs/', import.meta.url)).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`),
   ...readdirSync(new URL('../bench/results/', import.meta.url)).filter((f) => f.endsWith('.json')).map((f) => `bench/results/${f}`),
+  ...readdirSync(new URL('../examples/', import.meta.url), { recursive: true, encoding: 'utf8' })
+    .filter((f) => /\.(mjs|js|html|json)$/.test(f))
+    .map((f) => `examples/${f}`),
 ];
 
 describe('no internal vocabulary where users read', () => {
@@ -66,5 +70,39 @@ describe('no internal vocabulary where users read', () => {
     }
     expect(usage).toMatch(/see rmsnorm-wasm --help/);
     for (const re of INTERNAL) expect(help + usage).not.toMatch(re);
+  });
+});
+
+/**
+ * The configuration blocks of docs/web-app.md cannot be run here (no nginx, Apache or hosting
+ * service), so each is compared with what the tests do run: the Vite config is the Vite
+ * example's file, and every server's headers are those the browser tests serve pages with.
+ */
+describe('the configuration blocks of docs/web-app.md', () => {
+  const page = readFileSync(new URL('../docs/web-app.md', import.meta.url), 'utf8');
+  const block = (lang: string, starting: string): string => {
+    const found = [...page.matchAll(/^```(\w*)\n([\s\S]*?)^```/gm)].filter((m) => m[1] === lang && m[2]!.startsWith(starting));
+    expect(found, `one ${lang || 'plain'} block starting ${starting}`).toHaveLength(1);
+    return found[0]![2]!;
+  };
+  const pairs = (text: string, re: RegExp) => Object.fromEntries([...text.matchAll(re)].map((m) => [m[1], m[2]]));
+
+  it('the Vite config is examples/vite-app/vite.config.js', () => {
+    expect(block('js', "import { defineConfig } from 'vite';")).toBe(readFileSync(new URL('../examples/vite-app/vite.config.js', import.meta.url), 'utf8'));
+  });
+
+  it('the header lists, nginx, Apache and _headers send the headers the tests use, .wasm as application/wasm', () => {
+    expect(pairs(block('', 'Cross-Origin-Opener-Policy'), /^(\S+): (.+)$/gm)).toEqual(ISOLATION_HEADERS);
+    const nginx = block('nginx', 'location');
+    expect(pairs(nginx, /add_header (\S+) "([^"]+)"/g)).toEqual(ISOLATION_HEADERS);
+    expect(nginx).toContain(`${MIME['.wasm']} wasm;`);
+    const apache = block('apache', 'Header');
+    expect(pairs(apache, /Header always set (\S+) "([^"]+)"/g)).toEqual(ISOLATION_HEADERS);
+    expect(apache).toContain(`AddType ${MIME['.wasm']} .wasm`);
+    expect(pairs(block('', '/*'), /^\s+(\S+): (.+)$/gm)).toEqual(ISOLATION_HEADERS);
+  });
+
+  it('the Content-Security-Policy is the one the isolated test pages are served under', () => {
+    expect(block('', 'Content-Security-Policy').trim()).toBe(`Content-Security-Policy: ${CSP}`);
   });
 });

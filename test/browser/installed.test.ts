@@ -9,7 +9,7 @@
  *   3. from a plain `<script type="module">` page importing the installed files by path.
  * Every case runs fixtures/check.js: results vs a float64 reference computed in the page.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { copyFile, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
@@ -18,6 +18,7 @@ import { launchChromium, openPage, pageResult } from '../../demo/chromium.js';
 import { expectChecksPass, type CheckSummary } from './expect-checks.js';
 import { npm, packRepo, REPO, run, type Packed } from './pack.js';
 import { CSP, serveStatic, type StaticServer } from '../../demo/static-server.js';
+import { startVite, VITE_BIN } from './vite.js';
 
 const FIXTURES = join(REPO, 'test', 'browser', 'fixtures');
 
@@ -43,35 +44,6 @@ async function check(root: string, page: string, isolated: boolean): Promise<Che
     await p.close();
     await server.close();
   }
-}
-
-/**
- * Starts the repository's Vite CLI (`args`, e.g. ['preview']) in the app folder and resolves
- * with the URL it prints; the process is stopped in afterAll.
- */
-async function startVite(args: string[]): Promise<string> {
-  const vite = join(REPO, 'node_modules', 'vite', 'bin', 'vite.js');
-  const child = spawn(process.execPath, [vite, ...args, '--host', '127.0.0.1', '--port', '0', '--logLevel', 'info'], {
-    cwd: app,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.push(child);
-  let out = '';
-  return new Promise((ok, fail) => {
-    const timer = setTimeout(() => fail(new Error(`vite ${args.join(' ')} printed no URL:\n${out}`)), 30_000);
-    const onData = (d: Buffer) => {
-      out += d.toString();
-      // Strip colours: the URL is printed as http://127.0.0.1:\x1b[1m5173\x1b[22m/.
-      const m = /(http:\/\/127\.0\.0\.1:\d+\/)/.exec(out.replace(/\x1b\[[0-9;]*m/g, ''));
-      if (m) {
-        clearTimeout(timer);
-        ok(m[1]!);
-      }
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-    child.on('exit', (code) => fail(new Error(`vite ${args.join(' ')} exited with ${code}:\n${out}`)));
-  });
 }
 
 /** Loads `url` and returns the check summary. */
@@ -149,8 +121,7 @@ describe('installed tarball', () => {
   describe('in a Vite app (vite build)', () => {
     let dist: string;
     beforeAll(async () => {
-      const vite = join(REPO, 'node_modules', 'vite', 'bin', 'vite.js');
-      await run(process.execPath, [vite, 'build'], { cwd: app, timeout: 120_000 });
+      await run(process.execPath, [VITE_BIN, 'build'], { cwd: app, timeout: 120_000 });
       dist = join(app, 'dist');
     }, 150_000);
 
@@ -178,12 +149,12 @@ describe('installed tarball', () => {
     }, 120_000);
 
     test('`vite preview` with preview.headers: threads mode', async () => {
-      expectThreads(await checkUrl(await startVite(['preview'])));
+      expectThreads(await checkUrl(await startVite(app, ['preview'], children)));
     }, 120_000);
   });
 
   test('`vite` dev server with server.headers: threads mode', async () => {
-    expectThreads(await checkUrl(await startVite([])));
+    expectThreads(await checkUrl(await startVite(app, [], children)));
   }, 120_000);
 
   describe('from a plain <script type="module"> page, no bundler', () => {
