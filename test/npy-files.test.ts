@@ -130,11 +130,61 @@ describe('writes what it reads (and NumPy reads: checked by hand with numpy 2.4.
     expect(() => npyHeader([2], 'bfloat16' as 'float16')).toThrow(/npyHeader: dtype must be 'float32' or 'float16', got "bfloat16"/);
   });
 
-  it('a header too long for version 1.0 is written as 2.0', () => {
-    const shape = Array.from({ length: 25000 }, () => 1);
+  it('shapes up to NumPy\'s 64 axes; more is a RangeError', () => {
+    const shape = Array.from({ length: 64 }, () => 1);
     const h = npyHeader(shape);
-    const parsed = parseNpyHeader(h, h.length + 4, 'w');
-    expect(parsed.version).toEqual([2, 0]);
-    expect(parsed.shape.length).toBe(25000);
+    expect(parseNpyHeader(h, h.length + 4, 'w').shape).toEqual(shape);
+    expect(() => npyHeader([...shape, 1])).toThrow(/npyHeader: shape must have at most 64 axes, got 65/);
+  });
+});
+
+/**
+ * test/fixtures/npy/header-cases.json (scripts/make-npy-header-cases.py): headers, ordinary
+ * and adversarial, each with what NumPy's np.load made of it. The parser refuses everything
+ * NumPy refuses, reads what it accepts with NumPy's dtype and shape, and is stricter only
+ * where a case says so (a repeated key, which NumPy reads with its last value; spellings no
+ * NumPy writer produces). A refusal is one line with the header's bytes escaped.
+ */
+describe('headers as NumPy reads them, or refused', () => {
+  interface Case {
+    name: string;
+    hex: string;
+    numpy: { loads: boolean; dtype?: string; shape?: number[]; fortran?: boolean; error?: string };
+    ours: 'accept' | 'refuse';
+    why?: string;
+  }
+  const { cases } = JSON.parse(readFileSync(new URL('./fixtures/npy/header-cases.json', import.meta.url), 'utf8')) as { cases: Case[] };
+
+  it('covers repeated keys, junk, versions and escapes', () => {
+    expect(cases.length).toBeGreaterThanOrEqual(30);
+    for (const c of cases) if (!c.numpy.loads) expect(c.ours, `${c.name}: NumPy refuses it`).toBe('refuse');
+    expect(cases.filter((c) => c.numpy.loads && c.ours === 'refuse').every((c) => c.why), 'each stricter case says why').toBe(true);
+  });
+
+  it.each(cases.map((c) => [c.name, c] as const))('%s', (_name, c) => {
+    const b = new Uint8Array(Buffer.from(c.hex, 'hex'));
+    if (c.ours === 'accept') {
+      const h = parseNpyHeader(b, b.length, 'f.npy');
+      expect(h.dtype).toBe(c.numpy.dtype === '<f2' ? 'float16' : 'float32');
+      expect(h.shape).toEqual(c.numpy.shape);
+      expect(c.numpy.fortran).toBe(false);
+      return;
+    }
+    let message = '';
+    try {
+      parseNpyHeader(b, b.length, 'f.npy');
+    } catch (err) {
+      expect(err).toBeInstanceOf(NpyError);
+      message = (err as Error).message;
+    }
+    expect(message, 'refused').not.toBe('');
+    expect(message.startsWith('f.npy: ')).toBe(true);
+    expect(message, 'printable ASCII only, on one line').toMatch(/^[\x20-\x7e…]*$/);
+  });
+
+  it('names the repeated key', () => {
+    const c = cases.find((k) => k.name.startsWith('fortran_order twice'))!;
+    const b = new Uint8Array(Buffer.from(c.hex, 'hex'));
+    expect(() => parseNpyHeader(b, b.length, 'f.npy')).toThrow(/the key "fortran_order" appears twice/);
   });
 });

@@ -59,7 +59,7 @@ const DESCR: Record<string, NpyDtype | string> = {
 /**
  * Length of the header from its prefix (the first {@link NPY_PREFIX_BYTES} bytes or more):
  * the number of bytes before the data. Throws an {@link NpyError} naming `name` when the
- * prefix is not an `.npy` one.
+ * prefix is not an `.npy` one, or of a version NumPy does not read (1.0, 2.0 and 3.0 only).
  */
 export function npyDataOffset(prefix: Uint8Array, name: string): number {
   if (prefix.length < 10 || MAGIC.some((b, i) => prefix[i] !== b)) {
@@ -67,19 +67,25 @@ export function npyDataOffset(prefix: Uint8Array, name: string): number {
   }
   const major = prefix[6]!;
   const minor = prefix[7]!;
+  if (minor !== 0 || major < 1 || major > 3) {
+    throw new NpyError(`${name}: .npy format version ${major}.${minor} is not supported (1.0, 2.0 and 3.0 are)`);
+  }
   const dv = new DataView(prefix.buffer, prefix.byteOffset, prefix.byteLength);
   if (major === 1) return 10 + dv.getUint16(8, true);
-  if (major === 2 || major === 3) {
-    if (prefix.length < 12) throw new NpyError(`${name}: truncated .npy header`);
-    return 12 + dv.getUint32(8, true);
-  }
-  throw new NpyError(`${name}: .npy format version ${major}.${minor} is not supported (1.0, 2.0 and 3.0 are)`);
+  if (prefix.length < 12) throw new NpyError(`${name}: truncated .npy header`);
+  return 12 + dv.getUint32(8, true);
 }
+
+/** NumPy's default `max_header_size`: np.load refuses longer headers as unsafe to parse. */
+const MAX_HEADER_CHARS = 10_000;
 
 /**
  * Parses a whole header (`bytes` holds at least {@link npyDataOffset} bytes) of a file of
- * `fileSize` bytes, and checks that the data is exactly what the header says. Throws an
- * {@link NpyError} naming `name` and what is wrong.
+ * `fileSize` bytes, and checks that the data is exactly what the header says. The header is
+ * read as NumPy reads it, or refused: exactly the keys `descr`, `fortran_order` and `shape`,
+ * each once (NumPy would silently take the last of a repeated key), in the dict-literal
+ * spelling NumPy writes. Throws an {@link NpyError} naming `name` and what is wrong; header
+ * text in the message is escaped.
  */
 export function parseNpyHeader(bytes: Uint8Array, fileSize: number, name: string): NpyHeader {
   const dataOffset = npyDataOffset(bytes, name);
@@ -88,34 +94,38 @@ export function parseNpyHeader(bytes: Uint8Array, fileSize: number, name: string
   }
   const major = bytes[6]!;
   const start = major === 1 ? 10 : 12;
-  const text = new TextDecoder(major === 3 ? 'utf-8' : 'latin1').decode(bytes.subarray(start, dataOffset));
-  const dict = text.trim();
-  if (!dict.startsWith('{') || !dict.endsWith('}')) {
-    throw new NpyError(`${name}: malformed .npy header (not a dict literal): ${JSON.stringify(text.slice(0, 80))}`);
+  let text: string;
+  try {
+    text = new TextDecoder(major === 3 ? 'utf-8' : 'latin1', { fatal: true }).decode(bytes.subarray(start, dataOffset));
+  } catch {
+    throw new NpyError(`${name}: malformed .npy header (version 3.0 headers are UTF-8, this one is not)`);
   }
-  const descr = /['"]descr['"]\s*:\s*['"]([^'"]*)['"]/.exec(dict)?.[1];
-  const fortran = /['"]fortran_order['"]\s*:\s*(True|False)/.exec(dict)?.[1];
-  const shapeText = /['"]shape['"]\s*:\s*\(([^)]*)\)/.exec(dict)?.[1];
-  if (descr === undefined || fortran === undefined || shapeText === undefined) {
-    throw new NpyError(`${name}: malformed .npy header (needs descr, fortran_order and shape): ${dict}`);
+  if (text.length > MAX_HEADER_CHARS) {
+    throw new NpyError(`${name}: .npy header of ${text.length} characters (NumPy refuses headers over ${MAX_HEADER_CHARS})`);
   }
+  const dict = new HeaderReader(text, name, major <= 2).dict();
+  const descr = dict.get('descr');
+  const fortran = dict.get('fortran_order');
+  const shape = dict.get('shape');
+  if (typeof descr !== 'string') throw new NpyError(`${name}: malformed .npy header (descr must be a string): ${quoted(text.trimEnd())}`);
+  if (typeof fortran !== 'boolean') throw new NpyError(`${name}: malformed .npy header (fortran_order must be True or False): ${quoted(text.trimEnd())}`);
+  if (!Array.isArray(shape)) throw new NpyError(`${name}: malformed .npy header (shape must be a tuple of integers): ${quoted(text.trimEnd())}`);
   const kind = Object.hasOwn(DESCR, descr) ? DESCR[descr] : undefined;
   if (kind !== 'float32' && kind !== 'float16') {
     throw new NpyError(
-      `${name}: unsupported dtype ${JSON.stringify(descr)}${kind ? ` (${kind})` : ': only little-endian float32 ("<f4") and float16 ("<f2") are supported'}`,
+      `${name}: unsupported dtype ${quoted(descr)}${kind ? ` (${kind})` : ': only little-endian float32 ("<f4") and float16 ("<f2") are supported'}`,
     );
   }
   const dtype: NpyDtype = kind;
   const item = NPY_ITEM_BYTES[dtype];
-  if (fortran === 'True') {
+  if (fortran) {
     throw new NpyError(`${name}: Fortran-order arrays are not supported (rows must be contiguous: save with np.ascontiguousarray)`);
   }
-  const parts = shapeText.split(',').map((s) => s.trim()).filter((s) => s !== '');
-  const shape = parts.map((s) => (/^\d+L?$/.test(s) ? Number.parseInt(s, 10) : Number.NaN));
-  if (shape.some((d) => !Number.isSafeInteger(d))) throw new NpyError(`${name}: malformed shape in .npy header: (${shapeText})`);
   if (shape.length === 0) throw new NpyError(`${name}: a 0-d array has no rows to normalize`);
+  if (shape.length > MAX_AXES) throw new NpyError(`${name}: the header's shape has ${shape.length} axes (NumPy arrays have at most ${MAX_AXES})`);
   const elems = shape.reduce((a, b) => a * b, 1);
   const want = dataOffset + item * elems;
+  if (!Number.isSafeInteger(want)) throw new NpyError(`${name}: the header's shape (${shape.join(', ')}) is too large`);
   if (fileSize !== want) {
     throw new NpyError(
       `${name}: the header says shape (${shape.join(', ')}) of ${dtype}, ${item * elems} bytes of data, but the file has ` +
@@ -125,31 +135,138 @@ export function parseNpyHeader(bytes: Uint8Array, fileSize: number, name: string
   return { version: [major, bytes[7]!], dtype, shape, dataOffset };
 }
 
+/** `s` in double quotes, with everything but printable ASCII escaped: safe in a one-line message. */
+export function quoted(s: string, max = 120): string {
+  const cut = s.length > max ? `${s.slice(0, max)}…` : s;
+  return JSON.stringify(cut).replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+/** A value of the header dict: a string, a bool, an integer, or a tuple of integers (the shape). */
+type HeaderValue = string | boolean | number | number[];
+
 /**
- * The header of a C-order little-endian array of `shape` and `dtype` (default float32;
- * `'<f4'` or `'<f2'`, as NumPy writes them): version 1.0 when the header fits its 2-byte
- * length, else 2.0; padded with spaces so that the data starts on a multiple of 64.
+ * Reads the header's dict literal: `{`, `'key': value` pairs separated by commas (a trailing
+ * comma allowed), `}`, then only whitespace. Strings are quoted with ' or " and hold no escape;
+ * integers are decimal without sign, underscore or leading zero (Python 2's `L` suffix allowed
+ * in versions 1.0 and 2.0, as NumPy allows it there). Anything else, a repeated key, or keys
+ * other than NumPy's three, throws an {@link NpyError} quoting the header.
+ */
+class HeaderReader {
+  private at = 0;
+  constructor(
+    private readonly text: string,
+    private readonly name: string,
+    private readonly longSuffix: boolean,
+  ) {}
+
+  dict(): Map<string, HeaderValue> {
+    const out = new Map<string, HeaderValue>();
+    this.expect('{');
+    while (this.peek() !== '}') {
+      const key = this.string();
+      if (out.has(key)) this.fail(`the key ${quoted(key)} appears twice`);
+      this.expect(':');
+      out.set(key, this.value());
+      if (this.peek() !== ',') break;
+      this.at++;
+    }
+    this.expect('}');
+    this.skipSpace();
+    if (this.at !== this.text.length) this.fail('text after the closing brace');
+    const keys = [...out.keys()].sort();
+    if (keys.join() !== 'descr,fortran_order,shape') {
+      this.fail(`its keys must be descr, fortran_order and shape, not ${keys.map((k) => quoted(k)).join(', ') || 'none'}`);
+    }
+    return out;
+  }
+
+  private value(): HeaderValue {
+    const c = this.peek();
+    if (c === "'" || c === '"') return this.string();
+    if (c === '(') return this.tuple();
+    for (const [word, v] of [['True', true], ['False', false]] as const) {
+      if (this.text.startsWith(word, this.at) && !/\w/.test(this.text[this.at + word.length] ?? '')) {
+        this.at += word.length;
+        return v;
+      }
+    }
+    return this.integer();
+  }
+
+  private integer(expected = 'a string, True, False, a non-negative decimal integer or a tuple'): number {
+    const m = /^(0|[1-9][0-9]*)(L?)(?![\w.])/.exec(this.text.slice(this.at, this.at + 40));
+    if (!m || (m[2] && !this.longSuffix)) return this.fail(`expected ${expected}`);
+    this.at += m[0].length;
+    return Number.parseInt(m[1]!, 10);
+  }
+
+  private string(): string {
+    const q = this.peek();
+    if (q !== "'" && q !== '"') this.fail('expected a quoted key');
+    const end = this.text.indexOf(q, this.at + 1);
+    const body = end < 0 ? '' : this.text.slice(this.at + 1, end);
+    if (end < 0 || /[\\\n]/.test(body)) this.fail('a string with no closing quote, or with an escape');
+    this.at = end + 1;
+    return body;
+  }
+
+  private tuple(): number[] {
+    this.expect('(');
+    const out: number[] = [];
+    let comma = false;
+    while (this.peek() !== ')') {
+      out.push(this.integer('a non-negative decimal integer'));
+      comma = this.peek() === ',';
+      if (!comma) break;
+      this.at++;
+    }
+    this.expect(')');
+    // (6) is the integer 6 in Python, not a tuple: NumPy refuses it as a shape.
+    if (out.length === 1 && !comma) this.fail('the shape (n) is not a tuple: a one-axis shape is written (n,)');
+    return out;
+  }
+
+  /** Skips whitespace and returns the next character ('' at the end). */
+  private peek(): string {
+    this.skipSpace();
+    return this.text[this.at] ?? '';
+  }
+
+  private skipSpace(): void {
+    while (/[ \t\n\r\f]/.test(this.text[this.at] ?? '')) this.at++;
+  }
+
+  private expect(c: string): void {
+    if (this.peek() !== c) this.fail(`expected ${quoted(c)}`);
+    this.at++;
+  }
+
+  private fail(what: string): never {
+    throw new NpyError(`${this.name}: malformed .npy header (${what}, at character ${this.at}): ${quoted(this.text.trimEnd())}`);
+  }
+}
+
+/** NumPy's limit on the number of axes of an array. */
+const MAX_AXES = 64;
+
+/**
+ * The header of a C-order little-endian array of `shape` (at most 64 axes, NumPy's limit) and
+ * `dtype` (default float32; `'<f4'` or `'<f2'`, as NumPy writes them): version 1.0, padded with
+ * spaces so that the data starts on a multiple of 64 bytes.
  */
 export function npyHeader(shape: readonly number[], dtype: NpyDtype = 'float32'): Uint8Array {
   const descr = Object.hasOwn(DESCR_OF, dtype) ? DESCR_OF[dtype] : undefined;
   if (descr === undefined) throw new TypeError(`npyHeader: dtype must be 'float32' or 'float16', got ${JSON.stringify(dtype)}`);
+  if (shape.length > MAX_AXES) throw new RangeError(`npyHeader: shape must have at most ${MAX_AXES} axes, got ${shape.length}`);
   const tuple = shape.length === 1 ? `(${shape[0]},)` : `(${shape.join(', ')})`;
   const dict = `{'descr': '${descr}', 'fortran_order': False, 'shape': ${tuple}, }`;
-  for (const major of [1, 2]) {
-    const pre = major === 1 ? 10 : 12;
-    const total = Math.ceil((pre + dict.length + 1) / 64) * 64;
-    const len = total - pre;
-    if (major === 1 && len > 0xffff) continue;
-    const out = new Uint8Array(total);
-    out.set(MAGIC);
-    out[6] = major;
-    out[7] = 0;
-    const dv = new DataView(out.buffer);
-    if (major === 1) dv.setUint16(8, len, true);
-    else dv.setUint32(8, len, true);
-    const body = dict.padEnd(len - 1, ' ') + '\n';
-    for (let i = 0; i < body.length; i++) out[pre + i] = body.charCodeAt(i);
-    return out;
-  }
-  throw new Error('unreachable');
+  // 64 axes of up to 16 digits keep the header far below version 1.0's 65535 bytes.
+  const total = Math.ceil((10 + dict.length + 1) / 64) * 64;
+  const out = new Uint8Array(total);
+  out.set(MAGIC);
+  out[6] = 1;
+  new DataView(out.buffer).setUint16(8, total - 10, true);
+  const body = dict.padEnd(total - 11, ' ') + '\n';
+  for (let i = 0; i < body.length; i++) out[10 + i] = body.charCodeAt(i);
+  return out;
 }
