@@ -133,6 +133,9 @@ describe('results', () => {
       expect(r.code).toBe(2);
       expect(r.stderr).toMatch(/^rmsnorm-wasm: [^\n]+ \(see rmsnorm-wasm --help\)\n$/);
     }
+    expect(run('normalize', 'a', 'b', '--weigth', 'w').stderr).toMatch(/^rmsnorm-wasm: unknown option --weigth \(/);
+    expect(run('normalize', 'a', 'b', '--eps').stderr).toMatch(/^rmsnorm-wasm: --eps needs a value \(/);
+    expect(run('normalize', 'a', 'b', '--quiet=yes').stderr).toMatch(/^rmsnorm-wasm: --quiet takes no value \(/);
     const out = join(dir, 'neg.npy');
     const r = run('normalize', join(FIX, 'v1.npy'), out, '--eps', '1e-3', '--json');
     expect(r.code, r.stderr).toBe(0);
@@ -373,7 +376,7 @@ describe('failures: a clear message, exit code 1 (2 for usage), the output left 
     ['bad partial', () => ['normalize', join(FIX, 'v2.npy'), join(sub, OUT), '--partial', '1.5'], /--partial must be a number in \(0, 1\]/],
     ['unwritable output directory', () => ['normalize', join(FIX, 'v2.npy'), join(sub, 'no-such-dir', OUT)], /cannot write .*no-such-dir.*ENOENT/],
     ['output is the input', () => ['normalize', join(FIX, 'v2.npy'), join(FIX, 'v2.npy')], /is the input file; pass --in-place/],
-    ['unknown flag', () => ['normalize', join(FIX, 'v2.npy'), join(sub, OUT), '--weigth', 'w'], /Unknown option '--weigth'/, 2],
+    ['unknown flag', () => ['normalize', join(FIX, 'v2.npy'), join(sub, OUT), '--weigth', 'w'], /unknown option --weigth/, 2],
     ['no command', () => [], /no command given/, 2],
     ['--threads not an integer', () => ['normalize', join(FIX, 'v2.npy'), join(sub, OUT), '--threads', 'two'], /--threads must be an integer/, 2],
     // A negative value after a flag is its value, and errors from the API name the flag.

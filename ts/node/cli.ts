@@ -109,6 +109,16 @@ function asFlags(msg: string): string {
 
 const SEE_HELP = '(see rmsnorm-wasm --help)';
 
+/** parseArgs' errors in the command's words: the flag and what is wrong, one line. */
+function usageError(e: Error & { code?: string }): string {
+  const flag = /'(-[^' ]+)/.exec(e.message)?.[1] ?? '';
+  if (e.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') return `unknown option ${flag}`;
+  if (e.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') {
+    return /does not take an argument/.test(e.message) ? `${flag} takes no value` : `${flag} needs a value`;
+  }
+  return e.message;
+}
+
 /** The live progress line (terminal only): rows done, percent, GB/s, ETA. */
 function progressLine(p: NormalizeProgress): string {
   const pct = p.totalBytes ? (100 * p.bytes) / p.totalBytes : 100;
@@ -153,7 +163,7 @@ export async function main(argv: string[]): Promise<number> {
       },
     }));
   } catch (e) {
-    process.stderr.write(`rmsnorm-wasm: ${(e as Error).message} ${SEE_HELP}\n`);
+    process.stderr.write(`rmsnorm-wasm: ${usageError(e as Error & { code?: string })} ${SEE_HELP}\n`);
     return 2;
   }
   if (values.help) {
