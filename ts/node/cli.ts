@@ -10,14 +10,23 @@ import { clearLine, cursorTo } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { DTYPE_NAMES } from '../check/arrays.js';
 import type { CastingMode, Dtype } from '../types.js';
-import { normalizeFile, type NormalizeProgress, type NormalizeSummary } from './file.js';
+import { normalizeFile } from './file.js';
+import { normalizeDataset } from './dataset/run.js';
+import { datasetProgressLine, datasetSummaryLine, progressLine, round, summaryLine } from './cli-text.js';
 
 const USAGE = `Usage: rmsnorm-wasm normalize IN OUT [options]
+       rmsnorm-wasm normalize IN... --out-dir DIR [options]
 
 Normalizes every row of IN (NumPy .npy float32 or float16, C order, the last axis is the
 row; or raw little-endian float32, float16 or bfloat16 with --dim and --dtype) with RMSNorm on
 worker threads, writing OUT in the same format and dtype (the math is float32). OUT appears
 only when complete; IN is never modified.
+
+With --out-dir, every IN — files, directories (their .npy files, or every file with
+--format raw, recursively) and quoted glob patterns ('data/**/*.npy') — is written to DIR
+at the same relative path, on one pool. DIR/manifest.jsonl gets a JSON line per output
+once it is complete; a rerun skips outputs recorded there (same input size and time, same
+options) and redoes the rest, so a killed run is resumed by running it again.
 
 Options:
   --dtype T           float32, float16 or bfloat16: what a raw IN holds (default
@@ -36,6 +45,15 @@ Options:
   --rstd FILE         also write each row's rstd (same format as IN; float32)
   --format F          npy or raw (default: npy for a .npy name, else raw)
   --in-place          allow OUT to be IN (still through a temporary file)
+  --out-dir DIR       many inputs: write each output under DIR (see above)
+  --shard I/N         with --out-dir: process only shard I (0 to N-1) of N; N processes
+                      given the same inputs cover them exactly once (their manifests:
+                      DIR/manifest.shard-I-of-N.jsonl)
+  --force             with --out-dir: redo outputs already recorded as done
+  --keep-going        with --out-dir: after a failed file go on with the others; list the
+                      failures at the end (exit code 1)
+  --checksum          with --out-dir: record each output's SHA-256 in the manifest
+  --verbose           with --out-dir: a line per file on stderr
   --quiet             print nothing but errors
   --json              print the summary as JSON
   --help, --version`;
@@ -66,22 +84,8 @@ function oneOf<T extends string>(name: string, v: string | boolean | undefined, 
   return v as T;
 }
 
-/** `n` with a decimal unit (B, kB, MB, GB) and three significant digits. */
-function decimal(n: number, unit: string): string {
-  const steps = ['', 'k', 'M', 'G', 'T'];
-  let i = 0;
-  while (i < steps.length - 1 && Math.abs(n) >= 999.5) {
-    n /= 1000;
-    i++;
-  }
-  return `${n < 10 && i > 0 ? n.toFixed(2) : n < 100 && i > 0 ? n.toFixed(1) : n.toFixed(0)} ${steps[i]}${unit}`;
-}
-
-/** `v` rounded to `digits` significant digits (the JSON summary's seconds and rates). */
-const round = (v: number, digits = 4): number => (v === 0 || !Number.isFinite(v) ? v : Number(v.toPrecision(digits)));
-
 /** The flags that take a value (a value may start with '-': `--eps -1e-3`, `--offset -1`). */
-const VALUED = ['dtype', 'weight-dtype', 'casting-mode', 'weight', 'eps', 'dim', 'threads', 'offset', 'partial', 'rstd', 'format'];
+const VALUED = ['dtype', 'weight-dtype', 'casting-mode', 'weight', 'eps', 'dim', 'threads', 'offset', 'partial', 'rstd', 'format', 'out-dir', 'shard'];
 
 /**
  * `argv` with `--flag -value` written `--flag=-value` for the flags that take a value, so that
@@ -103,7 +107,7 @@ function joinNegativeValues(argv: readonly string[]): string[] {
 /** An API error message as the command's user should read it: flags for options, no function name. */
 function asFlags(msg: string): string {
   return msg
-    .replace(/^(normalizeFile|createPool): /, '')
+    .replace(/^(normalizeFile|normalizeDataset|createPool): /, '')
     .replace(/options\.([A-Za-z]+)/g, (_, k: string) => `--${k.replace(/[A-Z]/g, (c) => '-' + c.toLowerCase())}`);
 }
 
@@ -119,19 +123,20 @@ function usageError(e: Error & { code?: string }): string {
   return e.message;
 }
 
-/** The live progress line (terminal only): rows done, percent, GB/s, ETA. */
-function progressLine(p: NormalizeProgress): string {
-  const pct = p.totalBytes ? (100 * p.bytes) / p.totalBytes : 100;
-  const rate = p.seconds > 0 ? p.bytes / p.seconds : 0;
-  const eta = rate > 0 ? (p.totalBytes - p.bytes) / rate : 0;
-  return `${p.rows.toLocaleString('en-US')}/${p.totalRows.toLocaleString('en-US')} rows  ${pct.toFixed(1)}%  ${decimal(rate, 'B/s')}  ETA ${eta.toFixed(0)} s`;
+/** --shard I/N as `{ index, count }` (undefined when absent). */
+function shardFlag(v: string | undefined): { index: number; count: number } | undefined {
+  if (v === undefined) return undefined;
+  const m = /^(\d+)\/(\d+)$/.exec(v);
+  const index = Number(m?.[1]);
+  const count = Number(m?.[2]);
+  if (!m || count < 1 || index >= count) throw new UsageError(`--shard must be I/N with 0 <= I < N (e.g. 0/4), got ${JSON.stringify(v)}`);
+  return { index, count };
 }
 
-function summaryLine(s: NormalizeSummary): string {
-  return (
-    `normalized ${s.rows.toLocaleString('en-US')} rows × ${s.dim} (${s.dtype}, ${decimal(s.bytes, 'B')}) ` +
-    `in ${s.seconds < 0.1 ? `${(s.seconds * 1000).toFixed(1)} ms` : `${s.seconds.toFixed(2)} s`}: ${decimal(s.gbPerS * 1e9, 'B/s')} on ${s.threads} thread${s.threads === 1 ? '' : 's'} → ${s.output}`
-  );
+/** Clears the live progress line. */
+function clearStatus(): void {
+  cursorTo(process.stderr, 0);
+  clearLine(process.stderr, 0);
 }
 
 /** Runs the command with `argv` (without node and the script); resolves to the exit code. */
@@ -156,6 +161,12 @@ export async function main(argv: string[]): Promise<number> {
         rstd: { type: 'string' },
         format: { type: 'string' },
         'in-place': { type: 'boolean' },
+        'out-dir': { type: 'string' },
+        shard: { type: 'string' },
+        force: { type: 'boolean' },
+        'keep-going': { type: 'boolean' },
+        checksum: { type: 'boolean' },
+        verbose: { type: 'boolean' },
         quiet: { type: 'boolean' },
         json: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
@@ -175,59 +186,87 @@ export async function main(argv: string[]): Promise<number> {
     return 0;
   }
   const ac = new AbortController();
+  let tty = false;
   let interrupted = false;
   const onSigint = () => {
     interrupted = true;
     ac.abort(new Error('interrupted'));
   };
   try {
-    if (positionals[0] !== 'normalize' || positionals.length !== 3) {
-      throw new UsageError(positionals.length === 0 ? 'no command given' : `expected "normalize IN OUT", got ${JSON.stringify(positionals.join(' '))}`);
+    const outDir = values['out-dir'] as string | undefined;
+    if (positionals[0] !== 'normalize') {
+      throw new UsageError(positionals.length === 0 ? 'no command given' : `unknown command ${JSON.stringify(positionals[0])} (the command is normalize)`);
     }
-    const [, input, output] = positionals as [string, string, string];
+    if (outDir === undefined && positionals.length !== 3) {
+      throw new UsageError(`expected "normalize IN OUT" or "normalize IN... --out-dir DIR", got ${JSON.stringify(positionals.join(' '))}`);
+    }
+    if (outDir !== undefined && positionals.length < 2) throw new UsageError('--out-dir needs at least one input');
+    for (const f of outDir === undefined ? ['shard', 'force', 'keep-going', 'checksum', 'verbose'] : ['rstd', 'in-place']) {
+      if (values[f] !== undefined) throw new UsageError(outDir === undefined ? `--${f} needs --out-dir` : `--${f} is for one file, not with --out-dir`);
+    }
     const format = values.format as string | undefined;
     if (format !== undefined && format !== 'npy' && format !== 'raw') throw new UsageError(`--format must be npy or raw, got ${JSON.stringify(format)}`);
-    const dtype = oneOf('dtype', values.dtype, DTYPE_NAMES);
-    const weightDtype = oneOf('weight-dtype', values['weight-dtype'], DTYPE_NAMES);
-    const castingMode = oneOf('casting-mode', values['casting-mode'], CASTING_MODES);
-    const tty = process.stderr.isTTY && !values.quiet && !values.json;
-    process.on('SIGINT', onSigint);
-    const summary = await normalizeFile(input, output, {
+    const common = {
       weight: values.weight as string | undefined,
-      dtype,
-      weightDtype,
-      castingMode,
+      dtype: oneOf('dtype', values.dtype, DTYPE_NAMES),
+      weightDtype: oneOf('weight-dtype', values['weight-dtype'], DTYPE_NAMES),
+      castingMode: oneOf('casting-mode', values['casting-mode'], CASTING_MODES),
       eps: num('eps', values.eps as string | undefined),
       dim: num('dim', values.dim as string | undefined, true),
       threads: num('threads', values.threads as string | undefined, true),
       offset: num('offset', values.offset as string | undefined),
       partial: num('partial', values.partial as string | undefined),
-      rstd: values.rstd as string | undefined,
       format: format as 'npy' | 'raw' | undefined,
-      inPlace: values['in-place'] === true,
       signal: ac.signal,
-      onProgress: tty
-        ? (p) => {
-            cursorTo(process.stderr, 0);
-            process.stderr.write(progressLine(p));
-            clearLine(process.stderr, 1);
-          }
-        : undefined,
-    });
-    if (tty) {
+    };
+    const shard = shardFlag(values.shard as string | undefined);
+    tty = process.stderr.isTTY && !values.quiet && !values.json;
+    const live = (line: string): void => {
       cursorTo(process.stderr, 0);
-      clearLine(process.stderr, 0);
+      process.stderr.write(line);
+      clearLine(process.stderr, 1);
+    };
+    process.on('SIGINT', onSigint);
+    if (outDir !== undefined) {
+      const s = await normalizeDataset(positionals.slice(1), outDir, {
+        ...common,
+        shard,
+        force: values.force === true,
+        keepGoing: values['keep-going'] === true,
+        checksum: values.checksum === true,
+        onProgress: tty ? (p) => live(datasetProgressLine(p)) : undefined,
+        onFile: values.verbose
+          ? (e) => {
+              if (tty) clearStatus();
+              process.stderr.write(e.status === 'failed' ? `failed  ${asFlags(e.error.message)}\n` : `${e.status} ${e.record.output}\n`);
+            }
+          : undefined,
+      });
+      if (tty) clearStatus();
+      if (values.json) process.stdout.write(JSON.stringify({ ...s, seconds: round(s.seconds), gbPerS: round(s.gbPerS) }) + '\n');
+      else if (!values.quiet) process.stdout.write(datasetSummaryLine(s, outDir) + '\n');
+      for (const f of s.failed) process.stderr.write(`rmsnorm-wasm: failed: ${asFlags(f.error)}\n`);
+      return s.failed.length ? 1 : 0;
     }
+    const [, input, output] = positionals as [string, string, string];
+    const summary = await normalizeFile(input, output, {
+      ...common,
+      rstd: values.rstd as string | undefined,
+      inPlace: values['in-place'] === true,
+      onProgress: tty ? (p) => live(progressLine(p)) : undefined,
+    });
+    if (tty) clearStatus();
     if (values.json) process.stdout.write(JSON.stringify({ ...summary, seconds: round(summary.seconds), gbPerS: round(summary.gbPerS) }) + '\n');
     else if (!values.quiet) process.stdout.write(summaryLine(summary) + '\n');
     return 0;
   } catch (e) {
-    if (process.stderr.isTTY) {
-      cursorTo(process.stderr, 0);
-      clearLine(process.stderr, 0);
-    }
+    if (tty) clearStatus();
     if (interrupted) {
-      process.stderr.write('rmsnorm-wasm: interrupted; no output was written\n');
+      process.stderr.write(
+        values['out-dir'] === undefined
+          ? 'rmsnorm-wasm: interrupted; no output was written\n'
+          : 'rmsnorm-wasm: interrupted; the outputs completed so far are kept and recorded: run the same command again to resume\n',
+      );
       return 130;
     }
     if (e instanceof UsageError) {

@@ -16,6 +16,7 @@
  * an error or an abort leaves either no output or the previous file intact.
  * @module
  */
+import { createHash, type Hash } from 'node:crypto';
 import { open, type FileHandle } from 'node:fs/promises';
 import { extname } from 'node:path';
 import { createPool, type RmsNormPool } from '../index.js';
@@ -40,7 +41,7 @@ export const CHUNK_BYTES = 16 << 20;
 
 export type { NormalizeFileOptions, NormalizeProgress, NormalizeSummary } from './types.js';
 
-const KEYS = ['weight', 'dtype', 'weightDtype', 'castingMode', 'dim', 'eps', 'offset', 'partial', 'format', 'rstd', 'inPlace', 'threads', 'pool', 'chunkBytes', 'onProgress', 'signal'];
+const KEYS = ['weight', 'dtype', 'weightDtype', 'castingMode', 'dim', 'eps', 'offset', 'partial', 'format', 'rstd', 'inPlace', 'threads', 'pool', 'chunkBytes', 'checksum', 'onProgress', 'signal'];
 
 /** normalizeFile's options, checked (the kernel's scalars are checked with the weight, once the input's dtype is known). */
 interface FileArgs {
@@ -83,6 +84,7 @@ async function checkFileArgs(input: unknown, output: unknown, options: unknown):
     format: o.format ?? (extname(input).toLowerCase() === '.npy' ? 'npy' : 'raw'),
   };
   if (args.format !== 'npy' && args.format !== 'raw') throw new RangeError(`normalizeFile: options.format must be 'npy' or 'raw', got ${describe(args.format)}`);
+  if (o.checksum !== undefined && typeof o.checksum !== 'boolean') throw new TypeError(`normalizeFile: options.checksum must be a boolean, got ${describe(o.checksum)}`);
   if (o.onProgress !== undefined && typeof o.onProgress !== 'function') throw new TypeError(`normalizeFile: options.onProgress must be a function, got ${describe(o.onProgress)}`);
   if (!o.inPlace && (await sameFile(input, output))) {
     throw new NormalizeError(`output ${output} is the input file; pass options.inPlace to replace it (still through a temporary file)`);
@@ -126,11 +128,12 @@ class Buffers {
 }
 
 /** Writes the `.npy` headers of the output and the rstd file; returns where each one's data starts. */
-async function writeHeaders(layout: Layout, out: AtomicFile, rstdOut: AtomicFile | null): Promise<{ outPos: number; rstdPos: number }> {
+async function writeHeaders(layout: Layout, out: AtomicFile, rstdOut: AtomicFile | null, hash: Hash | null): Promise<{ outPos: number; rstdPos: number }> {
   if (layout.format !== 'npy') return { outPos: 0, rstdPos: 0 };
   // An npy input is float32 or float16 (its header says): the output is the same.
   const head = npyHeader(layout.shape, layout.dtype as 'float32' | 'float16');
   await out.fh.write(head, 0, head.length, 0);
+  hash?.update(head);
   let rstdPos = 0;
   if (rstdOut) {
     const rh = npyHeader(layout.shape.length > 1 ? layout.shape.slice(0, -1) : [1]);
@@ -194,7 +197,9 @@ export async function normalizeFile(input: string, output: string, options?: Nor
       const v = wBuf.view();
       v.set(v instanceof Uint16Array ? new Uint16Array(weight!.buffer, weight!.byteOffset, dim) : (weight as Float32Array));
     }
-    const { outPos, rstdPos } = await writeHeaders(layout, out, rstdOut);
+    // The output's bytes are hashed as they are written, in file order (writes run in order).
+    const hash = o.checksum ? createHash('sha256') : null;
+    const { outPos, rstdPos } = await writeHeaders(layout, out, rstdOut, hash);
 
     // Up to SLOTS chunks in flight: read into the slot's memory, normalize there, write from there.
     const writes = new InOrder();
@@ -209,6 +214,7 @@ export async function normalizeFile(input: string, output: string, options?: Nor
       await pool.rmsNorm(x, wBuf ? wBuf.view() : null, { ...call, out: x, rstd: rstdOut ? rs : undefined, signal });
       await writes.run(async () => {
         await writeFully(out.fh, x, outPos + item * r0 * dim, output);
+        hash?.update(new Uint8Array(x.buffer, x.byteOffset, x.byteLength));
         if (rstdOut) await writeFully(rstdOut.fh, rs, rstdPos + 4 * r0, o.rstd!);
       });
       rowsDone += n;
@@ -233,7 +239,10 @@ export async function normalizeFile(input: string, output: string, options?: Nor
     await rstdOut?.publish();
     const seconds = (performance.now() - t0) / 1000;
     const bytes = item * rows * dim;
-    return { input, output, format: layout.format, dtype, rows, dim, shape: layout.shape, bytes, seconds, gbPerS: bytes / seconds / 1e9, threads: pool.threads };
+    return {
+      input, output, format: layout.format, dtype, rows, dim, shape: layout.shape, bytes, seconds, gbPerS: bytes / seconds / 1e9, threads: pool.threads,
+      ...(hash && { sha256: hash.digest('hex') }),
+    };
   } catch (e) {
     if (e instanceof NpyError) throw new NormalizeError(e.message);
     throw e;

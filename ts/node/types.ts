@@ -62,6 +62,8 @@ export interface NormalizeFileOptions {
   pool?: RmsNormPool;
   /** Bytes per chunk (default 16 MiB; at least one row). */
   chunkBytes?: number;
+  /** Also compute the SHA-256 of the output file's bytes as they are written (summary's `sha256`). Default false. */
+  checksum?: boolean;
   /** Called after each chunk is written. */
   onProgress?: (p: NormalizeProgress) => void;
   /** Aborts the call: it rejects with the signal's reason and leaves no output. */
@@ -92,4 +94,6 @@ export interface NormalizeSummary {
   gbPerS: number;
   /** Threads of the pool that ran it. */
   threads: number;
+  /** With `options.checksum`: the SHA-256 of the whole output file (header included), hex. */
+  sha256?: string;
 }

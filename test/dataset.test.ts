@@ -1,0 +1,267 @@
+/**
+ * Datasets: `rmsnorm-wasm normalize IN... --out-dir DIR` and `normalizeDataset`. Many inputs
+ * (directories, globs) into one directory at the same relative paths; the result of every
+ * file byte-identical to `normalizeFile` of it alone; resume (skip what the manifest records,
+ * redo what changed, --force); N shard processes at once on a shared directory covering the
+ * dataset exactly once; a shard killed with SIGKILL half-way and run again giving the same
+ * outputs, with no partial file ever under an output name; bad files stopping the run or, with
+ * --keep-going, listed while the rest are written.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { normalizeDataset, normalizeFile, npyHeader, type DatasetProgress, type DatasetRecord } from '../dist/node/index.js';
+
+const BIN = fileURLToPath(new URL('../dist/node/bin.js', import.meta.url));
+const FIX = fileURLToPath(new URL('./fixtures/npy/', import.meta.url));
+const root = mkdtempSync(join(tmpdir(), 'rmsnorm-dataset-'));
+const DATA = join(root, 'data');
+const REF = join(root, 'ref');
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+/** The dataset: 30 .npy files in nested folders, float32 and float16, 1 row to 700 rows of 96. */
+const RELS = Array.from({ length: 30 }, (_, i) => `${['', 'a/', 'a/b/', 'c/'][i % 4]}part-${String(i).padStart(3, '0')}.npy`);
+function makeDataset(dir: string): void {
+  RELS.forEach((rel, i) => {
+    const rows = 1 + ((i * 97) % 700);
+    const dim = 96;
+    const half = i % 5 === 0;
+    const x = new Float32Array(rows * dim).map((_, k) => Math.sin(k * 0.37 + i) * (1 + (k % 7)));
+    const data = half ? new Uint16Array(x.length).map((_, k) => 0x3c00 + ((k * 13 + i) % 0x0800)) : x;
+    mkdirSync(dirname(join(dir, rel)), { recursive: true });
+    writeFileSync(join(dir, rel), Buffer.concat([npyHeader([rows, dim], half ? 'float16' : 'float32'), Buffer.from(data.buffer)]));
+  });
+  writeFileSync(join(dir, 'README.txt'), 'not an input');
+  writeFileSync(join(dir, '.hidden.npy'), 'not an input either');
+}
+
+function cli(...args: string[]) {
+  const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', timeout: 120_000 });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** Every file under `dir` (relative path → bytes), manifests and temporaries apart. */
+function outputs(dir: string): Map<string, Buffer> {
+  const out = new Map<string, Buffer>();
+  for (const rel of readdirSync(dir, { recursive: true, encoding: 'utf8' })) {
+    const base = rel.split('/').pop()!;
+    if (base.startsWith('manifest') || base.startsWith('.') || !base.endsWith('.npy')) continue;
+    out.set(rel, readFileSync(join(dir, rel)));
+  }
+  return out;
+}
+
+/** The manifest lines of `dir`, all shards. */
+function records(dir: string): DatasetRecord[] {
+  return readdirSync(dir)
+    .filter((f) => f.startsWith('manifest'))
+    .flatMap((f) => readFileSync(join(dir, f), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as DatasetRecord));
+}
+
+function expectSameAsReference(dir: string): void {
+  const got = outputs(dir);
+  expect([...got.keys()].sort()).toEqual([...RELS].sort());
+  for (const rel of RELS) expect(got.get(rel)!.equals(readFileSync(join(REF, rel))), rel).toBe(true);
+}
+
+beforeAll(async () => {
+  makeDataset(DATA);
+  // The reference: normalizeFile on each file alone.
+  for (const rel of RELS) {
+    mkdirSync(dirname(join(REF, rel)), { recursive: true });
+    await normalizeFile(join(DATA, rel), join(REF, rel), { eps: 1e-5, threads: 1 });
+  }
+}, 120_000);
+
+describe('one run over a directory', () => {
+  const out = join(root, 'one');
+
+  it('writes every .npy at its relative path, each byte-identical to normalizeFile of it alone, and a manifest line per output', () => {
+    const r = cli('normalize', DATA, '--out-dir', out, '--eps', '1e-5', '--checksum', '--json');
+    expect(r.code, r.stderr).toBe(0);
+    const s = JSON.parse(r.stdout);
+    expect(s).toMatchObject({ files: 30, written: 30, skipped: 0, failed: [] });
+    expectSameAsReference(out);
+    const recs = records(out);
+    expect(recs.map((x) => x.output).sort()).toEqual([...RELS].sort());
+    for (const rec of recs) {
+      const bytes = readFileSync(join(out, rec.output));
+      expect(rec.outputSize).toBe(bytes.length);
+      expect(rec.sha256).toMatch(/^[0-9a-f]{64}$/);
+      expect(rec.sha256).toBe(sha256(bytes));
+      expect(rec.options).toMatchObject({ eps: 1e-5 });
+    }
+  });
+
+  it('run again: everything is skipped; a changed input is redone; --force redoes all; another eps redoes all', () => {
+    let r = cli('normalize', DATA, '--out-dir', out, '--eps', '1e-5', '--json');
+    expect(JSON.parse(r.stdout)).toMatchObject({ written: 0, skipped: 30 });
+    expect(cli('normalize', DATA, '--out-dir', out, '--eps', '1e-5').stdout).toMatch(/^nothing to do: 30 of 30 files already done/);
+    const touched = join(DATA, RELS[3]!);
+    utimesSync(touched, new Date(), new Date(Date.now() + 5000));
+    r = cli('normalize', DATA, '--out-dir', out, '--eps', '1e-5', '--json');
+    expect(JSON.parse(r.stdout)).toMatchObject({ written: 1, skipped: 29 });
+    r = cli('normalize', DATA, '--out-dir', out, '--eps', '1e-5', '--json', '--force');
+    expect(JSON.parse(r.stdout)).toMatchObject({ written: 30, skipped: 0 });
+    r = cli('normalize', DATA, '--out-dir', out, '--eps', '1e-4', '--json');
+    expect(JSON.parse(r.stdout)).toMatchObject({ written: 30, skipped: 0 });
+    r = cli('normalize', DATA, '--out-dir', out, '--eps', '1e-5', '--json');
+    expect(JSON.parse(r.stdout)).toMatchObject({ written: 30 });
+    expectSameAsReference(out);
+  });
+
+  it('globs and several inputs; two inputs writing one output are refused', () => {
+    const o = join(root, 'glob');
+    const r = cli('normalize', join(DATA, 'a/**/*.npy'), join(DATA, 'part-000.npy'), '--out-dir', o, '--eps', '1e-5', '--json');
+    expect(r.code, r.stderr).toBe(0);
+    const want = RELS.filter((x) => x.startsWith('a/')).map((x) => x.slice(2)).concat('part-000.npy').sort();
+    expect([...outputs(o).keys()].sort()).toEqual(want);
+    const clash = cli('normalize', join(DATA, 'part-000.npy'), join(DATA, 'c', 'part-003.npy'), join(DATA, 'part-000.npy'), '--out-dir', o);
+    expect(clash.code).toBe(1);
+    expect(clash.stderr).toMatch(/would both be written to part-000\.npy/);
+  });
+});
+
+describe('shards', () => {
+  const shared = join(root, 'shared');
+  const start = (i: number, n: number) =>
+    spawn(process.execPath, [BIN, 'normalize', DATA, '--out-dir', shared, '--eps', '1e-5', '--shard', `${i}/${n}`, '--threads', '1', '--verbose'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+  const exit = (p: ReturnType<typeof spawn>) => new Promise<number | null>((ok) => p.on('exit', (code) => ok(code)));
+
+  it('3 processes at once on one directory: together every output once, byte-identical to one process', async () => {
+    const codes = await Promise.all([0, 1, 2].map((i) => exit(start(i, 3))));
+    expect(codes).toEqual([0, 0, 0]);
+    expectSameAsReference(shared);
+    const recs = records(shared);
+    expect(recs.map((r) => r.output).sort()).toEqual([...RELS].sort()); // each exactly once
+    expect(readdirSync(shared).filter((f) => f.startsWith('manifest')).sort()).toEqual([0, 1, 2].map((i) => `manifest.shard-${i}-of-3.jsonl`));
+  }, 120_000);
+
+  it('a shard killed with SIGKILL half-way leaves only complete outputs; run again, the same result', async () => {
+    const dir = join(root, 'killed');
+    const p = spawn(process.execPath, [BIN, 'normalize', DATA, '--out-dir', dir, '--eps', '1e-5', '--shard', '0/2', '--threads', '1', '--verbose'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let seen = 0;
+    await new Promise<void>((ok) => {
+      p.stderr!.on('data', (d: Buffer) => {
+        seen += (d.toString().match(/^written /gm) ?? []).length;
+        if (seen >= 2) ok();
+      });
+      p.on('exit', () => ok());
+    });
+    p.kill('SIGKILL');
+    await exit(p);
+    // Whatever is under an output name is complete.
+    const partial = outputs(dir);
+    for (const [rel, bytes] of partial) expect(bytes.equals(readFileSync(join(REF, rel))), rel).toBe(true);
+    expect(cli('normalize', DATA, '--out-dir', dir, '--eps', '1e-5', '--shard', '0/2', '--json').code).toBe(0);
+    expect(cli('normalize', DATA, '--out-dir', dir, '--eps', '1e-5', '--shard', '1/2', '--json').code).toBe(0);
+    expectSameAsReference(dir);
+    const leftovers = readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter((f) => f.split('/').pop()!.startsWith('.'));
+    expect(leftovers).toEqual([]);
+  }, 120_000);
+
+  it('--shard is checked', () => {
+    for (const bad of ['3/3', '1', 'a/b', '-1/2']) {
+      const r = cli('normalize', DATA, '--out-dir', join(root, 'x'), '--shard', bad);
+      expect(r.code, bad).toBe(2);
+      expect(r.stderr).toMatch(/--shard must be I\/N/);
+    }
+  });
+});
+
+describe('bad files in a dataset', () => {
+  const bad = join(root, 'bad');
+  /** A version 1.0 .npy whose header is `dict`, with `data` bytes after it. */
+  const npyWith = (dict: string, data: number) => {
+    const body = dict.padEnd(118, ' ') + '\n';
+    return Buffer.concat([Buffer.from([0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59, 1, 0, body.length, 0]), Buffer.from(body, 'latin1'), Buffer.alloc(data)]);
+  };
+  const CASES: [string, (p: string) => void, RegExp][] = [
+    ['truncated.npy', (p) => writeFileSync(p, readFileSync(join(DATA, RELS[1]!)).subarray(0, 500)), /truncated/],
+    ['malformed.npy', (p) => writeFileSync(p, npyWith("{'descr' junk: '<f4', 'fortran_order': False, 'shape': (2, 3)}", 24)), /malformed \.npy header/],
+    ['fortran.npy', (p) => copyFileSync(join(FIX, 'fortran.npy'), p), /Fortran-order/],
+    ['big-endian.npy', (p) => copyFileSync(join(FIX, 'big-endian.npy'), p), /big-endian/],
+    ['float64.npy', (p) => copyFileSync(join(FIX, 'float64.npy'), p), /float64/],
+    ['repeated-key.npy', (p) => writeFileSync(p, npyWith("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), 'fortran_order': True}", 24)), /appears twice/],
+  ];
+  beforeAll(() => {
+    mkdirSync(bad, { recursive: true });
+    for (const rel of RELS.slice(0, 6)) copyFileSync(join(DATA, rel), join(bad, rel.replace(/\//g, '_')));
+    for (const [name, make] of CASES) make(join(bad, name));
+  });
+
+  it('by default the run stops at the first bad file, naming it; what was finished stays complete and recorded', () => {
+    const out = join(root, 'bad-out');
+    const r = cli('normalize', bad, '--out-dir', out, '--eps', '1e-5', '--threads', '1');
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(new RegExp(`^rmsnorm-wasm: error: ${bad}/[a-z-]+\\.npy: .* \\(\\d+ other files? written and recorded in `));
+    for (const rec of records(out)) expect(existsSync(join(out, rec.output))).toBe(true);
+  });
+
+  it('--keep-going writes the good files and lists every bad one with its reason (exit code 1)', () => {
+    const out = join(root, 'bad-keep');
+    const r = cli('normalize', bad, '--out-dir', out, '--eps', '1e-5', '--keep-going', '--json');
+    expect(r.code).toBe(1);
+    const s = JSON.parse(r.stdout) as { written: number; failed: { input: string; error: string }[] };
+    expect(s.written).toBe(6);
+    expect(s.failed.map((f) => f.input.split('/').pop()).sort()).toEqual(CASES.map((c) => c[0]).sort());
+    for (const [name, , reason] of CASES) {
+      const f = s.failed.find((x) => x.input.endsWith(`/${name}`))!;
+      expect(f.error, name).toMatch(reason);
+      expect(f.error.startsWith(join(bad, name)), f.error).toBe(true);
+      expect(r.stderr).toContain(`rmsnorm-wasm: failed: ${join(bad, name)}`);
+    }
+    expect(records(out)).toHaveLength(6);
+  });
+});
+
+describe('normalizeDataset (the API)', () => {
+  it('progress up to the total, one event per file, a summary; then all skipped', async () => {
+    const out = join(root, 'api');
+    const seen: DatasetProgress[] = [];
+    const events: string[] = [];
+    const s = await normalizeDataset([DATA], out, { eps: 1e-5, onProgress: (p) => seen.push(p), onFile: (e) => events.push(e.status) });
+    expect(s).toMatchObject({ files: 30, written: 30, skipped: 0, failed: [] });
+    expect(events).toHaveLength(30);
+    const last = seen[seen.length - 1]!;
+    expect(last.files).toBe(30);
+    expect(last.rows).toBe(s.rows);
+    expect(seen.every((p, i) => i === 0 || p.files >= seen[i - 1]!.files)).toBe(true);
+    expectSameAsReference(out);
+    const again = await normalizeDataset(DATA, out, { eps: 1e-5 });
+    expect(again).toMatchObject({ written: 0, skipped: 30 });
+  });
+
+  it('an abort rejects with the reason; what was written is complete and recorded; the rest follows on the next run', async () => {
+    const out = join(root, 'api-abort');
+    const ac = new AbortController();
+    let n = 0;
+    const run = normalizeDataset(DATA, out, { eps: 1e-5, signal: ac.signal, onFile: () => ++n === 3 && ac.abort(new Error('stop')) });
+    await expect(run).rejects.toThrow('stop');
+    for (const [rel, bytes] of outputs(out)) expect(bytes.equals(readFileSync(join(REF, rel))), rel).toBe(true);
+    const s = await normalizeDataset(DATA, out, { eps: 1e-5 });
+    expect(s.written + s.skipped).toBe(30);
+    expect(s.skipped).toBeGreaterThanOrEqual(3);
+    expectSameAsReference(out);
+  });
+
+  it('bad arguments are TypeErrors and RangeErrors naming them', async () => {
+    await expect(normalizeDataset([], 'o')).rejects.toThrow(TypeError);
+    await expect(normalizeDataset(DATA, 3 as unknown as string)).rejects.toThrow(/outDir must be a path/);
+    await expect(normalizeDataset(DATA, 'o', { shard: { index: 2, count: 2 } })).rejects.toThrow(/options\.shard\.index must be an integer from 0 to 1/);
+    await expect(normalizeDataset(DATA, 'o', { filesInFlight: 0 })).rejects.toThrow(RangeError);
+    await expect(normalizeDataset(DATA, 'o', { bogus: 1 } as never)).rejects.toThrow(/bogus/);
+  });
+});
+
+function sha256(b: Buffer): string {
+  return createHash('sha256').update(b).digest('hex');
+}

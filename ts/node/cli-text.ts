@@ -1,0 +1,61 @@
+/**
+ * What the command prints: sizes and rates with fitting units, the live progress lines and the
+ * summaries of a one-file and of a dataset run.
+ * @module
+ */
+import type { DatasetProgress, DatasetSummary } from './dataset/types.js';
+import type { NormalizeProgress, NormalizeSummary } from './types.js';
+
+/** `n` with a decimal unit (B, kB, MB, GB) and three significant digits. */
+export function decimal(n: number, unit: string): string {
+  const steps = ['', 'k', 'M', 'G', 'T'];
+  let i = 0;
+  while (i < steps.length - 1 && Math.abs(n) >= 999.5) {
+    n /= 1000;
+    i++;
+  }
+  return `${n < 10 && i > 0 ? n.toFixed(2) : n < 100 && i > 0 ? n.toFixed(1) : n.toFixed(0)} ${steps[i]}${unit}`;
+}
+
+/** `v` rounded to `digits` significant digits (the JSON summary's seconds and rates). */
+export const round = (v: number, digits = 4): number => (v === 0 || !Number.isFinite(v) ? v : Number(v.toPrecision(digits)));
+
+/** Seconds as "12.3 ms" or "1.23 s". */
+function duration(seconds: number): string {
+  return seconds < 0.1 ? `${(seconds * 1000).toFixed(1)} ms` : `${seconds.toFixed(2)} s`;
+}
+
+const count = (n: number, one: string, many = `${one}s`): string => `${n.toLocaleString('en-US')} ${n === 1 ? one : many}`;
+
+/** The live progress line (terminal only): rows done, percent, GB/s, ETA. */
+export function progressLine(p: NormalizeProgress): string {
+  const pct = p.totalBytes ? (100 * p.bytes) / p.totalBytes : 100;
+  const rate = p.seconds > 0 ? p.bytes / p.seconds : 0;
+  const eta = rate > 0 ? (p.totalBytes - p.bytes) / rate : 0;
+  return `${p.rows.toLocaleString('en-US')}/${p.totalRows.toLocaleString('en-US')} rows  ${pct.toFixed(1)}%  ${decimal(rate, 'B/s')}  ETA ${eta.toFixed(0)} s`;
+}
+
+export function summaryLine(s: NormalizeSummary): string {
+  return (
+    `normalized ${s.rows.toLocaleString('en-US')} rows × ${s.dim} (${s.dtype}, ${decimal(s.bytes, 'B')}) ` +
+    `in ${duration(s.seconds)}: ${decimal(s.gbPerS * 1e9, 'B/s')} on ${s.threads} thread${s.threads === 1 ? '' : 's'} → ${s.output}`
+  );
+}
+
+/** The live progress line of a dataset run (terminal only): files, rows, percent, rate, ETA. */
+export function datasetProgressLine(p: DatasetProgress): string {
+  const pct = p.totalBytes ? Math.min(100, (100 * p.bytes) / p.totalBytes) : 100;
+  const rate = p.seconds > 0 ? p.bytes / p.seconds : 0;
+  const eta = rate > 0 ? Math.max(0, p.totalBytes - p.bytes) / rate : 0;
+  return `${p.files}/${p.totalFiles} files  ${p.rows.toLocaleString('en-US')} rows  ${pct.toFixed(1)}%  ${decimal(rate, 'B/s')}  ETA ${eta.toFixed(0)} s`;
+}
+
+/** The one-line summary of a dataset run. */
+export function datasetSummaryLine(s: DatasetSummary, outDir: string): string {
+  if (s.written === 0 && s.failed.length === 0) return `nothing to do: ${s.skipped} of ${count(s.files, 'file')} already done → ${outDir}`;
+  const rest = [`${s.skipped} already done`, ...(s.failed.length ? [`${s.failed.length} failed`] : [])].join(', ');
+  return (
+    `normalized ${count(s.written, 'file')} of ${s.files} (${count(s.rows, 'row')}, ${decimal(s.bytes, 'B')}) in ${duration(s.seconds)}: ` +
+    `${decimal(s.gbPerS * 1e9, 'B/s')} on ${count(s.threads, 'thread')}; ${rest} → ${outDir}`
+  );
+}

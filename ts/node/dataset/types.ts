@@ -1,0 +1,104 @@
+/**
+ * The public types of {@link normalizeDataset} (rmsnorm-wasm/node).
+ * @module
+ */
+import type { Dtype } from '../../types.js';
+import type { NormalizeFileOptions } from '../types.js';
+
+/** Options of `normalizeDataset`: the per-file options of `normalizeFile` (not `rstd`, `inPlace`, `onProgress`), plus the run's. */
+export interface NormalizeDatasetOptions extends Omit<NormalizeFileOptions, 'rstd' | 'inPlace' | 'onProgress'> {
+  /**
+   * This process's part of the dataset: shard `index` (0-based) of `count`. Processes given
+   * the same inputs and indices 0..count-1 together write every output exactly once. Default
+   * `{ index: 0, count: 1 }` (everything).
+   */
+  shard?: { index: number; count: number };
+  /** Redo outputs the manifests record as complete. Default false: they are skipped. */
+  force?: boolean;
+  /** Go on after a file fails; the summary lists the failures. Default false: stop at the first (rejects). */
+  keepGoing?: boolean;
+  /** Record each output's SHA-256 in the manifest (an output recorded without one is redone). Default false. */
+  checksum?: boolean;
+  /** Files normalized at once on the one pool, so one file's open, header and rename overlap another's work. Default 2. */
+  filesInFlight?: number;
+  /** Called as files are read and written. */
+  onProgress?: (p: DatasetProgress) => void;
+  /** Called once per input when it is written, skipped or fails. */
+  onFile?: (event: DatasetFileEvent) => void;
+}
+
+/** How far a `normalizeDataset` run has come (this shard's files). */
+export interface DatasetProgress {
+  /** Files written, skipped or failed so far. */
+  files: number;
+  /** Files of this shard. */
+  totalFiles: number;
+  /** Data bytes written so far, by this run (skipped files not counted). */
+  bytes: number;
+  /** Data bytes this run has to write (the files not skipped), estimated from the input sizes. */
+  totalBytes: number;
+  /** Rows written so far by this run. */
+  rows: number;
+  /** Seconds since the run started. */
+  seconds: number;
+}
+
+/** One output as the manifest records it (one JSON line). */
+export interface DatasetRecord {
+  /** The input's path, absolute. */
+  input: string;
+  /** The output's path relative to the output directory (`/`-separated). */
+  output: string;
+  /** The input's size (bytes) and modification time (ms) when it was read: a changed input is redone. */
+  inputSize: number;
+  /** See inputSize. */
+  inputMtimeMs: number;
+  /** The output file's size in bytes (header included). */
+  outputSize: number;
+  /** `'npy'` or `'raw'`. */
+  format: 'npy' | 'raw';
+  /** The data's dtype. */
+  dtype: Dtype;
+  /** Rows normalized and their length. */
+  rows: number;
+  /** See rows. */
+  dim: number;
+  /** The input's shape (npy), or `[rows, dim]`. */
+  shape: number[];
+  /** The options the output was made with (a changed option redoes it); the weight as its path, size and time, or its SHA-256. */
+  options: Record<string, unknown>;
+  /** Seconds this file took. */
+  seconds: number;
+  /** With `checksum`: SHA-256 of the output file, hex. */
+  sha256?: string;
+}
+
+/** What happened to one input. */
+export type DatasetFileEvent =
+  | { status: 'written'; record: DatasetRecord }
+  | { status: 'skipped'; record: DatasetRecord }
+  | { status: 'failed'; input: string; output: string; error: Error };
+
+/** What `normalizeDataset` did. */
+export interface DatasetSummary {
+  /** Files of this shard. */
+  files: number;
+  /** Files normalized by this run. */
+  written: number;
+  /** Files skipped as already complete. */
+  skipped: number;
+  /** Files that failed (with `keepGoing`; without it the run rejects at the first), each with a message that names it. */
+  failed: { input: string; error: string }[];
+  /** Rows and data bytes normalized by this run. */
+  rows: number;
+  /** See rows. */
+  bytes: number;
+  /** Seconds the run took. */
+  seconds: number;
+  /** Data bytes per second over the run, GB/s (10^9). */
+  gbPerS: number;
+  /** Threads of the pool. */
+  threads: number;
+  /** The manifest file this run appended to. */
+  manifest: string;
+}
