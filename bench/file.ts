@@ -11,11 +11,13 @@
  * 4. A plain-JS implementation: read a 16 MiB chunk, normalize it with the naive loop, write it;
  *    fsync at the end.
  * 5. Checks SAMPLE (64) random rows of OUT against the float64 reference.
+ * 6. The dataset benchmark (bench/dataset.ts): 2000 files of 1 MiB against `cp -r`.
  *
  * Run: `npm run bench:file` (env ROWS, DIM, THREADS, BENCH_DIR: where the files go, default
  * the OS temp dir; it needs 3 × the file's size free). Writes bench/results/file.json.
  * @module
  */
+import { benchDataset } from './dataset.js';
 import { writeBenchmarks } from './docs.js';
 import { execFileSync } from 'node:child_process';
 import { closeSync, fsyncSync, mkdtempSync, openSync, readSync, rmSync, statfsSync, writeSync, writeFileSync } from 'node:fs';
@@ -165,7 +167,9 @@ try {
       `${result.ratios.vsPlainJs.toFixed(2)}× plain JS; RSS growth ${result.rssGrowthMiB.toFixed(0)} MiB`,
   );
   writeFileSync(new URL('./results/file.json', import.meta.url), JSON.stringify(result, null, 2) + '\n');
-  writeBenchmarks();
 } finally {
   rmSync(root, { recursive: true, force: true });
 }
+// 6. Many small files: the per-file costs (bench/dataset.ts).
+await benchDataset();
+writeBenchmarks();

@@ -197,7 +197,7 @@ export async function normalizeDataset(inputs: string | readonly string[], outDi
         }
       }
     };
-    const k = Math.min(o.filesInFlight ?? 2, Math.max(1, todo.length));
+    const k = Math.min(o.filesInFlight ?? 4, Math.max(1, todo.length));
     const workers = Array.from({ length: k }, worker);
     const results = await Promise.allSettled(workers);
     const rejected = results.find((r) => r.status === 'rejected');
