@@ -211,7 +211,7 @@ describe('npm pack', () => {
         'instance', 'loadRmsNorm', 'rmsNorm', 'rmsNormBackward', 'simdSupported', 'statOf', 'threadsAvailable',
       ],
       'dist/node/index.js': [
-        'CHUNK_BYTES', 'NPY_ITEM_BYTES', 'NPY_PREFIX_BYTES', 'NormalizeError', 'NpyError', 'createNormalizeStream', 'normalizeFile',
+        'CHUNK_BYTES', 'NPY_ITEM_BYTES', 'NPY_PREFIX_BYTES', 'NormalizeError', 'NpyError', 'createNormalizeStream', 'normalizeDataset', 'normalizeFile',
         'npyDataOffset', 'npyHeader', 'parseNpyHeader',
       ],
     };
