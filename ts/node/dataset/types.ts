@@ -12,7 +12,7 @@ export interface NormalizeDatasetOptions extends Omit<NormalizeFileOptions, 'rst
    * the same inputs and indices 0..count-1 together write every output exactly once. Default
    * `{ index: 0, count: 1 }` (everything).
    */
-  shard?: { index: number; count: number };
+  shard?: DatasetShard;
   /** Redo outputs the manifests record as complete. Default false: they are skipped. */
   force?: boolean;
   /** Go on after a file fails; the summary lists the failures. Default false: stop at the first (rejects). */
@@ -29,6 +29,14 @@ export interface NormalizeDatasetOptions extends Omit<NormalizeFileOptions, 'rst
   onProgress?: (p: DatasetProgress) => void;
   /** Called once per input when it is written, skipped or fails. */
   onFile?: (event: DatasetFileEvent) => void;
+}
+
+/** One shard of a dataset: shard `index` of `count`. */
+export interface DatasetShard {
+  /** This shard, from 0 to count − 1. */
+  index: number;
+  /** How many shards the dataset is split into, at least 1. */
+  count: number;
 }
 
 /** How far a `normalizeDataset` run has come (this shard's files). */
@@ -77,11 +85,36 @@ export interface DatasetRecord {
   sha256?: string;
 }
 
+/** An output this run wrote, or skipped as already complete. */
+export interface DatasetFileDone {
+  /** `'written'` by this run, or `'skipped'` as recorded complete by an earlier one. */
+  status: 'written' | 'skipped';
+  /** Its manifest record. */
+  record: DatasetRecord;
+}
+
+/** An input that failed. */
+export interface DatasetFileFailed {
+  /** `'failed'`. */
+  status: 'failed';
+  /** The input's path. */
+  input: string;
+  /** The output's path (not written). */
+  output: string;
+  /** Why; the message names the input. */
+  error: Error;
+}
+
 /** What happened to one input. */
-export type DatasetFileEvent =
-  | { status: 'written'; record: DatasetRecord }
-  | { status: 'skipped'; record: DatasetRecord }
-  | { status: 'failed'; input: string; output: string; error: Error };
+export type DatasetFileEvent = DatasetFileDone | DatasetFileFailed;
+
+/** A failed input in a {@link DatasetSummary}. */
+export interface DatasetFailure {
+  /** The input's path. */
+  input: string;
+  /** Why; the message names the input. */
+  error: string;
+}
 
 /** What `normalizeDataset` did. */
 export interface DatasetSummary {
@@ -92,7 +125,7 @@ export interface DatasetSummary {
   /** Files skipped as already complete. */
   skipped: number;
   /** Files that failed (with `keepGoing`; without it the run rejects at the first), each with a message that names it. */
-  failed: { input: string; error: string }[];
+  failed: DatasetFailure[];
   /** Rows and data bytes normalized by this run. */
   rows: number;
   /** See rows. */
