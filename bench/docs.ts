@@ -182,6 +182,36 @@ function file(json: FileJson | null): string {
   ].join('\n');
 }
 
+interface DatasetJson {
+  date: string;
+  files: number;
+  rowsPerFile: number;
+  dim: number;
+  bytes: number;
+  threads: number;
+  seconds: { cpR: number; normalizeDataset: number };
+  rssGrowthMiB: number;
+}
+
+function dataset(json: DatasetJson | null): string {
+  if (!json) return '';
+  const gb = (s: number) => (json.bytes / s / 1e9).toFixed(2);
+  const row = (what: string, s: number) => `| ${what} | ${s.toFixed(2)} | ${gb(s)} |`;
+  return [
+    '## Datasets',
+    '',
+    `${json.files} \`.npy\` files of ${json.rowsPerFile} × ${json.dim} float32 (${(json.bytes / 2 ** 30).toFixed(2)} GiB) in the page cache; ${json.date.slice(0, 10)}. \`npm run bench:file\`.`,
+    '',
+    '| | seconds | GB/s |',
+    '|---|---:|---:|',
+    row('`cp -r`', json.seconds.cpR),
+    row(`\`normalizeDataset\`, ${json.threads} threads, each output flushed, manifest`, json.seconds.normalizeDataset),
+    '',
+    `The process's resident memory grew by ${json.rssGrowthMiB.toFixed(0)} MiB.`,
+    '',
+  ].join('\n');
+}
+
 /** The page, from the results as they are. */
 export function renderBenchmarks(): string {
   const node = read<RunJson>('latest.json');
@@ -209,6 +239,7 @@ export function renderBenchmarks(): string {
   out.push(pairs('Half precision', 'float16 and bfloat16 storage against float32, and the default call against a plain-JS loop on the same data, `npm run bench:half`', read('half.json')));
   out.push(pool(read('pool.json')));
   out.push(file(read('file.json')));
+  out.push(dataset(read('dataset.json')));
   out.push(pairs('Variants', 'Each variant against what a user would write without it, `npm run bench:variants`', read('variants.json')));
   return out.filter((s) => s !== '').join('\n').replace(/\n{3,}/g, '\n\n').trimEnd() + '\n';
 }
