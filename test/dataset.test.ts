@@ -265,3 +265,85 @@ describe('normalizeDataset (the API)', () => {
 function sha256(b: Buffer): string {
   return createHash('sha256').update(b).digest('hex');
 }
+
+/**
+ * The three engine examples of docs/files.md, run here as each engine would run them: every
+ * index of the Kubernetes Job (JOB_COMPLETION_INDEX), every task of the Slurm array
+ * (SLURM_ARRAY_TASK_ID / _COUNT) and every job of the GNU parallel line, at once, with the
+ * example's paths moved under a temporary folder and `npx rmsnorm-wasm` run as this build's
+ * command. Together the shards must write the dataset exactly once.
+ */
+describe('the engine examples of docs/files.md', () => {
+  const page = readFileSync(new URL('../docs/files.md', import.meta.url), 'utf8');
+  const block = (lang: string, marker: string): string => {
+    const found = [...page.matchAll(/^```(\w*)\n([\s\S]*?)^```/gm)].filter((m) => m[1] === lang && m[2]!.includes(marker));
+    expect(found, `${lang} block with ${marker}`).toHaveLength(1);
+    return found[0]![2]!;
+  };
+  const dir = join(root, 'engines');
+
+  beforeAll(() => {
+    for (const d of ['data/acts', 'shared/acts', 'acts']) {
+      RELS.slice(0, 12).forEach((rel, i) => {
+        const rows = 2 + i;
+        const x = new Float32Array(rows * 64).map((_, k) => Math.cos(k + i));
+        mkdirSync(dirname(join(dir, d, rel)), { recursive: true });
+        writeFileSync(join(dir, d, rel), Buffer.concat([npyHeader([rows, 64]), Buffer.from(x.buffer)]));
+      });
+    }
+    for (const d of ['data', 'shared']) writeFileSync(join(dir, d, 'w.npy'), Buffer.concat([npyHeader([64]), Buffer.from(new Float32Array(64).fill(1).buffer)]));
+  });
+
+  /** `command` as sh would run it here: the example's absolute paths under `dir`, this build's command. */
+  const local = (command: string) =>
+    command
+      .replace(/\\\n\s*/g, ' ')
+      .replace(/npx (--yes )?rmsnorm-wasm/, `"${process.execPath}" "${BIN}"`)
+      .replace(/ \/(data|shared)\//g, ` ${dir}/$1/`);
+
+  /** Runs `commands` (with their environments) at once; resolves when all have exited 0. */
+  const all = (commands: { cmd: string; env: Record<string, string> }[]) =>
+    Promise.all(
+      commands.map(
+        ({ cmd, env }) =>
+          new Promise<void>((ok, fail) => {
+            const p = spawn('sh', ['-c', cmd], { cwd: dir, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+            let err = '';
+            p.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+            p.on('exit', (code) => (code === 0 ? ok() : fail(new Error(`${cmd}: exit ${code}\n${err}`))));
+          }),
+      ),
+    );
+
+  const expectCovered = (inDir: string, outDir: string, shards: number) => {
+    const want = readdirSync(inDir, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.npy')).sort();
+    const recs = records(outDir);
+    expect(recs.map((r) => r.output).sort()).toEqual(want);
+    expect(readdirSync(outDir).filter((f) => f.startsWith('manifest'))).toHaveLength(shards);
+  };
+
+  it('the Kubernetes Indexed Job', async () => {
+    const yaml = block('yaml', 'JOB_COMPLETION_INDEX');
+    const n = Number(/completions: (\d+)/.exec(yaml)![1]);
+    const args = /args:\n\s*- ([\s\S]*?)\n\s*volumeMounts/.exec(yaml)![1]!.replace(/\s+/g, ' ');
+    await all(Array.from({ length: n }, (_, i) => ({ cmd: local(args), env: { JOB_COMPLETION_INDEX: String(i) } })));
+    expectCovered(join(dir, 'data', 'acts'), join(dir, 'data', 'normed'), n);
+  }, 120_000);
+
+  it('the Slurm job array', async () => {
+    const script = block('bash', 'SLURM_ARRAY_TASK_ID');
+    const [lo, hi] = /--array=(\d+)-(\d+)/.exec(script)!.slice(1).map(Number) as [number, number];
+    const cmd = local(script.split('\n').filter((l) => !l.startsWith('#')).join('\n'));
+    const n = hi - lo + 1;
+    await all(Array.from({ length: n }, (_, i) => ({ cmd, env: { SLURM_ARRAY_TASK_ID: String(lo + i), SLURM_ARRAY_TASK_COUNT: String(n), SLURM_CPUS_PER_TASK: '1' } })));
+    expectCovered(join(dir, 'shared', 'acts'), join(dir, 'shared', 'normed'), n);
+  }, 120_000);
+
+  it('the GNU parallel line', async () => {
+    const line = block('bash', 'parallel -j').trim();
+    const m = /^parallel -j\d+ (.*) ::: (.*)$/.exec(line)!;
+    const values = m[2]!.split(' ');
+    await all(values.map((v) => ({ cmd: local(m[1]!.replace('{}', v)), env: {} })));
+    expectCovered(join(dir, 'acts'), join(dir, 'normed'), values.length);
+  }, 120_000);
+});
