@@ -189,7 +189,7 @@ interface DatasetJson {
   dim: number;
   bytes: number;
   threads: number;
-  seconds: { cpR: number; normalizeDataset: number };
+  seconds: { cpR: number; normalizeDataset: number; notFlushed: number };
   rssGrowthMiB: number;
 }
 
@@ -206,6 +206,7 @@ function dataset(json: DatasetJson | null): string {
     '|---|---:|---:|',
     row('`cp -r`', json.seconds.cpR),
     row(`\`normalizeDataset\`, ${json.threads} threads, each output flushed, manifest`, json.seconds.normalizeDataset),
+    row('the same with `durable: false` (`--no-fsync`): outputs not flushed', json.seconds.notFlushed),
     '',
     `The process's resident memory grew by ${json.rssGrowthMiB.toFixed(0)} MiB.`,
     '',

@@ -9,7 +9,7 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -112,6 +112,26 @@ describe('one run over a directory', () => {
     r = cli('normalize', DATA, '--out-dir', out, '--eps', '1e-5', '--json');
     expect(JSON.parse(r.stdout)).toMatchObject({ written: 30 });
     expectSameAsReference(out);
+  });
+
+  it('--no-fsync gives the same bytes; an output directory that is an input directory is refused before anything is written', () => {
+    const o = join(root, 'nofsync');
+    const r = cli('normalize', DATA, '--out-dir', o, '--eps', '1e-5', '--no-fsync', '--json');
+    expect(r.code, r.stderr).toBe(0);
+    expectSameAsReference(o);
+    const here = join(root, 'inplace');
+    mkdirSync(here);
+    copyFileSync(join(DATA, RELS[0]!), join(here, 'x.npy'));
+    const before = readFileSync(join(here, 'x.npy'));
+    const clash = cli('normalize', here, '--out-dir', here);
+    expect(clash.code).toBe(1);
+    expect(clash.stderr).toMatch(/inplace is the output directory: choose an output directory apart from the inputs/);
+    // The same directory under another name (a link) is found too.
+    symlinkSync(here, join(root, 'inplace-link'));
+    const linked = cli('normalize', join(here, 'x.npy'), '--out-dir', join(root, 'inplace-link'));
+    expect(linked.code).toBe(1);
+    expect(linked.stderr).toMatch(/x\.npy would be overwritten by its own output/);
+    expect(readFileSync(join(here, 'x.npy')).equals(before)).toBe(true);
   });
 
   it('globs and several inputs; two inputs writing one output are refused', () => {

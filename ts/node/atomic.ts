@@ -34,9 +34,14 @@ export class AtomicFile {
     }
   }
 
-  /** Flushes the data to the device (`fsync`) and closes the file; then {@link publish} renames it. */
-  async flush(): Promise<void> {
-    await this.fh.sync();
+  /**
+   * Flushes the data to the device (`fsync`; skipped when `durable` is false) and closes the
+   * file; then {@link publish} renames it. Without the flush a killed process still never leaves
+   * a partial file under the target's name (the kernel keeps what was written), but a power
+   * failure may.
+   */
+  async flush(durable = true): Promise<void> {
+    if (durable) await this.fh.sync();
     await this.fh.close();
   }
 

@@ -41,7 +41,7 @@ export const CHUNK_BYTES = 16 << 20;
 
 export type { NormalizeFileOptions, NormalizeProgress, NormalizeSummary } from './types.js';
 
-const KEYS = ['weight', 'dtype', 'weightDtype', 'castingMode', 'dim', 'eps', 'offset', 'partial', 'format', 'rstd', 'inPlace', 'threads', 'pool', 'chunkBytes', 'checksum', 'onProgress', 'signal'];
+const KEYS = ['weight', 'dtype', 'weightDtype', 'castingMode', 'dim', 'eps', 'offset', 'partial', 'format', 'rstd', 'inPlace', 'threads', 'pool', 'chunkBytes', 'checksum', 'durable', 'onProgress', 'signal'];
 
 /** normalizeFile's options, checked (the kernel's scalars are checked with the weight, once the input's dtype is known). */
 interface FileArgs {
@@ -84,6 +84,7 @@ async function checkFileArgs(input: unknown, output: unknown, options: unknown):
     format: o.format ?? (extname(input).toLowerCase() === '.npy' ? 'npy' : 'raw'),
   };
   if (args.format !== 'npy' && args.format !== 'raw') throw new RangeError(`normalizeFile: options.format must be 'npy' or 'raw', got ${describe(args.format)}`);
+  if (o.durable !== undefined && typeof o.durable !== 'boolean') throw new TypeError(`normalizeFile: options.durable must be a boolean, got ${describe(o.durable)}`);
   if (o.checksum !== undefined && typeof o.checksum !== 'boolean') throw new TypeError(`normalizeFile: options.checksum must be a boolean, got ${describe(o.checksum)}`);
   if (o.onProgress !== undefined && typeof o.onProgress !== 'function') throw new TypeError(`normalizeFile: options.onProgress must be a function, got ${describe(o.onProgress)}`);
   if (!o.inPlace && (await sameFile(input, output))) {
@@ -233,14 +234,14 @@ export async function normalizeFile(input: string, output: string, options?: Nor
     if (failure !== null) throw failure;
     signal?.throwIfAborted();
     // Both files flushed before either is renamed: an rstd file never names data that is not there.
-    await out.flush();
-    await rstdOut?.flush();
+    await out.flush(o.durable !== false);
+    await rstdOut?.flush(o.durable !== false);
     await out.publish();
     await rstdOut?.publish();
     const seconds = (performance.now() - t0) / 1000;
     const bytes = item * rows * dim;
     return {
-      input, output, format: layout.format, dtype, rows, dim, shape: layout.shape, bytes, seconds, gbPerS: bytes / seconds / 1e9, threads: pool.threads,
+      input, output, format: layout.format, dtype, rows, dim, shape: layout.shape, bytes, outputBytes: outPos + bytes, seconds, gbPerS: bytes / seconds / 1e9, threads: pool.threads,
       ...(hash && { sha256: hash.digest('hex') }),
     };
   } catch (e) {

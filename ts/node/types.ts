@@ -62,6 +62,13 @@ export interface NormalizeFileOptions {
   pool?: RmsNormPool;
   /** Bytes per chunk (default 16 MiB; at least one row). */
   chunkBytes?: number;
+  /**
+   * Flush the output to the device (`fsync`) before renaming it into place (default true), so
+   * that even a power failure leaves the previous file or the whole new one. With false a killed
+   * process still never leaves a partial output, but after a power failure the output may be
+   * empty or partial; faster for many small files on a slow disk.
+   */
+  durable?: boolean;
   /** Also compute the SHA-256 of the output file's bytes as they are written (summary's `sha256`). Default false. */
   checksum?: boolean;
   /** Called after each chunk is written. */
@@ -88,6 +95,8 @@ export interface NormalizeSummary {
   shape: number[];
   /** Bytes of data read (= written), headers not counted: 2 per element for half data, 4 for float32. */
   bytes: number;
+  /** Size of the output file in bytes (header included). */
+  outputBytes: number;
   /** Seconds the call took, from start to the output's rename. */
   seconds: number;
   /** Data bytes per second, in GB/s (10^9). */

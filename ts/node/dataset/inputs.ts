@@ -90,6 +90,7 @@ export async function listInputs(inputs: readonly string[], outDir: string, acce
       throw new NormalizeError(`cannot read ${given}: ${(e as Error).message}`);
     }
     if (st.isDirectory()) {
+      if (resolve(given) === skip) throw new NormalizeError(`${given} is the output directory: choose an output directory apart from the inputs`);
       const files = (await walk(given, skip)).filter((r) => accept(basename(r)));
       if (files.length === 0) throw new NormalizeError(`${given}: the directory has no input files`);
       found.push(...files.map((rel) => ({ input: join(given, rel), rel })));

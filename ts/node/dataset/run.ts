@@ -12,23 +12,33 @@
  * @module
  */
 import { createHash } from 'node:crypto';
-import { mkdir, readdir, stat, unlink } from 'node:fs/promises';
+import { mkdir, readdir, realpath, stat, unlink } from 'node:fs/promises';
 import { basename, dirname, extname, join, resolve } from 'node:path';
 import { createPool } from '../../index.js';
 import { describe } from '../../check/arrays.js';
 import { options as checkOptions } from '../../check/options.js';
 import type { FloatArray } from '../../types.js';
 import { NormalizeError } from '../errors.js';
-import { normalizeFile } from '../file.js';
+import { CHUNK_BYTES, SLOTS, normalizeFile } from '../file.js';
+import { ByteBudget } from './budget.js';
 import { loadWeight } from '../layout.js';
 import type { NormalizeFileOptions } from '../types.js';
 import { listInputs, shardOf, type DatasetFile } from './inputs.js';
 import { ManifestWriter, manifestName, readManifests } from './manifest.js';
 import type { DatasetFileEvent, DatasetRecord, DatasetSummary, NormalizeDatasetOptions } from './types.js';
 
+/**
+ * Files in flight by default. On 600 files of 1 MiB (2 threads, page cache warm), 1, 2, 4, 8 and
+ * 16 at once ran at 0.36, 0.42, 0.53, 0.63 and 0.65 GB/s: the per-file latency (open, header,
+ * flush, rename, manifest line) is hidden by overlap, not by faster steps.
+ */
+const FILES_IN_FLIGHT = 16;
+/** Chunk memory of the files in flight, at most: two big files' worth (3 × 16 MiB each). */
+const FLIGHT_BYTES = 2 * SLOTS * CHUNK_BYTES;
+
 const KEYS = [
   'weight', 'dtype', 'weightDtype', 'castingMode', 'dim', 'eps', 'offset', 'partial', 'format', 'threads', 'pool', 'chunkBytes',
-  'checksum', 'signal', 'shard', 'force', 'keepGoing', 'filesInFlight', 'onProgress', 'onFile',
+  'checksum', 'durable', 'signal', 'shard', 'force', 'keepGoing', 'filesInFlight', 'onProgress', 'onFile',
 ];
 
 /** The run's options, checked where normalizeFile would not check them. */
@@ -92,6 +102,25 @@ async function removeStrays(outDir: string, files: readonly DatasetFile[]): Prom
 }
 
 /**
+ * Refuses a run that would write an output over its own input (an output directory that is, or
+ * links to, an input's directory): checked once per directory, so that each file's
+ * `normalizeFile` can skip its own check.
+ */
+async function refuseOverwrites(outDir: string, files: readonly DatasetFile[]): Promise<void> {
+  const real = new Map<string, Promise<string>>();
+  const dirOf = (d: string) => {
+    if (!real.has(d)) real.set(d, realpath(d));
+    return real.get(d)!;
+  };
+  for (const f of files) {
+    const out = join(outDir, f.rel);
+    if (basename(out) === basename(f.input) && (await dirOf(dirname(out))) === (await dirOf(dirname(f.input)))) {
+      throw new NormalizeError(`${f.input} would be overwritten by its own output: choose an output directory apart from the inputs`);
+    }
+  }
+}
+
+/**
  * Normalizes every file of `inputs` into `outDir`, at the same relative paths; see the module
  * doc for resume and the manifest.
  *
@@ -130,11 +159,12 @@ export async function normalizeDataset(inputs: string | readonly string[], outDi
     } else todo.push(f);
   }
   await removeStrays(outDir, todo);
+  await refuseOverwrites(outDir, todo);
   // The weight is read once for the run, not once per file.
   const weight = typeof o.weight === 'string' ? await loadWeight(o.weight, o.weightDtype) : null;
   const perFile: NormalizeFileOptions = {
     weight: weight ? weight.w : o.weight, weightDtype: weight ? weight.dtype : o.weightDtype, dtype: o.dtype, castingMode: o.castingMode,
-    dim: o.dim, eps: o.eps, offset: o.offset, partial: o.partial, format: o.format, chunkBytes: o.chunkBytes, checksum: o.checksum,
+    dim: o.dim, eps: o.eps, offset: o.offset, partial: o.partial, format: o.format, chunkBytes: o.chunkBytes, checksum: o.checksum, durable: o.durable,
   };
   const totalBytes = todo.reduce((a, f) => a + f.size, 0);
   const inFlight = new Map<DatasetFile, number>();
@@ -146,6 +176,9 @@ export async function normalizeDataset(inputs: string | readonly string[], outDi
       rows: summary.rows, seconds: (performance.now() - t0) / 1000,
     });
 
+  // Many small files at once, but no more chunk memory than a few big ones would use.
+  const budget = new ByteBudget(FLIGHT_BYTES);
+  const chunk = o.chunkBytes ?? CHUNK_BYTES;
   const stop = new AbortController();
   const signal = o.signal ? AbortSignal.any([o.signal, stop.signal]) : stop.signal;
   let first: { f: DatasetFile; error: Error } | null = null;
@@ -159,18 +192,21 @@ export async function normalizeDataset(inputs: string | readonly string[], outDi
       while (next < todo.length && !signal.aborted) {
         const f = todo[next++]!;
         const output = join(outDir, f.rel);
+        const need = SLOTS * Math.min(f.size, chunk);
+        await budget.acquire(need);
         const t = performance.now();
         try {
           inFlight.set(f, 0);
+          // inPlace: refuseOverwrites has checked every file already, once per directory.
           const s = await normalizeFile(f.input, output, {
-            ...perFile, pool: pool!, signal,
+            ...perFile, pool: pool!, signal, inPlace: true,
             onProgress: (p) => {
               inFlight.set(f, p.bytes);
               progress();
             },
           });
           const record: DatasetRecord = {
-            input: resolve(f.input), output: f.rel, inputSize: f.size, inputMtimeMs: f.mtimeMs, outputSize: (await stat(output)).size,
+            input: resolve(f.input), output: f.rel, inputSize: f.size, inputMtimeMs: f.mtimeMs, outputSize: s.outputBytes,
             format: s.format, dtype: s.dtype, rows: s.rows, dim: s.dim, shape: s.shape, options: settings,
             seconds: Math.round((performance.now() - t) * 1e3) / 1e6, ...(s.sha256 && { sha256: s.sha256 }),
           };
@@ -192,12 +228,13 @@ export async function normalizeDataset(inputs: string | readonly string[], outDi
             stop.abort(error);
           }
         } finally {
+          budget.release(need);
           inFlight.delete(f);
           progress();
         }
       }
     };
-    const k = Math.min(o.filesInFlight ?? 4, Math.max(1, todo.length));
+    const k = Math.min(o.filesInFlight ?? FILES_IN_FLIGHT, Math.max(1, todo.length));
     const workers = Array.from({ length: k }, worker);
     const results = await Promise.allSettled(workers);
     const rejected = results.find((r) => r.status === 'rejected');

@@ -21,8 +21,8 @@ export interface NormalizeDatasetOptions extends Omit<NormalizeFileOptions, 'rst
   checksum?: boolean;
   /**
    * Files normalized at once on the one pool, so that one file's open, header, flush and rename
-   * overlap another's work (on 2000 files of 1 MiB, 4 at once ran 1.3× faster than 2, and 8
-   * 1.2× faster than 4). Memory: up to `filesInFlight × 3 × chunkBytes`. Default 4.
+   * overlap another's work. Their chunk memory is kept under 96 MiB whatever the files' sizes
+   * (a file bigger than that runs alone). Default 16.
    */
   filesInFlight?: number;
   /** Called as files are read and written. */
