@@ -181,7 +181,7 @@ export async function normalizeDataset(inputs: string | readonly string[], outDi
   const chunk = o.chunkBytes ?? CHUNK_BYTES;
   const stop = new AbortController();
   const signal = o.signal ? AbortSignal.any([o.signal, stop.signal]) : stop.signal;
-  let first: { f: DatasetFile; error: Error } | null = null;
+  let first: Error | null = null;
   await using own = todo.length > 0 && !o.pool ? await createPool(o.threads === undefined ? undefined : { threads: o.threads }) : null;
   const pool = o.pool ?? own;
   summary.threads = pool?.threads ?? 0;
@@ -224,7 +224,7 @@ export async function normalizeDataset(inputs: string | readonly string[], outDi
           summary.failed.push({ input: f.input, error: error.message });
           event({ status: 'failed', input: f.input, output, error });
           if (!o.keepGoing && !first) {
-            first = { f, error };
+            first = error;
             stop.abort(error);
           }
         } finally {
@@ -244,8 +244,7 @@ export async function normalizeDataset(inputs: string | readonly string[], outDi
     await manifest?.close();
   }
   if (first) {
-    const { f, error } = first as { f: DatasetFile; error: Error };
-    throw new NormalizeError(`${error.message} (${summary.written} other file${summary.written === 1 ? '' : 's'} written and recorded in ${summary.manifest})`);
+    throw new NormalizeError(`${(first as Error).message} (${summary.written} other file${summary.written === 1 ? '' : 's'} written and recorded in ${summary.manifest})`);
   }
   summary.seconds = (performance.now() - t0) / 1000;
   summary.gbPerS = summary.bytes / summary.seconds / 1e9;
