@@ -161,25 +161,36 @@ interface FileJson {
   rssGrowthMiB: number;
 }
 
-function file(json: FileJson | null): string {
-  if (!json) return '';
-  const gb = (s: number) => (json.bytes / s / 1e9).toFixed(2);
-  const row = (what: string, s: number) => `| ${what} | ${s.toFixed(2)} | ${gb(s)} |`;
+/** A section with a table of seconds and GB/s over `bytes` of data, and the RSS growth under it. */
+function secondsTable(title: string, intro: string, bytes: number, rows: [string, number][], rssGrowthMiB: number): string {
   return [
-    '## Files',
+    `## ${title}`,
     '',
-    `A ${json.rows} × ${json.dim} float32 file (${(json.bytes / 2 ** 30).toFixed(0)} GiB) in the page cache; ${json.date.slice(0, 10)}. \`npm run bench:file\`.`,
+    intro,
     '',
     '| | seconds | GB/s |',
     '|---|---:|---:|',
-    row('`cp`', json.seconds.cp),
-    row('`cp`, then `fsync` of the copy', json.seconds.cpFsync),
-    row(`\`normalizeFile\`, ${json.threads} threads, flushed`, json.seconds.normalizeFile),
-    row('plain JS: read a chunk, the naive loop, write; fsync', json.seconds.plainJs),
+    ...rows.map(([what, s]) => `| ${what} | ${s.toFixed(2)} | ${(bytes / s / 1e9).toFixed(2)} |`),
     '',
-    `The process's resident memory grew by ${json.rssGrowthMiB.toFixed(0)} MiB.`,
+    `The process's resident memory grew by ${rssGrowthMiB.toFixed(0)} MiB.`,
     '',
   ].join('\n');
+}
+
+function file(json: FileJson | null): string {
+  if (!json) return '';
+  return secondsTable(
+    'Files',
+    `A ${json.rows} × ${json.dim} float32 file (${(json.bytes / 2 ** 30).toFixed(0)} GiB) in the page cache; ${json.date.slice(0, 10)}. \`npm run bench:file\`.`,
+    json.bytes,
+    [
+      ['`cp`', json.seconds.cp],
+      ['`cp`, then `fsync` of the copy', json.seconds.cpFsync],
+      [`\`normalizeFile\`, ${json.threads} threads, flushed`, json.seconds.normalizeFile],
+      ['plain JS: read a chunk, the naive loop, write; fsync', json.seconds.plainJs],
+    ],
+    json.rssGrowthMiB,
+  );
 }
 
 interface DatasetJson {
@@ -195,22 +206,17 @@ interface DatasetJson {
 
 function dataset(json: DatasetJson | null): string {
   if (!json) return '';
-  const gb = (s: number) => (json.bytes / s / 1e9).toFixed(2);
-  const row = (what: string, s: number) => `| ${what} | ${s.toFixed(2)} | ${gb(s)} |`;
-  return [
-    '## Datasets',
-    '',
+  return secondsTable(
+    'Datasets',
     `${json.files} \`.npy\` files of ${json.rowsPerFile} × ${json.dim} float32 (${(json.bytes / 2 ** 30).toFixed(2)} GiB) in the page cache; ${json.date.slice(0, 10)}. \`npm run bench:file\`.`,
-    '',
-    '| | seconds | GB/s |',
-    '|---|---:|---:|',
-    row('`cp -r`', json.seconds.cpR),
-    row(`\`normalizeDataset\`, ${json.threads} threads, each output flushed, manifest`, json.seconds.normalizeDataset),
-    row('the same with `durable: false` (`--no-fsync`): outputs not flushed', json.seconds.notFlushed),
-    '',
-    `The process's resident memory grew by ${json.rssGrowthMiB.toFixed(0)} MiB.`,
-    '',
-  ].join('\n');
+    json.bytes,
+    [
+      ['`cp -r`', json.seconds.cpR],
+      [`\`normalizeDataset\`, ${json.threads} threads, each output flushed, manifest`, json.seconds.normalizeDataset],
+      ['the same with `durable: false` (`--no-fsync`): outputs not flushed', json.seconds.notFlushed],
+    ],
+    json.rssGrowthMiB,
+  );
 }
 
 /** The page, from the results as they are. */
