@@ -14,7 +14,8 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { normalizeDataset, normalizeFile, npyHeader, type DatasetProgress, type DatasetRecord } from '../dist/node/index.js';
+import { normalizeDataset, normalizeFile, npyHeader, parseNpyHeader, type DatasetProgress, type DatasetRecord } from '../dist/node/index.js';
+import { partName, shardOf, splitLarge } from '../dist/node/dataset/shards.js';
 
 const BIN = fileURLToPath(new URL('../dist/node/bin.js', import.meta.url));
 const FIX = fileURLToPath(new URL('./fixtures/npy/', import.meta.url));
@@ -279,6 +280,200 @@ describe('normalizeDataset (the API)', () => {
     await expect(normalizeDataset(DATA, 'o', { shard: { index: 2, count: 2 } })).rejects.toThrow(/options\.shard\.index must be an integer from 0 to 1/);
     await expect(normalizeDataset(DATA, 'o', { filesInFlight: 0 })).rejects.toThrow(RangeError);
     await expect(normalizeDataset(DATA, 'o', { bogus: 1 } as never)).rejects.toThrow(/bogus/);
+  });
+});
+
+/** An .npy file's shape and its data bytes. */
+function npyParts(b: Buffer): { shape: number[]; data: Buffer } {
+  const h = parseNpyHeader(b, b.length, 'file');
+  return { shape: h.shape, data: b.subarray(h.dataOffset) };
+}
+
+describe('a file split between shards', () => {
+  const dir = join(root, 'split');
+  const BIG = { rows: 1000, dim: 96 };
+  beforeAll(async () => {
+    mkdirSync(join(dir, 'in', 'sub'), { recursive: true });
+    const x = new Float32Array(BIG.rows * BIG.dim).map((_, k) => Math.sin(k * 0.11) * (1 + (k % 13)));
+    writeFileSync(join(dir, 'in', 'big.npy'), Buffer.concat([npyHeader([BIG.rows, BIG.dim]), Buffer.from(x.buffer)]));
+    // A 3-D array is cut along its first axis: blocks of 7 rows.
+    const y = new Uint16Array(10 * 7 * 32).map((_, k) => 0x3c00 + ((k * 29) % 0x0c00));
+    writeFileSync(join(dir, 'in', 'sub', 'cube.npy'), Buffer.concat([npyHeader([10, 7, 32], 'float16'), Buffer.from(y.buffer)]));
+    for (let i = 0; i < 3; i++) {
+      const z = new Float32Array(4 * BIG.dim).map((_, k) => Math.cos(k + i));
+      writeFileSync(join(dir, 'in', `small-${i}.npy`), Buffer.concat([npyHeader([4, BIG.dim]), Buffer.from(z.buffer)]));
+    }
+    mkdirSync(join(dir, 'ref', 'sub'), { recursive: true });
+    for (const rel of ['big.npy', 'sub/cube.npy', 'small-0.npy', 'small-1.npy', 'small-2.npy']) {
+      await normalizeFile(join(dir, 'in', rel), join(dir, 'ref', rel), { eps: 1e-5, threads: 1 });
+    }
+  }, 60_000);
+
+  /** Checks that the outputs of `out` put back together (parts concatenated in order) are the reference, byte for byte. */
+  const expectReassembled = (out: string, inputs = 5, inDir = join(dir, 'in'), refDir = join(dir, 'ref')) => {
+    const recs = records(out);
+    const byInput = new Map<string, DatasetRecord[]>();
+    for (const r of recs) byInput.set(r.input, [...(byInput.get(r.input) ?? []), r]);
+    expect(byInput.size).toBe(inputs);
+    for (const [input, rs] of byInput) {
+      const rel = input.slice(inDir.length + 1);
+      const ref = npyParts(readFileSync(join(refDir, rel)));
+      if (rs.length === 1 && !rs[0]!.part) {
+        expect(readFileSync(join(out, rs[0]!.output)).equals(readFileSync(join(refDir, rel))), rel).toBe(true);
+        continue;
+      }
+      rs.sort((a, b) => a.part!.index - b.part!.index);
+      // The parts tile the first axis, in order, each named for its place.
+      expect(rs.map((r) => r.part!.index)).toEqual(rs.map((_, k) => k));
+      expect(rs[0]!.part!.start).toBe(0);
+      expect(rs[rs.length - 1]!.part!.end).toBe(ref.shape[0]);
+      for (let k = 1; k < rs.length; k++) expect(rs[k]!.part!.start).toBe(rs[k - 1]!.part!.end);
+      const datas = rs.map((r) => {
+        expect(r.output.endsWith(partName(rel.split('/').pop()!, r.part!.index, r.part!.count))).toBe(true);
+        const p = npyParts(readFileSync(join(out, r.output)));
+        expect(p.shape).toEqual([r.part!.end - r.part!.start, ...ref.shape.slice(1)]);
+        expect(r.shape).toEqual(p.shape);
+        return p.data;
+      });
+      expect(Buffer.concat(datas).equals(ref.data), rel).toBe(true);
+    }
+  };
+
+  it('3 shards: the big files in parts (row ranges of the first axis) spread over the shards; put back together, the single-process output', async () => {
+    const out = join(dir, 'out3');
+    const runs = await Promise.all([0, 1, 2].map((index) => normalizeDataset(join(dir, 'in'), out, { eps: 1e-5, threads: 1, shard: { index, count: 3 }, splitBytes: 0 })));
+    // The big file is more than a shard's share: 3 parts, one per shard; the others whole.
+    const outs = records(out).map((r) => r.output).sort();
+    expect(outs).toEqual(['big.part-0-of-3.npy', 'big.part-1-of-3.npy', 'big.part-2-of-3.npy', 'small-0.npy', 'small-1.npy', 'small-2.npy', 'sub/cube.npy'].sort());
+    expect(new Set(runs.map((s) => s.written))).not.toContain(0);
+    expectReassembled(out);
+    // Run again: every part is recorded complete.
+    const again = await Promise.all([0, 1, 2].map((index) => normalizeDataset(join(dir, 'in'), out, { eps: 1e-5, shard: { index, count: 3 }, splitBytes: 0 })));
+    expect(again.map((s) => s.written)).toEqual([0, 0, 0]);
+    expect(again.reduce((a, s) => a + s.skipped, 0)).toBe(7);
+  }, 60_000);
+
+  it('more shards than files: a 3-D file is cut into blocks of its first axis; one shard, no splitting', async () => {
+    const out = join(dir, 'out8');
+    await Promise.all(Array.from({ length: 8 }, (_, index) => normalizeDataset(join(dir, 'in', 'sub'), out, { eps: 1e-5, threads: 1, shard: { index, count: 8 }, splitBytes: 0 })));
+    expect(records(out).map((r) => r.output).sort()).toEqual(Array.from({ length: 8 }, (_, k) => `cube.part-${k}-of-8.npy`));
+    expectReassembled(out, 1);
+    const one = join(dir, 'out1');
+    await normalizeDataset(join(dir, 'in'), one, { eps: 1e-5, splitBytes: 0 });
+    expect(records(one).some((r) => r.part)).toBe(false);
+    expectReassembled(one);
+  }, 60_000);
+
+  it('2 shard processes by the command, a 68 MiB file split by default, one shard killed with SIGKILL and run again: the single-process output', async () => {
+    const inDir = join(dir, 'in-big');
+    const refDir = join(dir, 'ref-big');
+    mkdirSync(inDir, { recursive: true });
+    mkdirSync(refDir, { recursive: true });
+    const rows = 17408;
+    const x = new Float32Array(rows * 1024).map((_, k) => Math.sin(k * 0.013) + (k % 5));
+    writeFileSync(join(inDir, 'huge.npy'), Buffer.concat([npyHeader([rows, 1024]), Buffer.from(x.buffer)]));
+    copyFileSync(join(dir, 'in', 'small-0.npy'), join(inDir, 'small-0.npy'));
+    for (const rel of ['huge.npy', 'small-0.npy']) await normalizeFile(join(inDir, rel), join(refDir, rel), { eps: 1e-5 });
+    const out = join(dir, 'out-big');
+    const start = (i: number) =>
+      spawn(process.execPath, [BIN, 'normalize', inDir, '--out-dir', out, '--eps', '1e-5', '--shard', `${i}/2`, '--threads', '1'], { stdio: 'ignore' });
+    const exit = (p: ReturnType<typeof spawn>) => new Promise<number | null>((ok) => p.on('exit', (code) => ok(code)));
+    const first = start(0);
+    const second = start(1);
+    setTimeout(() => first.kill('SIGKILL'), 150);
+    await exit(first);
+    expect(await exit(second)).toBe(0);
+    expect(await exit(start(0))).toBe(0);
+    expect(records(out).map((r) => r.output).sort()).toEqual(['huge.part-0-of-2.npy', 'huge.part-1-of-2.npy', 'small-0.npy']);
+    expectReassembled(out, 2, inDir, refDir);
+    expect(readdirSync(out).filter((f) => f.startsWith('.'))).toEqual([]);
+    rmSync(inDir, { recursive: true });
+    rmSync(refDir, { recursive: true });
+    rmSync(out, { recursive: true });
+  }, 120_000);
+
+  it('by default only files over 64 MiB are split; splitBytes is checked', async () => {
+    const out = join(dir, 'default');
+    await Promise.all([0, 1].map((index) => normalizeDataset(join(dir, 'in'), out, { eps: 1e-5, threads: 1, shard: { index, count: 2 } })));
+    expect(records(out).some((r) => r.part)).toBe(false);
+    await expect(normalizeDataset(DATA, 'o', { splitBytes: -1 })).rejects.toThrow(/options\.splitBytes must be a number of bytes >= 0/);
+    await expect(normalizeDataset(DATA, 'o', { splitBytes: '1' as never })).rejects.toThrow(TypeError);
+  });
+
+  it('normalizeFile with range: that block of the first axis, as its own file; bad ranges refused before anything is written', async () => {
+    const ref = npyParts(readFileSync(join(dir, 'ref', 'big.npy')));
+    const out = join(dir, 'range.npy');
+    const s = await normalizeFile(join(dir, 'in', 'big.npy'), out, { eps: 1e-5, range: [250, 260] });
+    expect(s).toMatchObject({ rows: 10, shape: [10, BIG.dim], bytes: 10 * BIG.dim * 4 });
+    const got = npyParts(readFileSync(out));
+    expect(got.shape).toEqual([10, BIG.dim]);
+    expect(got.data.equals(ref.data.subarray(250 * BIG.dim * 4, 260 * BIG.dim * 4))).toBe(true);
+    // Raw data: the range is rows.
+    const raw = join(dir, 'big.f32');
+    writeFileSync(raw, readFileSync(join(dir, 'in', 'big.npy')).subarray(128));
+    const rawOut = join(dir, 'range.f32');
+    await normalizeFile(raw, rawOut, { eps: 1e-5, dim: BIG.dim, range: [999, 1000] });
+    expect(readFileSync(rawOut).equals(ref.data.subarray(999 * BIG.dim * 4))).toBe(true);
+    for (const [range, msg] of [
+      [[5, 5], /options\.range must be \[start, end\], integers with 0 <= start < end, got/],
+      [[-1, 2], /options\.range must be/],
+      [[0, 1.5], /options\.range must be/],
+      [[0], /options\.range must be/],
+      [[990, 1001], /options\.range \[990, 1001\] must end by 1000, the length of the first axis of/],
+    ] as const) {
+      const bad = join(dir, 'bad-range.npy');
+      await expect(normalizeFile(join(dir, 'in', 'big.npy'), bad, { range: range as never }), JSON.stringify(range)).rejects.toThrow(RangeError);
+      await expect(normalizeFile(join(dir, 'in', 'big.npy'), bad, { range: range as never })).rejects.toThrow(msg);
+      expect(existsSync(bad)).toBe(false);
+    }
+    expect(readdirSync(dir).filter((f) => f.startsWith('.'))).toEqual([]);
+  });
+});
+
+describe('the shard plan', () => {
+  const file = (rel: string, bytes: number) => ({ input: rel, rel, size: bytes, bytes, mtimeMs: 0 });
+
+  it('shardOf: every file in exactly one shard, as the plain rule gives (largest first, to the lightest shard, ties to the lowest index)', () => {
+    /** The rule, written the slow way. */
+    const plain = (files: ReturnType<typeof file>[], count: number): string[][] => {
+      const load = new Array<number>(count).fill(0);
+      const got: string[][] = Array.from({ length: count }, () => []);
+      for (const f of [...files].sort((a, b) => b.bytes - a.bytes || (a.rel < b.rel ? -1 : 1))) {
+        let s = 0;
+        for (let k = 1; k < count; k++) if (load[k]! < load[s]!) s = k;
+        load[s]! += f.bytes;
+        got[s]!.push(f.rel);
+      }
+      return got.map((g) => g.sort());
+    };
+    let seed = 7;
+    const rand = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2 ** 31), seed % n);
+    for (let t = 0; t < 60; t++) {
+      const n = 1 + rand(200);
+      const count = 1 + rand(t < 30 ? 9 : 64);
+      // Few distinct sizes: many ties.
+      const files = Array.from({ length: n }, (_, i) => file(`f${String(i).padStart(4, '0')}.npy`, 1 + rand(t % 2 ? 5 : 1e6)));
+      const want = plain(files, count);
+      for (let index = 0; index < count; index++) expect(shardOf(files, index, count).map((f) => f.rel), `${n} files, ${index}/${count}`).toEqual(want[index]);
+    }
+  });
+
+  it('splitLarge: parts named in order; an input named like a part is a clash, refused', async () => {
+    expect(partName('a/b.npy', 1, 4)).toBe('a/b.part-1-of-4.npy');
+    expect(partName('a.d/raw', 0, 2)).toBe('a.d/raw.part-0-of-2');
+    expect(partName('x.npy', 3, 12)).toBe('x.part-03-of-12.npy');
+    const files = [file('x.npy', 1000), file('y.npy', 10)];
+    const parts = await splitLarge(files, 2, 0, async () => 10);
+    expect(parts.map((f) => [f.rel, f.part?.start, f.part?.end, f.bytes])).toEqual([
+      ['x.part-0-of-2.npy', 0, 5, 500],
+      ['x.part-1-of-2.npy', 5, 10, 500],
+      ['y.npy', undefined, undefined, 10],
+    ]);
+    await expect(splitLarge([...files, file('x.part-1-of-2.npy', 1)], 2, 0, async () => 10)).rejects.toThrow(/would both be written to x\.part-1-of-2\.npy/);
+    // Not split: under splitBytes, a first axis of 1, or one shard.
+    expect((await splitLarge(files, 4, 1000, async () => 10)).some((f) => f.part)).toBe(false);
+    expect((await splitLarge(files, 4, 0, async () => 1)).some((f) => f.part)).toBe(false);
+    expect((await splitLarge(files, 1, 0, async () => 10)).some((f) => f.part)).toBe(false);
   });
 });
 

@@ -51,7 +51,8 @@ Options:
   --out-dir DIR       many inputs: write each output under DIR (see above)
   --shard I/N         with --out-dir: process only shard I (0 to N-1) of N; N processes
                       given the same inputs cover them exactly once (their manifests:
-                      DIR/manifest.shard-I-of-N.jsonl)
+                      DIR/manifest.shard-I-of-N.jsonl); a file over 64 MiB and over
+                      1/N of the data is split by rows into NAME.part-K-of-P files
   --force             with --out-dir: redo outputs already recorded as done
   --keep-going        with --out-dir: after a failed file go on with the others; list the
                       failures at the end (exit code 1)

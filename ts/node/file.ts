@@ -29,7 +29,7 @@ import type { NormalizeFileOptions, NormalizeSummary } from './types.js';
 import { AtomicFile, sameFile } from './atomic.js';
 import { NormalizeError } from './errors.js';
 import { InOrder, readFully, writeFully } from './io.js';
-import { itemBytes, layoutOf, loadWeight, type Layout } from './layout.js';
+import { itemBytes, layoutOf, loadWeight, sliceOf, type Layout } from './layout.js';
 import { NpyError, npyHeader } from './npy.js';
 
 export { NormalizeError } from './errors.js';
@@ -41,7 +41,7 @@ export const CHUNK_BYTES = 16 << 20;
 
 export type { NormalizeFileOptions, NormalizeProgress, NormalizeSummary } from './types.js';
 
-const KEYS = ['weight', 'dtype', 'weightDtype', 'castingMode', 'dim', 'eps', 'offset', 'partial', 'format', 'rstd', 'inPlace', 'threads', 'pool', 'chunkBytes', 'checksum', 'durable', 'onProgress', 'signal'];
+const KEYS = ['weight', 'dtype', 'weightDtype', 'castingMode', 'dim', 'eps', 'offset', 'partial', 'format', 'rstd', 'range', 'inPlace', 'threads', 'pool', 'chunkBytes', 'checksum', 'durable', 'onProgress', 'signal'];
 
 /** normalizeFile's options, checked (the kernel's scalars are checked with the weight, once the input's dtype is known). */
 interface FileArgs {
@@ -51,6 +51,7 @@ interface FileArgs {
   weightDtype: Dtype | undefined;
   chunkBytes: number;
   format: 'npy' | 'raw';
+  range: readonly [number, number] | undefined;
 }
 
 /** A dtype option (`dtype`, `weightDtype`), checked; undefined when absent. */
@@ -65,6 +66,14 @@ function positive(name: string, v: unknown, max: number): number | undefined {
   if (typeof v !== 'number') throw new TypeError(`normalizeFile: options.${name} must be a number, got ${describe(v)}`);
   if (!Number.isInteger(v) || v < 1 || v > max) throw new RangeError(`normalizeFile: options.${name} must be an integer from 1 to ${max}, got ${v}`);
   return v;
+}
+
+/** options.range, checked: two integers, 0 ≤ start < end (the end against the file later). */
+function rangeOpt(v: unknown): readonly [number, number] | undefined {
+  if (v === undefined) return undefined;
+  const ok = Array.isArray(v) && v.length === 2 && v.every((n) => Number.isSafeInteger(n) && n >= 0) && v[0] < v[1];
+  if (!ok) throw new RangeError(`normalizeFile: options.range must be [start, end], integers with 0 <= start < end, got ${describe(v)}`);
+  return v as [number, number];
 }
 
 /** Checks the paths and the options that need no file; the paths' identities need the file system. */
@@ -82,6 +91,7 @@ async function checkFileArgs(input: unknown, output: unknown, options: unknown):
     weightDtype: dtypeOpt('weightDtype', o.weightDtype),
     chunkBytes: positive('chunkBytes', o.chunkBytes, 2 ** 30) ?? CHUNK_BYTES,
     format: o.format ?? (extname(input).toLowerCase() === '.npy' ? 'npy' : 'raw'),
+    range: rangeOpt(o.range),
   };
   if (args.format !== 'npy' && args.format !== 'raw') throw new RangeError(`normalizeFile: options.format must be 'npy' or 'raw', got ${describe(args.format)}`);
   if (o.durable !== undefined && typeof o.durable !== 'boolean') throw new TypeError(`normalizeFile: options.durable must be a boolean, got ${describe(o.durable)}`);
@@ -129,15 +139,15 @@ class Buffers {
 }
 
 /** Writes the `.npy` headers of the output and the rstd file; returns where each one's data starts. */
-async function writeHeaders(layout: Layout, out: AtomicFile, rstdOut: AtomicFile | null, hash: Hash | null): Promise<{ outPos: number; rstdPos: number }> {
+async function writeHeaders(layout: Layout, shape: number[], out: AtomicFile, rstdOut: AtomicFile | null, hash: Hash | null): Promise<{ outPos: number; rstdPos: number }> {
   if (layout.format !== 'npy') return { outPos: 0, rstdPos: 0 };
   // An npy input is float32 or float16 (its header says): the output is the same.
-  const head = npyHeader(layout.shape, layout.dtype as 'float32' | 'float16');
+  const head = npyHeader(shape, layout.dtype as 'float32' | 'float16');
   await out.fh.write(head, 0, head.length, 0);
   hash?.update(head);
   let rstdPos = 0;
   if (rstdOut) {
-    const rh = npyHeader(layout.shape.length > 1 ? layout.shape.slice(0, -1) : [1]);
+    const rh = npyHeader(shape.length > 1 ? shape.slice(0, -1) : [1]);
     await rstdOut.fh.write(rh, 0, rh.length, 0);
     rstdPos = rh.length;
   }
@@ -174,7 +184,8 @@ export async function normalizeFile(input: string, output: string, options?: Nor
     const { weight, fileDtype } = await weightOf(args);
     const dimHint = args.dim ?? (args.format === 'raw' ? weight?.length || undefined : undefined);
     const layout = await layoutOf(inFh, input, size, args.format, dimHint, args.dtype);
-    const { dim, rows, dtype } = layout;
+    const { dim, dtype } = layout;
+    const { first, rows, shape } = sliceOf(layout, args.range, input);
     const item = itemBytes(dtype);
     if (weight !== null && weight.length !== dim) {
       throw new NormalizeError(`the weight has ${weight.length} elements, but the rows of ${input} have ${dim}`);
@@ -200,7 +211,7 @@ export async function normalizeFile(input: string, output: string, options?: Nor
     }
     // The output's bytes are hashed as they are written, in file order (writes run in order).
     const hash = o.checksum ? createHash('sha256') : null;
-    const { outPos, rstdPos } = await writeHeaders(layout, out, rstdOut, hash);
+    const { outPos, rstdPos } = await writeHeaders(layout, shape, out, rstdOut, hash);
 
     // Up to SLOTS chunks in flight: read into the slot's memory, normalize there, write from there.
     const writes = new InOrder();
@@ -210,8 +221,8 @@ export async function normalizeFile(input: string, output: string, options?: Nor
     const chunk = async (r0: number, n: number, slot: (typeof slots)[number]): Promise<void> => {
       const x = slot.x.view().subarray(0, n * dim);
       const rs = slot.rstd.view().subarray(0, n);
-      const got = await readFully(inFh, x, layout.dataOffset + item * r0 * dim);
-      if (got !== item * n * dim) throw new NormalizeError(`${input}: the file shrank while it was read (row ${r0})`);
+      const got = await readFully(inFh, x, layout.dataOffset + item * (first + r0) * dim);
+      if (got !== item * n * dim) throw new NormalizeError(`${input}: the file shrank while it was read (row ${first + r0})`);
       await pool.rmsNorm(x, wBuf ? wBuf.view() : null, { ...call, out: x, rstd: rstdOut ? rs : undefined, signal });
       await writes.run(async () => {
         await writeFully(out.fh, x, outPos + item * r0 * dim, output);
@@ -241,7 +252,7 @@ export async function normalizeFile(input: string, output: string, options?: Nor
     const seconds = (performance.now() - t0) / 1000;
     const bytes = item * rows * dim;
     return {
-      input, output, format: layout.format, dtype, rows, dim, shape: layout.shape, bytes, outputBytes: outPos + bytes, seconds, gbPerS: bytes / seconds / 1e9, threads: pool.threads,
+      input, output, format: layout.format, dtype, rows, dim, shape, bytes, outputBytes: outPos + bytes, seconds, gbPerS: bytes / seconds / 1e9, threads: pool.threads,
       ...(hash && { sha256: hash.digest('hex') }),
     };
   } catch (e) {

@@ -11,7 +11,7 @@
 export { normalizeFile, NormalizeError, CHUNK_BYTES, type NormalizeFileOptions, type NormalizeProgress, type NormalizeSummary } from './file.js';
 export { normalizeDataset } from './dataset/run.js';
 export type {
-  DatasetFailure, DatasetFileDone, DatasetFileEvent, DatasetFileFailed, DatasetProgress, DatasetRecord, DatasetShard, DatasetSummary, NormalizeDatasetOptions,
+  DatasetFailure, DatasetFileDone, DatasetFileEvent, DatasetFileFailed, DatasetPart, DatasetProgress, DatasetRecord, DatasetShard, DatasetSummary, NormalizeDatasetOptions,
 } from './dataset/types.js';
 export { createNormalizeStream, type NormalizeStreamOptions } from './stream.js';
 export { npyHeader, parseNpyHeader, npyDataOffset, NpyError, NPY_PREFIX_BYTES, NPY_ITEM_BYTES, type NpyHeader, type NpyDtype } from './npy.js';

@@ -69,6 +69,28 @@ export async function layoutOf(
   return { format, dtype, shape: h.shape, dataOffset: h.dataOffset, rows, dim };
 }
 
+/** The part of a layout a call reads: `rows` rows from row `first`, an array of `shape`. */
+export interface Slice {
+  first: number;
+  rows: number;
+  shape: number[];
+}
+
+/**
+ * The rows that indices `start` ≤ i < `end` of the first axis hold (all of them without a
+ * range): rows of a 2-D array or of raw data, blocks of rows for more axes; a 1-D `.npy` is
+ * one row, index 0. A range past the end is a RangeError naming `options.range`.
+ */
+export function sliceOf(layout: Layout, range: readonly [number, number] | undefined, name: string): Slice {
+  if (range === undefined) return { first: 0, rows: layout.rows, shape: layout.shape };
+  const [start, end] = range;
+  const lead = layout.shape.length > 1 ? layout.shape[0]! : 1;
+  if (end > lead) throw new RangeError(`normalizeFile: options.range [${start}, ${end}] must end by ${lead}, the length of the first axis of ${name}`);
+  const per = lead === 0 ? 0 : layout.rows / lead;
+  const shape = layout.shape.length > 1 ? [end - start, ...layout.shape.slice(1)] : layout.shape;
+  return { first: start * per, rows: (end - start) * per, shape };
+}
+
 /**
  * Loads a weight given as a path: a `.npy` (float32 or float16, as its header says; a
  * `given` dtype must agree) or a raw little-endian file of `given` (default float32).

@@ -52,8 +52,16 @@ export interface NormalizeFileOptions {
   partial?: number;
   /** `'npy'` or `'raw'` (little-endian float32, rows of `dim`). Default: `'npy'` for a `.npy` name, else `'raw'`. */
   format?: 'npy' | 'raw';
-  /** Also write each row's rstd to this path (same format as the input; shape = the input's without its last axis). */
+  /** Also write each row's rstd to this path (same format as the input; shape = the output's without its last axis). */
   rstd?: string;
+  /**
+   * Only indices `start` ≤ i < `end` of the input's first axis — rows of a 2-D array or of raw
+   * data; blocks of rows when the array has more axes (a 1-D `.npy` is one row, `[0, 1]`) —
+   * written as a file of that many (shape `[end − start, ...]`). Concatenating the outputs of
+   * consecutive ranges along the first axis gives the output of the whole file, byte for
+   * byte. Default: the whole file.
+   */
+  range?: readonly [start: number, end: number];
   /** Allow `output` to be `input` (still through a temporary file). Default false. */
   inPlace?: boolean;
   /** Workers of the pool made for this call (default: one per core). Ignored with `pool`. */
@@ -91,7 +99,7 @@ export interface NormalizeSummary {
   rows: number;
   /** Row length (elements). */
   dim: number;
-  /** The input's shape (npy), or `[rows, dim]` (raw). */
+  /** The output's shape: the input's (npy) or `[rows, dim]` (raw), its first axis cut to `options.range`. */
   shape: number[];
   /** Bytes of data read (= written), headers not counted: 2 per element for half data, 4 for float32. */
   bytes: number;

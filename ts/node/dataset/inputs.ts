@@ -1,12 +1,12 @@
 /**
  * What a dataset run reads: the files named by the inputs (files, directories walked
- * recursively, glob patterns), each with the path its output gets under the output directory,
- * and which of them one shard of N takes.
+ * recursively, glob patterns), each with the path its output gets under the output directory.
  * @module
  */
 import { readdir, stat } from 'node:fs/promises';
 import { basename, join, resolve, sep } from 'node:path';
 import { NormalizeError } from '../errors.js';
+import type { DatasetPart } from './types.js';
 
 /** One input file of a dataset. */
 export interface DatasetFile {
@@ -16,8 +16,12 @@ export interface DatasetFile {
   rel: string;
   /** The input's size in bytes, when listed. */
   size: number;
+  /** The bytes this output reads: the input's size, or a part's share of it. */
+  bytes: number;
   /** The input's modification time (ms since the epoch), when listed. */
   mtimeMs: number;
+  /** For a part of a file split between shards: which part, and the indices of the first axis it holds. */
+  part?: DatasetPart;
 }
 
 /** Whether `s` has a glob character (`*`, `?`, `[`). */
@@ -105,27 +109,7 @@ export async function listInputs(inputs: readonly string[], outDir: string, acce
   return Promise.all(
     found.map(async (f) => {
       const st = await stat(f.input);
-      return { ...f, size: st.size, mtimeMs: st.mtimeMs };
+      return { ...f, size: st.size, bytes: st.size, mtimeMs: st.mtimeMs };
     }),
   );
-}
-
-/**
- * The files shard `index` of `count` takes: every process that lists the same dataset computes
- * the same split, so N processes with indices 0..N-1 cover it exactly once. Files go, largest
- * first (ties by output path), to the shard with the fewest bytes so far (ties: the lowest index),
- * which balances bytes rather than file counts. Returned in output-path order.
- */
-export function shardOf(files: readonly DatasetFile[], index: number, count: number): DatasetFile[] {
-  if (count === 1) return [...files];
-  const load = new Array<number>(count).fill(0);
-  const mine: DatasetFile[] = [];
-  const order = [...files].sort((a, b) => b.size - a.size || (a.rel < b.rel ? -1 : a.rel > b.rel ? 1 : 0));
-  for (const f of order) {
-    let s = 0;
-    for (let k = 1; k < count; k++) if (load[k]! < load[s]!) s = k;
-    load[s]! += f.size;
-    if (s === index) mine.push(f);
-  }
-  return mine.sort((a, b) => (a.rel < b.rel ? -1 : a.rel > b.rel ? 1 : 0));
 }

@@ -12,18 +12,19 @@
  * @module
  */
 import { createHash } from 'node:crypto';
-import { mkdir, readdir, realpath, stat, unlink } from 'node:fs/promises';
+import { mkdir, open, readdir, realpath, stat, unlink } from 'node:fs/promises';
 import { basename, dirname, extname, join, resolve } from 'node:path';
 import { createPool } from '../../index.js';
 import { describe } from '../../check/arrays.js';
 import { options as checkOptions } from '../../check/options.js';
-import type { FloatArray } from '../../types.js';
+import type { Dtype, FloatArray } from '../../types.js';
 import { NormalizeError } from '../errors.js';
 import { CHUNK_BYTES, SLOTS, normalizeFile } from '../file.js';
 import { ByteBudget } from './budget.js';
-import { loadWeight } from '../layout.js';
+import { itemBytes, layoutOf, loadWeight } from '../layout.js';
 import type { NormalizeFileOptions } from '../types.js';
-import { listInputs, shardOf, type DatasetFile } from './inputs.js';
+import { listInputs, type DatasetFile } from './inputs.js';
+import { SPLIT_BYTES, shardOf, splitLarge } from './shards.js';
 import { ManifestWriter, manifestName, readManifests } from './manifest.js';
 import type { DatasetFileEvent, DatasetRecord, DatasetSummary, NormalizeDatasetOptions } from './types.js';
 
@@ -38,7 +39,7 @@ const FLIGHT_BYTES = 2 * SLOTS * CHUNK_BYTES;
 
 const KEYS = [
   'weight', 'dtype', 'weightDtype', 'castingMode', 'dim', 'eps', 'offset', 'partial', 'format', 'threads', 'pool', 'chunkBytes',
-  'checksum', 'durable', 'signal', 'shard', 'force', 'keepGoing', 'filesInFlight', 'onProgress', 'onFile',
+  'checksum', 'durable', 'signal', 'shard', 'splitBytes', 'force', 'keepGoing', 'filesInFlight', 'onProgress', 'onFile',
 ];
 
 /** The run's options, checked where normalizeFile would not check them. */
@@ -53,6 +54,10 @@ function checkRun(inputs: unknown, outDir: unknown, options: unknown): { list: s
   if (!Number.isInteger(count) || count < 1) throw new RangeError(`normalizeDataset: options.shard.count must be an integer >= 1, got ${describe(count)}`);
   if (!Number.isInteger(index) || index < 0 || index >= count) {
     throw new RangeError(`normalizeDataset: options.shard.index must be an integer from 0 to ${count - 1}, got ${describe(index)}`);
+  }
+  if (o.splitBytes !== undefined && typeof o.splitBytes !== 'number') throw new TypeError(`normalizeDataset: options.splitBytes must be a number, got ${describe(o.splitBytes)}`);
+  if (o.splitBytes !== undefined && !(o.splitBytes >= 0)) {
+    throw new RangeError(`normalizeDataset: options.splitBytes must be a number of bytes >= 0 (Infinity: never split), got ${describe(o.splitBytes)}`);
   }
   const k = o.filesInFlight;
   if (k !== undefined && (!Number.isInteger(k) || k < 1 || k > 64)) throw new RangeError(`normalizeDataset: options.filesInFlight must be an integer from 1 to 64, got ${describe(k)}`);
@@ -79,9 +84,31 @@ async function settingsOf(o: NormalizeDatasetOptions): Promise<Record<string, un
 /** Whether `r` records `f`'s output as complete for these settings. */
 async function isDone(r: DatasetRecord | undefined, f: DatasetFile, out: string, settings: string, checksum: boolean): Promise<boolean> {
   if (!r || r.input !== resolve(f.input) || r.inputSize !== f.size || r.inputMtimeMs !== f.mtimeMs) return false;
+  if (JSON.stringify(r.part) !== JSON.stringify(f.part)) return false;
   if (JSON.stringify(r.options) !== settings || (checksum && !r.sha256)) return false;
   const st = await stat(out).catch(() => null);
   return st !== null && st.size === r.outputSize;
+}
+
+/**
+ * The length of `f`'s first axis, which a split cuts (1 when it cannot be split or read: the
+ * run then reports the file as a whole). A raw file's rows need the row length (`dim`).
+ */
+async function firstAxisOf(f: DatasetFile, raw: boolean, dtype: Dtype | undefined, dim: number | undefined): Promise<number> {
+  if (raw) {
+    const row = itemBytes(dtype ?? 'float32') * (dim ?? 0);
+    return row > 0 && f.size % row === 0 ? f.size / row : 1;
+  }
+  const fh = await open(f.input, 'r').catch(() => null);
+  if (!fh) return 1;
+  try {
+    const layout = await layoutOf(fh, f.input, f.size, 'npy', undefined, dtype);
+    return layout.shape.length > 1 ? layout.shape[0]! : 1;
+  } catch {
+    return 1;
+  } finally {
+    await fh.close();
+  }
 }
 
 /** Removes the temporary files a killed run left beside the outputs of `files` (only those: other shards own the rest). */
@@ -129,7 +156,7 @@ async function refuseOverwrites(outDir: string, files: readonly DatasetFile[]): 
  *   names are skipped. A file's output is its base name; a directory's or a glob's keep their
  *   paths below it.
  * @param outDir The output directory (made if missing). The manifest is written in it.
- * @param options normalizeFile's options for every file, plus `shard`, `force`, `keepGoing`,
+ * @param options normalizeFile's options for every file, plus `shard`, `splitBytes`, `force`, `keepGoing`,
  *   `checksum`, `filesInFlight`, `onProgress`, `onFile`.
  * @returns What the run did. With `keepGoing`, failures are listed there; without it the run
  *   rejects at the first, with a NormalizeError naming the file (finished outputs stay valid
@@ -140,7 +167,11 @@ export async function normalizeDataset(inputs: string | readonly string[], outDi
   const { list, o, index, count } = checkRun(inputs, outDir, options);
   o.signal?.throwIfAborted();
   const raw = o.format === 'raw';
-  const files = shardOf(await listInputs(list, outDir, (n) => raw || extname(n).toLowerCase() === '.npy'), index, count);
+  const listed = await listInputs(list, outDir, (n) => raw || extname(n).toLowerCase() === '.npy');
+  // The weight is read once for the run, not once per file.
+  const weight = typeof o.weight === 'string' ? await loadWeight(o.weight, o.weightDtype) : null;
+  const dim = o.dim ?? (weight ? weight.w.length : (o.weight as FloatArray | null | undefined)?.length);
+  const files = shardOf(await splitLarge(listed, count, o.splitBytes ?? SPLIT_BYTES, (f) => firstAxisOf(f, raw, o.dtype, dim)), index, count);
   await mkdir(outDir, { recursive: true });
   const settings = await settingsOf(o);
   const settingsKey = JSON.stringify(settings);
@@ -160,13 +191,11 @@ export async function normalizeDataset(inputs: string | readonly string[], outDi
   }
   await removeStrays(outDir, todo);
   await refuseOverwrites(outDir, todo);
-  // The weight is read once for the run, not once per file.
-  const weight = typeof o.weight === 'string' ? await loadWeight(o.weight, o.weightDtype) : null;
   const perFile: NormalizeFileOptions = {
     weight: weight ? weight.w : o.weight, weightDtype: weight ? weight.dtype : o.weightDtype, dtype: o.dtype, castingMode: o.castingMode,
     dim: o.dim, eps: o.eps, offset: o.offset, partial: o.partial, format: o.format, chunkBytes: o.chunkBytes, checksum: o.checksum, durable: o.durable,
   };
-  const totalBytes = todo.reduce((a, f) => a + f.size, 0);
+  const totalBytes = todo.reduce((a, f) => a + f.bytes, 0);
   const inFlight = new Map<DatasetFile, number>();
   let doneBytes = 0;
   const progress = (): void =>
@@ -192,14 +221,14 @@ export async function normalizeDataset(inputs: string | readonly string[], outDi
       while (next < todo.length && !signal.aborted) {
         const f = todo[next++]!;
         const output = join(outDir, f.rel);
-        const need = SLOTS * Math.min(f.size, chunk);
+        const need = SLOTS * Math.min(f.bytes, chunk);
         await budget.acquire(need);
         const t = performance.now();
         try {
           inFlight.set(f, 0);
           // inPlace: refuseOverwrites has checked every file already, once per directory.
           const s = await normalizeFile(f.input, output, {
-            ...perFile, pool: pool!, signal, inPlace: true,
+            ...perFile, pool: pool!, signal, inPlace: true, range: f.part && [f.part.start, f.part.end],
             onProgress: (p) => {
               inFlight.set(f, p.bytes);
               progress();
@@ -208,7 +237,7 @@ export async function normalizeDataset(inputs: string | readonly string[], outDi
           const record: DatasetRecord = {
             input: resolve(f.input), output: f.rel, inputSize: f.size, inputMtimeMs: f.mtimeMs, outputSize: s.outputBytes,
             format: s.format, dtype: s.dtype, rows: s.rows, dim: s.dim, shape: s.shape, options: settings,
-            seconds: Math.round((performance.now() - t) * 1e3) / 1e6, ...(s.sha256 && { sha256: s.sha256 }),
+            seconds: Math.round((performance.now() - t) * 1e3) / 1e6, ...(s.sha256 && { sha256: s.sha256 }), ...(f.part && { part: f.part }),
           };
           await manifest!.append(record);
           summary.written++;

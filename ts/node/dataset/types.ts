@@ -13,6 +13,12 @@ export interface NormalizeDatasetOptions extends Omit<NormalizeFileOptions, 'rst
    * `{ index: 0, count: 1 }` (everything).
    */
   shard?: DatasetShard;
+  /**
+   * With a shard count above 1, a file bigger than this (bytes) and than a shard's share of the
+   * dataset is split into row ranges between the shards, each written as its own part file
+   * (see {@link DatasetPart}). Default 64 MiB; `Infinity` never splits.
+   */
+  splitBytes?: number;
   /** Redo outputs the manifests record as complete. Default false: they are skipped. */
   force?: boolean;
   /** Go on after a file fails; the summary lists the failures. Default false: stop at the first (rejects). */
@@ -75,7 +81,7 @@ export interface DatasetRecord {
   rows: number;
   /** See rows. */
   dim: number;
-  /** The input's shape (npy), or `[rows, dim]`. */
+  /** The output's shape: the input's (npy), or `[rows, dim]`; a part's first axis is its range's length. */
   shape: number[];
   /** The options the output was made with (a changed option redoes it); the weight as its path, size and time, or its SHA-256. */
   options: Record<string, unknown>;
@@ -83,6 +89,24 @@ export interface DatasetRecord {
   seconds: number;
   /** With `checksum`: SHA-256 of the output file, hex. */
   sha256?: string;
+  /** For a part of an input split between shards: which part, and the input's first-axis indices it holds. */
+  part?: DatasetPart;
+}
+
+/**
+ * One part of an input split between shards: indices `start` ≤ i < `end` of its first axis
+ * (rows of a 2-D array), written as its own file. The parts `0..count−1` of an input,
+ * concatenated in order along the first axis, are the output of the whole input.
+ */
+export interface DatasetPart {
+  /** This part, from 0 to count − 1. */
+  index: number;
+  /** How many parts the input is split into. */
+  count: number;
+  /** First index of the first axis this part holds. */
+  start: number;
+  /** One past the last. */
+  end: number;
 }
 
 /** An output this run wrote, or skipped as already complete. */

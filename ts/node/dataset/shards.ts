@@ -1,0 +1,100 @@
+/**
+ * Which outputs one shard of N writes. Every process given the same dataset computes the same
+ * plan from the file list alone (names, sizes, headers), with no coordination, so N processes
+ * with indices 0..N−1 write every output exactly once.
+ *
+ * A file bigger than a shard's share of the bytes (total / N) would leave the other shards
+ * idle while one works through it, so it is split: into row ranges of its first axis, each
+ * written as its own part file `name.part-K-of-P.npy` (K from 0; zero-padded, so that the
+ * names sort in order). Only files above {@link SPLIT_BYTES} are split: below that a part is
+ * too small to repay the extra output file that downstream readers must put back together.
+ * @module
+ */
+import { NormalizeError } from '../errors.js';
+import type { DatasetFile } from './inputs.js';
+
+/** Files at most this big (64 MiB) are never split, whatever the shard count. */
+export const SPLIT_BYTES = 64 << 20;
+
+const byRel = (a: DatasetFile, b: DatasetFile): number => (a.rel < b.rel ? -1 : a.rel > b.rel ? 1 : 0);
+
+/** The output path of part `k` of `count` of the output `rel`: `a/b.npy` → `a/b.part-1-of-4.npy`. */
+export function partName(rel: string, k: number, count: number): string {
+  const slash = rel.lastIndexOf('/');
+  const dot = rel.lastIndexOf('.');
+  const [stem, ext] = dot > slash + 1 ? [rel.slice(0, dot), rel.slice(dot)] : [rel, ''];
+  const width = String(count).length;
+  return `${stem}.part-${String(k).padStart(width, '0')}-of-${count}${ext}`;
+}
+
+/**
+ * `files` with every file worth splitting between `count` shards replaced by its parts: a file
+ * of more than `splitBytes` and more than `total / count` bytes becomes
+ * `min(count, ceil(size / share), first-axis length)` contiguous, near-equal ranges of its
+ * first axis. `firstAxis(f)` is the length of that axis (0 or 1 when it cannot be split, e.g.
+ * a header that does not parse: that file then fails in the run as a whole file would).
+ * Sorted by output path; two outputs with one name (an input named like another's part) is a
+ * NormalizeError.
+ */
+export async function splitLarge(
+  files: readonly DatasetFile[],
+  count: number,
+  splitBytes: number,
+  firstAxis: (f: DatasetFile) => Promise<number>,
+): Promise<DatasetFile[]> {
+  if (count === 1) return [...files];
+  const share = files.reduce((a, f) => a + f.bytes, 0) / count;
+  const out: DatasetFile[] = [];
+  for (const f of files) {
+    const n = f.bytes > Math.max(share, splitBytes) ? await firstAxis(f) : 1;
+    const parts = Math.min(count, n, Math.ceil(f.bytes / share));
+    if (parts < 2) {
+      out.push(f);
+      continue;
+    }
+    for (let k = 0; k < parts; k++) {
+      const start = Math.floor((k * n) / parts);
+      const end = Math.floor(((k + 1) * n) / parts);
+      const bytes = Math.round((f.bytes * (end - start)) / n);
+      out.push({ ...f, rel: partName(f.rel, k, parts), bytes, part: { index: k, count: parts, start, end } });
+    }
+  }
+  out.sort(byRel);
+  for (let i = 1; i < out.length; i++) {
+    if (out[i]!.rel === out[i - 1]!.rel) {
+      throw new NormalizeError(`${out[i - 1]!.input} and ${out[i]!.input} would both be written to ${out[i]!.rel}`);
+    }
+  }
+  return out;
+}
+
+/**
+ * The outputs shard `index` of `count` writes. Outputs go, largest first (ties by output path),
+ * to the shard with the fewest bytes so far (ties: the lowest index), which balances bytes
+ * rather than file counts; a heap of the shards' loads keeps that O(files · log shards).
+ * Returned in output-path order.
+ */
+export function shardOf(files: readonly DatasetFile[], index: number, count: number): DatasetFile[] {
+  if (count === 1) return [...files];
+  // A binary min-heap of [bytes so far, shard], ordered by bytes, then shard: all zero, in
+  // shard order, is already a heap.
+  const heap = Array.from({ length: count }, (_, k): [number, number] => [0, k]);
+  const less = (a: [number, number], b: [number, number]) => a[0] < b[0] || (a[0] === b[0] && a[1] < b[1]);
+  const mine: DatasetFile[] = [];
+  for (const f of [...files].sort((a, b) => b.bytes - a.bytes || byRel(a, b))) {
+    const top = heap[0]!;
+    if (top[1] === index) mine.push(f);
+    top[0] += f.bytes;
+    for (let i = 0; ; ) {
+      const l = 2 * i + 1;
+      const r = l + 1;
+      let m = i;
+      if (l < count && less(heap[l]!, heap[m]!)) m = l;
+      if (r < count && less(heap[r]!, heap[m]!)) m = r;
+      if (m === i) break;
+      [heap[i], heap[m]] = [heap[m]!, heap[i]!];
+      i = m;
+    }
+  }
+  return mine.sort(byRel);
+}
