@@ -5,6 +5,7 @@
  * as it was (no temporary file behind).
  */
 import { spawn, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -60,7 +61,7 @@ function run(...args: string[]) {
 const others = (d: string, keep: string[]) => readdirSync(d).filter((f) => !keep.includes(f));
 
 describe('results', () => {
-  it('npy (3-d) with a weight file, offset, partial and rstd: the sync API bits, within float32 of float64', async () => {
+  it('npy (3-d) with a weight file, offset, partial and rstd: the sync API bits, within float32 of float64; the checksum is the file\'s', async () => {
     const rows = 300;
     const dim = 517;
     const x = testRows(rows, dim, 1);
@@ -76,8 +77,11 @@ describe('results', () => {
       rstd: join(dir, 'a-rstd.npy'),
       chunkBytes: 40_000, // many chunks, the last one short
       threads: 2,
+      checksum: true,
       onProgress: (p) => progress.push(p.rows),
     });
+    expect(s.sha256).toBe(createHash('sha256').update(readFileSync(join(dir, 'a-out.npy'))).digest('hex'));
+    expect(s.outputBytes).toBe(readFileSync(join(dir, 'a-out.npy')).length);
     expect(s).toMatchObject({ rows, dim, shape: [3, 100, dim], format: 'npy', dtype: 'float32', bytes: 4 * rows * dim, threads: 2 });
     expect(progress[progress.length - 1]).toBe(rows);
     expect(progress.length).toBe(Math.ceil(rows / Math.floor(40_000 / (4 * dim))));

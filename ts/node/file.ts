@@ -16,7 +16,7 @@
  * an error or an abort leaves either no output or the previous file intact.
  * @module
  */
-import { createHash, type Hash } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { open, type FileHandle } from 'node:fs/promises';
 import { extname } from 'node:path';
 import { createPool, type RmsNormPool } from '../index.js';
@@ -28,7 +28,7 @@ import type { Dtype, FloatArray } from '../types.js';
 import type { NormalizeFileOptions, NormalizeSummary } from './types.js';
 import { AtomicFile, sameFile } from './atomic.js';
 import { NormalizeError } from './errors.js';
-import { InOrder, readFully, writeFully } from './io.js';
+import { readFully, writeFully } from './io.js';
 import { itemBytes, layoutOf, loadWeight, sliceOf, type Layout } from './layout.js';
 import { NpyError, npyHeader } from './npy.js';
 
@@ -138,20 +138,18 @@ class Buffers {
   }
 }
 
-/** Writes the `.npy` headers of the output and the rstd file; returns where each one's data starts. */
-async function writeHeaders(layout: Layout, shape: number[], out: AtomicFile, rstdOut: AtomicFile | null, hash: Hash | null): Promise<{ outPos: number; rstdPos: number }> {
-  if (layout.format !== 'npy') return { outPos: 0, rstdPos: 0 };
+/** The output's `.npy` header (empty for raw), and the rstd file's, written; returns the first and where the rstd data starts. */
+async function writeHeaders(layout: Layout, shape: number[], rstdOut: AtomicFile | null): Promise<{ head: Uint8Array; rstdPos: number }> {
+  if (layout.format !== 'npy') return { head: new Uint8Array(0), rstdPos: 0 };
   // An npy input is float32 or float16 (its header says): the output is the same.
   const head = npyHeader(shape, layout.dtype as 'float32' | 'float16');
-  await out.fh.write(head, 0, head.length, 0);
-  hash?.update(head);
   let rstdPos = 0;
   if (rstdOut) {
     const rh = npyHeader(shape.length > 1 ? shape.slice(0, -1) : [1]);
     await rstdOut.fh.write(rh, 0, rh.length, 0);
     rstdPos = rh.length;
   }
-  return { outPos: head.length, rstdPos };
+  return { head, rstdPos };
 }
 
 /**
@@ -202,42 +200,54 @@ export async function normalizeFile(input: string, output: string, options?: Nor
     const pool = o.pool ?? own!;
     using bufs = new Buffers(pool);
     const chunkRows = Math.max(1, Math.min(rows, Math.floor(args.chunkBytes / (item * dim))));
-    const slots = Array.from({ length: SLOTS }, () => ({ x: bufs.alloc(dtype, chunkRows * dim), rstd: bufs.alloc('float32', chunkRows) as F32Buffer }));
+    const chunks = Math.ceil(rows / chunkRows);
+    const slots = Array.from({ length: Math.max(1, Math.min(SLOTS, chunks)) }, () => ({
+      x: bufs.alloc(dtype, chunkRows * dim),
+      rstd: bufs.alloc('float32', chunkRows) as F32Buffer,
+    }));
     const wBuf = weight ? bufs.alloc(call.weightDtype, dim) : null;
     if (wBuf) {
       // A Float16Array weight is copied as its bits (a float16 weight), any other as it is.
       const v = wBuf.view();
       v.set(v instanceof Uint16Array ? new Uint16Array(weight!.buffer, weight!.byteOffset, dim) : (weight as Float32Array));
     }
-    // The output's bytes are hashed as they are written, in file order (writes run in order).
     const hash = o.checksum ? createHash('sha256') : null;
-    const { outPos, rstdPos } = await writeHeaders(layout, shape, out, rstdOut, hash);
+    // The output's header goes out with the first chunk, in one write: for small files each
+    // I/O call is a large part of the time.
+    const { head, rstdPos } = await writeHeaders(layout, shape, rstdOut);
+    const outPos = head.length;
 
-    // Up to SLOTS chunks in flight: read into the slot's memory, normalize there, write from there.
-    const writes = new InOrder();
+    // Up to SLOTS chunks in flight: read into the slot's memory, normalize there, write from
+    // there. Each chunk's write waits for the one before: writes at increasing offsets in
+    // order (concurrent ones were 10× slower on ext4: 2 GiB in 5.0 s against 0.5 s), and the
+    // hash sees the bytes in file order.
     const busy: Promise<void>[] = [];
+    let written: Promise<void> = Promise.resolve();
     let rowsDone = 0;
     let failure: unknown = null;
-    const chunk = async (r0: number, n: number, slot: (typeof slots)[number]): Promise<void> => {
+    const chunk = async (r0: number, n: number, slot: (typeof slots)[number], after: Promise<void>): Promise<void> => {
       const x = slot.x.view().subarray(0, n * dim);
       const rs = slot.rstd.view().subarray(0, n);
       const got = await readFully(inFh, x, layout.dataOffset + item * (first + r0) * dim);
       if (got !== item * n * dim) throw new NormalizeError(`${input}: the file shrank while it was read (row ${first + r0})`);
       await pool.rmsNorm(x, wBuf ? wBuf.view() : null, { ...call, out: x, rstd: rstdOut ? rs : undefined, signal });
-      await writes.run(async () => {
-        await writeFully(out.fh, x, outPos + item * r0 * dim, output);
-        hash?.update(new Uint8Array(x.buffer, x.byteOffset, x.byteLength));
-        if (rstdOut) await writeFully(rstdOut.fh, rs, rstdPos + 4 * r0, o.rstd!);
-      });
+      await after;
+      if (failure !== null) return;
+      const bytes = new Uint8Array(x.buffer, x.byteOffset, x.byteLength);
+      const parts = r0 === 0 && head.length > 0 ? [head, bytes] : [bytes];
+      await writeFully(out.fh, parts, r0 === 0 ? 0 : outPos + item * r0 * dim, output);
+      for (const b of parts) hash?.update(b);
+      if (rstdOut) await writeFully(rstdOut.fh, [new Uint8Array(rs.buffer, rs.byteOffset, rs.byteLength)], rstdPos + 4 * r0, o.rstd!);
       rowsDone += n;
       o.onProgress?.({ rows: rowsDone, totalRows: rows, bytes: item * rowsDone * dim, totalBytes: item * rows * dim, seconds: (performance.now() - t0) / 1000 });
     };
+    if (rows === 0) await writeFully(out.fh, [head], 0, output);
     for (let c = 0, r0 = 0; r0 < rows && failure === null; c++, r0 += chunkRows) {
-      const s = c % SLOTS;
+      const s = c % slots.length;
       await busy[s];
       if (failure !== null) break;
       signal?.throwIfAborted();
-      busy[s] = chunk(r0, Math.min(chunkRows, rows - r0), slots[s]!).catch((e: unknown) => {
+      busy[s] = written = chunk(r0, Math.min(chunkRows, rows - r0), slots[s]!, written).catch((e: unknown) => {
         failure ??= e;
       });
     }

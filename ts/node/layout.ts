@@ -7,6 +7,7 @@ import { open, type FileHandle } from 'node:fs/promises';
 import { extname } from 'node:path';
 import type { Dtype } from '../types.js';
 import { NormalizeError } from './errors.js';
+import { readFully } from './io.js';
 import { NPY_PREFIX_BYTES, npyDataOffset, parseNpyHeader, type NpyHeader } from './npy.js';
 
 /** An input's layout. */
@@ -20,13 +21,23 @@ export interface Layout {
   dim: number;
 }
 
-/** Reads and checks the `.npy` header of the open file `fh` of `size` bytes (its prefix first, for the length). */
+/**
+ * Bytes read at once for a `.npy` header: NumPy's headers are a few hundred bytes at most for
+ * every shape this can normalize, so one read almost always has all of it (each read is an
+ * I/O round trip, which for many small files is much of the cost).
+ */
+const HEAD_READ = 4096;
+
+/** Reads and checks the `.npy` header of the open file `fh` of `size` bytes (a second read only for a header over {@link HEAD_READ}). */
 async function readNpyHeader(fh: FileHandle, size: number, name: string): Promise<NpyHeader> {
-  const prefix = new Uint8Array(Math.min(size, NPY_PREFIX_BYTES));
-  await fh.read(prefix, 0, prefix.length, 0);
-  const head = new Uint8Array(Math.min(size, npyDataOffset(prefix, name)));
-  await fh.read(head, 0, head.length, 0);
-  return parseNpyHeader(head, size, name);
+  let head = new Uint8Array(Math.min(size, HEAD_READ));
+  await readFully(fh, head, 0);
+  const end = npyDataOffset(head.subarray(0, NPY_PREFIX_BYTES), name);
+  if (end > head.length && size > head.length) {
+    head = new Uint8Array(Math.min(size, end));
+    await readFully(fh, head, 0);
+  }
+  return parseNpyHeader(head.subarray(0, Math.min(head.length, end)), size, name);
 }
 
 /** Bytes per element of a dtype. */
