@@ -221,7 +221,8 @@ export async function normalizeDataset(inputs: string | readonly string[], outDi
       while (next < todo.length && !signal.aborted) {
         const f = todo[next++]!;
         const output = join(outDir, f.rel);
-        const need = SLOTS * Math.min(f.bytes, chunk);
+        // As normalizeFile allocates: a slot per chunk, up to SLOTS.
+        const need = Math.min(SLOTS, Math.ceil(f.bytes / chunk)) * Math.min(f.bytes, chunk);
         await budget.acquire(need);
         const t = performance.now();
         try {
