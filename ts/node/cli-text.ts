@@ -17,8 +17,8 @@ export function decimal(n: number, unit: string): string {
   return `${n < 10 && i > 0 ? n.toFixed(2) : n < 100 && i > 0 ? n.toFixed(1) : n.toFixed(0)} ${steps[i]}${unit}`;
 }
 
-/** `v` rounded to `digits` significant digits (the JSON summary's seconds and rates). */
-export const round = (v: number, digits = 4): number => (v === 0 || !Number.isFinite(v) ? v : Number(v.toPrecision(digits)));
+/** `v` rounded to `digits` significant digits (the JSON summary's seconds and rate). */
+const round = (v: number, digits = 4): number => (v === 0 || !Number.isFinite(v) ? v : Number(v.toPrecision(digits)));
 
 /** Seconds as "12.3 ms" or "1.23 s". */
 function duration(seconds: number): string {
@@ -29,10 +29,20 @@ const count = (n: number, one: string, many = `${one}s`): string => `${n.toLocal
 
 /** The live progress line (terminal only): rows done, percent, GB/s, ETA. */
 export function progressLine(p: NormalizeProgress): string {
-  const pct = p.totalBytes ? (100 * p.bytes) / p.totalBytes : 100;
+  return `${p.rows.toLocaleString('en-US')}/${p.totalRows.toLocaleString('en-US')} rows  ${pace(p)}`;
+}
+
+/** "percent  rate  ETA" of `bytes` done out of `totalBytes` in `seconds`. */
+function pace(p: { bytes: number; totalBytes: number; seconds: number }): string {
+  const pct = p.totalBytes ? Math.min(100, (100 * p.bytes) / p.totalBytes) : 100;
   const rate = p.seconds > 0 ? p.bytes / p.seconds : 0;
-  const eta = rate > 0 ? (p.totalBytes - p.bytes) / rate : 0;
-  return `${p.rows.toLocaleString('en-US')}/${p.totalRows.toLocaleString('en-US')} rows  ${pct.toFixed(1)}%  ${decimal(rate, 'B/s')}  ETA ${eta.toFixed(0)} s`;
+  const eta = rate > 0 ? Math.max(0, p.totalBytes - p.bytes) / rate : 0;
+  return `${pct.toFixed(1)}%  ${decimal(rate, 'B/s')}  ETA ${eta.toFixed(0)} s`;
+}
+
+/** A summary as one JSON line, its seconds and rate rounded (`--json`). */
+export function jsonLine(s: { seconds: number; gbPerS: number }): string {
+  return JSON.stringify({ ...s, seconds: round(s.seconds), gbPerS: round(s.gbPerS) });
 }
 
 export function summaryLine(s: NormalizeSummary): string {
@@ -44,10 +54,7 @@ export function summaryLine(s: NormalizeSummary): string {
 
 /** The live progress line of a dataset run (terminal only): files, rows, percent, rate, ETA. */
 export function datasetProgressLine(p: DatasetProgress): string {
-  const pct = p.totalBytes ? Math.min(100, (100 * p.bytes) / p.totalBytes) : 100;
-  const rate = p.seconds > 0 ? p.bytes / p.seconds : 0;
-  const eta = rate > 0 ? Math.max(0, p.totalBytes - p.bytes) / rate : 0;
-  return `${p.files}/${p.totalFiles} files  ${p.rows.toLocaleString('en-US')} rows  ${pct.toFixed(1)}%  ${decimal(rate, 'B/s')}  ETA ${eta.toFixed(0)} s`;
+  return `${p.files}/${p.totalFiles} files  ${p.rows.toLocaleString('en-US')} rows  ${pace(p)}`;
 }
 
 /** The one-line summary of a dataset run. */

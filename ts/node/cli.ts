@@ -12,7 +12,7 @@ import { DTYPE_NAMES } from '../check/arrays.js';
 import type { CastingMode, Dtype } from '../types.js';
 import { normalizeFile } from './file.js';
 import { normalizeDataset } from './dataset/run.js';
-import { datasetProgressLine, datasetSummaryLine, progressLine, round, summaryLine } from './cli-text.js';
+import { datasetProgressLine, datasetSummaryLine, jsonLine, progressLine, summaryLine } from './cli-text.js';
 
 const USAGE = `Usage: rmsnorm-wasm normalize IN OUT [options]
        rmsnorm-wasm normalize IN... --out-dir DIR [options]
@@ -249,7 +249,7 @@ export async function main(argv: string[]): Promise<number> {
           : undefined,
       });
       if (tty) clearStatus();
-      if (values.json) process.stdout.write(JSON.stringify({ ...s, seconds: round(s.seconds), gbPerS: round(s.gbPerS) }) + '\n');
+      if (values.json) process.stdout.write(jsonLine(s) + '\n');
       else if (!values.quiet) process.stdout.write(datasetSummaryLine(s, outDir) + '\n');
       for (const f of s.failed) process.stderr.write(`rmsnorm-wasm: failed: ${asFlags(f.error)}\n`);
       return s.failed.length ? 1 : 0;
@@ -262,7 +262,7 @@ export async function main(argv: string[]): Promise<number> {
       onProgress: tty ? (p) => live(progressLine(p)) : undefined,
     });
     if (tty) clearStatus();
-    if (values.json) process.stdout.write(JSON.stringify({ ...summary, seconds: round(summary.seconds), gbPerS: round(summary.gbPerS) }) + '\n');
+    if (values.json) process.stdout.write(jsonLine(summary) + '\n');
     else if (!values.quiet) process.stdout.write(summaryLine(summary) + '\n');
     return 0;
   } catch (e) {

@@ -29,7 +29,7 @@ import type { NormalizeFileOptions, NormalizeSummary } from './types.js';
 import { AtomicFile, sameFile } from './atomic.js';
 import { NormalizeError } from './errors.js';
 import { readFully, writeFully } from './io.js';
-import { itemBytes, layoutOf, loadWeight, sliceOf, type Layout } from './layout.js';
+import { itemBytes, layoutOf, loadWeight, rawRowLength, sliceOf, type Layout } from './layout.js';
 import { NpyError, npyHeader } from './npy.js';
 
 export { NormalizeError } from './errors.js';
@@ -180,7 +180,7 @@ export async function normalizeFile(input: string, output: string, options?: Nor
   try {
     const size = (await inFh.stat()).size;
     const { weight, fileDtype } = await weightOf(args);
-    const dimHint = args.dim ?? (args.format === 'raw' ? weight?.length || undefined : undefined);
+    const dimHint = args.format === 'raw' ? rawRowLength(args.dim, weight) : args.dim;
     const layout = await layoutOf(inFh, input, size, args.format, dimHint, args.dtype);
     const { dim, dtype } = layout;
     const { first, rows, shape } = sliceOf(layout, args.range, input);

@@ -40,6 +40,9 @@ async function readNpyHeader(fh: FileHandle, size: number, name: string): Promis
   return parseNpyHeader(head.subarray(0, Math.min(head.length, end)), size, name);
 }
 
+/** The row length of a raw input: `dim` as given, else the weight's length (none without either). */
+export const rawRowLength = (dim: number | undefined, weight: { length: number } | null | undefined): number | undefined => dim ?? (weight?.length || undefined);
+
 /** Bytes per element of a dtype. */
 export const itemBytes = (d: Dtype): number => (d === 'float32' ? 4 : 2);
 

@@ -24,6 +24,17 @@ export interface DatasetFile {
   part?: DatasetPart;
 }
 
+/** Sorts `files` by output path, in place; two with one output path is a NormalizeError naming both inputs. */
+export function sortByOutput<T extends { input: string; rel: string }>(files: T[]): T[] {
+  files.sort((a, b) => (a.rel < b.rel ? -1 : a.rel > b.rel ? 1 : 0));
+  for (let i = 1; i < files.length; i++) {
+    if (files[i]!.rel === files[i - 1]!.rel) {
+      throw new NormalizeError(`${files[i - 1]!.input} and ${files[i]!.input} would both be written to ${files[i]!.rel}`);
+    }
+  }
+  return files;
+}
+
 /** Whether `s` has a glob character (`*`, `?`, `[`). */
 const isGlob = (s: string): boolean => /[*?[]/.test(s);
 
@@ -100,12 +111,7 @@ export async function listInputs(inputs: readonly string[], outDir: string, acce
       found.push(...files.map((rel) => ({ input: join(given, rel), rel })));
     } else found.push({ input: given, rel: basename(given) });
   }
-  found.sort((a, b) => (a.rel < b.rel ? -1 : a.rel > b.rel ? 1 : 0));
-  for (let i = 1; i < found.length; i++) {
-    if (found[i]!.rel === found[i - 1]!.rel) {
-      throw new NormalizeError(`${found[i - 1]!.input} and ${found[i]!.input} would both be written to ${found[i]!.rel}`);
-    }
-  }
+  sortByOutput(found);
   return Promise.all(
     found.map(async (f) => {
       const st = await stat(f.input);

@@ -21,7 +21,7 @@ import type { Dtype, FloatArray } from '../../types.js';
 import { NormalizeError } from '../errors.js';
 import { CHUNK_BYTES, SLOTS, normalizeFile } from '../file.js';
 import { ByteBudget } from './budget.js';
-import { itemBytes, layoutOf, loadWeight } from '../layout.js';
+import { itemBytes, layoutOf, loadWeight, rawRowLength } from '../layout.js';
 import type { NormalizeFileOptions } from '../types.js';
 import { listInputs, type DatasetFile } from './inputs.js';
 import { SPLIT_BYTES, shardOf, splitLarge } from './shards.js';
@@ -170,7 +170,7 @@ export async function normalizeDataset(inputs: string | readonly string[], outDi
   const listed = await listInputs(list, outDir, (n) => raw || extname(n).toLowerCase() === '.npy');
   // The weight is read once for the run, not once per file.
   const weight = typeof o.weight === 'string' ? await loadWeight(o.weight, o.weightDtype) : null;
-  const dim = o.dim ?? (weight ? weight.w.length : (o.weight as FloatArray | null | undefined)?.length);
+  const dim = rawRowLength(o.dim, weight ? weight.w : (o.weight as FloatArray | null | undefined));
   const files = shardOf(await splitLarge(listed, count, o.splitBytes ?? SPLIT_BYTES, (f) => firstAxisOf(f, raw, o.dtype, dim)), index, count);
   await mkdir(outDir, { recursive: true });
   const settings = await settingsOf(o);

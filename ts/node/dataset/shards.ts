@@ -10,8 +10,7 @@
  * too small to repay the extra output file that downstream readers must put back together.
  * @module
  */
-import { NormalizeError } from '../errors.js';
-import type { DatasetFile } from './inputs.js';
+import { sortByOutput, type DatasetFile } from './inputs.js';
 
 /** Files at most this big (64 MiB) are never split, whatever the shard count. */
 export const SPLIT_BYTES = 64 << 20;
@@ -59,13 +58,7 @@ export async function splitLarge(
       out.push({ ...f, rel: partName(f.rel, k, parts), bytes, part: { index: k, count: parts, start, end } });
     }
   }
-  out.sort(byRel);
-  for (let i = 1; i < out.length; i++) {
-    if (out[i]!.rel === out[i - 1]!.rel) {
-      throw new NormalizeError(`${out[i - 1]!.input} and ${out[i]!.input} would both be written to ${out[i]!.rel}`);
-    }
-  }
-  return out;
+  return sortByOutput(out);
 }
 
 /**
