@@ -8,6 +8,9 @@
 #                 "wasm-scalar" row.
 #   bench-simd    simd plus the LayerNorm forward and the copy loop the benchmark compares
 #                 against (feature bench-kernels); not part of the package.
+#   bench-relaxed bench-simd with relaxed SIMD (its selects become relaxed_laneselect); built
+#                 only when named, to measure what relaxed SIMD gains against bench-simd:
+#                 node --experimental-wasm-relaxed-simd bench/ab-builds.mjs (see its header).
 #
 # Usage: bash build.sh [variant ...]   (default: all four)
 set -euo pipefail
@@ -24,6 +27,7 @@ export RUSTC_BOOTSTRAP=1 # -Z build-std on a stable compiler
 MAX_MEMORY=$((2 * 1024 * 1024 * 1024))
 
 SIMD_FLAGS="-C target-feature=+simd128,+bulk-memory"
+RELAXED_FLAGS="-C target-feature=+simd128,+relaxed-simd,+bulk-memory"
 THREADS_FLAGS="-C target-feature=+atomics,+bulk-memory,+mutable-globals,+simd128 \
  -C link-arg=--shared-memory -C link-arg=--max-memory=$MAX_MEMORY -C link-arg=--import-memory \
  -C link-arg=--export=__wasm_init_tls -C link-arg=--export=__tls_size \
@@ -50,6 +54,7 @@ for v in "${variants[@]}"; do
     simd-threads) build simd-threads simd-threads "$THREADS_FLAGS" --features threads ;;
     scalar) build scalar scalar "$SCALAR_FLAGS" ;;
     bench-simd) build bench-simd simd "$SIMD_FLAGS" --features bench-kernels ;;
-    *) echo "unknown variant: $v (simd, simd-threads, scalar, bench-simd)" >&2; exit 2 ;;
+    bench-relaxed) build bench-relaxed relaxed "$RELAXED_FLAGS" --features bench-kernels ;;
+    *) echo "unknown variant: $v (simd, simd-threads, scalar, bench-simd, bench-relaxed)" >&2; exit 2 ;;
   esac
 done

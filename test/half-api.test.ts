@@ -625,6 +625,46 @@ describe('the same bits from every build', () => {
   });
 });
 
+describe('float16 forward: the bits of the float32 forward of the widened row, rounded once', () => {
+  // A float16 row is widened into float32 once (rows up to 8192 elements) or twice (longer
+  // rows); either way every output and rstd must be the float32 path's. Rows of random bit
+  // patterns (NaN, Inf and subnormals included), ordinary values, and subnormals only. A NaN
+  // output must be a NaN; which NaN's payload survives a multiply of two NaNs is the engine's
+  // choice of operand order, not the kernel's.
+  const isNaN16 = (v: number) => (v & 0x7c00) === 0x7c00 && (v & 0x3ff) !== 0;
+  const ROW_KINDS = ['bits', 'normal', 'subnormal'] as const;
+  function row16(kind: (typeof ROW_KINDS)[number], dim: number, next: () => number): Uint16Array {
+    const r = new Uint16Array(dim);
+    for (let i = 0; i < dim; i++) {
+      const u = Math.floor(next() * 65536);
+      r[i] = kind === 'bits' ? u : kind === 'subnormal' ? u & 0x83ff : f32ToHalf(Math.fround(randnOf(next)), 'float16');
+    }
+    return r;
+  }
+  const randnOf = (next: () => number) => Math.sqrt(-2 * Math.log(1 - next())) * Math.cos(2 * Math.PI * next());
+  it.each(BUILDS)('%s build: dims 7 to 8193, with and without weight and offset', async (build) => {
+    const m = await loadRmsNorm(build);
+    for (const dim of [7, 1024, 4099, 8192, 8193]) {
+      const next = rng(dim);
+      const rows = ROW_KINDS.length;
+      const x = new Uint16Array(rows * dim);
+      ROW_KINDS.forEach((k, r) => x.set(row16(k, dim, next), r * dim));
+      const weight = Float32Array.from({ length: dim }, () => 0.5 + next());
+      for (const [w, offset] of [[weight, 0], [weight, 1], [null, 0]] as const) {
+        const rstd = new Float32Array(rows);
+        const y = m.rmsNorm(x, w, { dim, dtype: 'float16', offset, rstd });
+        const want32 = new Float32Array(rows);
+        const y32 = m.rmsNorm(toF32Array(x, 'float16'), w, { dim, offset, rstd: want32 });
+        const what = `dim ${dim}, ${w ? `weight, offset ${offset}` : 'no weight'}`;
+        expect(Array.from(rstd), what).toEqual(Array.from(want32));
+        const want = fromF32Array(y32, 'float16');
+        const bad = y.findIndex((v, i) => v !== want[i] && !(isNaN16(v) && isNaN16(want[i]!)));
+        expect(bad, `${what}: element ${bad} is 0x${y[bad]?.toString(16)}, want 0x${want[bad]?.toString(16)}`).toBe(-1);
+      }
+    }
+  });
+});
+
 describe.each(['simd', 'simd-threads'] as const)('%s build: plain arrays, zero-copy views (allocU16), in place: the same bits', (build) => {
   let m: RmsNorm;
   beforeAll(async () => {

@@ -90,7 +90,8 @@ pub(super) unsafe fn add_rows<V: F32x4, A: Elem>(x: *const A, res: *const A, h: 
     }
 }
 
-/// `y = (x · r) · g` (or `x · r` without gain; `g` is `offset + g` with `O`).
+/// `y = (x · r) · g` (or `x · r` without gain; `g` is `offset + g` with `O`), `x` read as `X`
+/// (the activations' type `A`, or f32 from a widened scratch copy of the row) and `y` stored as `A`.
 ///
 /// A second pass over the row, which is still in L1/L2 from the first. (Fusing the next
 /// row's first pass into this loop, so that loads and stores overlap as in a copy, was tried
@@ -103,8 +104,15 @@ pub(super) unsafe fn add_rows<V: F32x4, A: Elem>(x: *const A, res: *const A, h: 
 /// With `L` (the `llama` casting mode) `x · r` is rounded to the activations' type before the
 /// gain multiplies it, as Hugging Face's LlamaRMSNorm does (`weight * h.to(input_dtype)`).
 #[inline(always)]
-pub(super) unsafe fn scale_row<V: F32x4, A: Elem, const W: bool, const O: bool, const L: bool>(
-    x: *const A,
+pub(super) unsafe fn scale_row<
+    V: F32x4,
+    X: Elem,
+    A: Elem,
+    const W: bool,
+    const O: bool,
+    const L: bool,
+>(
+    x: *const X,
     g: *const f32,
     offset: f32,
     y: *mut A,
@@ -123,7 +131,7 @@ pub(super) unsafe fn scale_row<V: F32x4, A: Elem, const W: bool, const O: bool, 
         }
     };
     let eight = |i: usize| {
-        let [x0, x1] = A::load8::<V>(x.add(i));
+        let [x0, x1] = X::load8::<V>(x.add(i));
         [scale(x0, i), scale(x1, i + 4)]
     };
     let mut i = 0;
@@ -134,11 +142,11 @@ pub(super) unsafe fn scale_row<V: F32x4, A: Elem, const W: bool, const O: bool, 
         i += 16;
     }
     while i + 4 <= n {
-        A::store::<V>(y.add(i), scale(A::load::<V>(x.add(i)), i));
+        A::store::<V>(y.add(i), scale(X::load::<V>(x.add(i)), i));
         i += 4;
     }
     while i < n {
-        let v = A::get(x.add(i)) * r;
+        let v = X::get(x.add(i)) * r;
         let v = if W {
             let v = if L { A::round1(v) } else { v };
             v * gain1::<O>(g, offset, i)

@@ -2,7 +2,7 @@
 
 use super::elems::{gain1, is_half, scale_row};
 use super::reduce::{add_sum_sq, fast_rstd, sum_sq};
-use crate::half::Elem;
+use crate::half::{widen, Elem};
 use crate::simd::F32x4;
 
 /// Pointers and parameters of one forward call. The activations (`x`, `res`, `y`, `h`) are
@@ -89,12 +89,39 @@ unsafe fn forward_row<
         )
     } else {
         let x = k.x.add(off);
+        if A::WIDEN_ONCE && n <= SCRATCH {
+            return forward_row_widened::<V, A, W, O, L>(k, x, y);
+        }
         (x, sum_sq::<V, A>(x, k.stat))
     };
     let Some(r) = fast_rstd(ss, k.stat, k.eps) else {
         return forward_row_f64::<A, W, O, L>(k, src, y);
     };
-    scale_row::<V, A, W, O, L>(src, k.g, k.offset, y, n, r);
+    scale_row::<V, A, A, W, O, L>(src, k.g, k.offset, y, n, r);
+    r
+}
+
+/// Floats in the scratch row of [`forward_row_widened`] (32 KiB of stack). Longer rows widen
+/// twice instead.
+const SCRATCH: usize = 8192;
+
+/// [`forward_row`] of a row `x` of a type whose widening is costly ([`Elem::WIDEN_ONCE`]): the
+/// row is widened once into f32 on the stack, the sum of squares and the scaling read that.
+/// The values and their order are those of the two-pass form, so the bits are too.
+#[inline(always)]
+unsafe fn forward_row_widened<V: F32x4, A: Elem, const W: bool, const O: bool, const L: bool>(
+    k: &Forward<A>,
+    x: *const A,
+    y: *mut A,
+) -> f32 {
+    let mut buf = core::mem::MaybeUninit::<[f32; SCRATCH]>::uninit();
+    let wide = buf.as_mut_ptr() as *mut f32;
+    widen::<V, A>(x, wide, k.dim);
+    let ss = sum_sq::<V, f32>(wide, k.stat);
+    let Some(r) = fast_rstd(ss, k.stat, k.eps) else {
+        return forward_row_f64::<A, W, O, L>(k, x, y);
+    };
+    scale_row::<V, f32, A, W, O, L>(wide, k.g, k.offset, y, k.dim, r);
     r
 }
 

@@ -87,21 +87,34 @@ impl F32x4 for V128 {
             return store8_slow(v, p, Self::store_bf16);
         }
         // The high halves of the eight rounded lanes, in order (x86: psrld + packusdw).
-        v128_store(p as *mut v128, i16x8_shuffle::<1, 3, 5, 7, 9, 11, 13, 15>(bf16_round_not_nan(a), bf16_round_not_nan(b)));
+        v128_store(
+            p as *mut v128,
+            i16x8_shuffle::<1, 3, 5, 7, 9, 11, 13, 15>(
+                bf16_round_not_nan(a),
+                bf16_round_not_nan(b),
+            ),
+        );
     }
     #[inline(always)]
     unsafe fn load8_f16(p: *const u16) -> [Self; 2] {
         let v = v128_load(p as *const v128);
         // Inf/NaN halves (exponent all ones) take the four-lane path; the rest widen without
         // that case. (Lanes as i16: |h| ≤ 0x7fff is non-negative.)
-        if v128_any_true(i16x8_gt(v128_and(v, u16x8_splat(0x7fff)), i16x8_splat(0x7bff))) {
+        if v128_any_true(i16x8_gt(
+            v128_and(v, k::<0x7fff_7fff>()),
+            k::<0x7bff_7bff>(),
+        )) {
             return load8_slow(p, Self::load_f16);
         }
         // Zero words above each half: the u32 lanes (x86: punpcklwd / punpckhwd).
         let z = u16x8_splat(0);
         [
-            V128(f16_finite_to_f32(i16x8_shuffle::<0, 8, 1, 9, 2, 10, 3, 11>(v, z))),
-            V128(f16_finite_to_f32(i16x8_shuffle::<4, 12, 5, 13, 6, 14, 7, 15>(v, z))),
+            V128(f16_finite_to_f32(
+                i16x8_shuffle::<0, 8, 1, 9, 2, 10, 3, 11>(v, z),
+            )),
+            V128(f16_finite_to_f32(
+                i16x8_shuffle::<4, 12, 5, 13, 6, 14, 7, 15>(v, z),
+            )),
         ]
     }
     #[inline(always)]
@@ -110,7 +123,10 @@ impl F32x4 for V128 {
         if v128_any_true(v128_or(f32x4_ne(a, a), f32x4_ne(b, b))) {
             return store8_slow(v, p, Self::store_f16);
         }
-        v128_store(p as *mut v128, u16x8_narrow_i32x4(to_f16_bits_not_nan(a), to_f16_bits_not_nan(b)));
+        v128_store(
+            p as *mut v128,
+            u16x8_narrow_i32x4(to_f16_bits_not_nan(a), to_f16_bits_not_nan(b)),
+        );
     }
     #[inline(always)]
     fn round_bf16(self) -> Self {
@@ -126,6 +142,35 @@ impl F32x4 for V128 {
         (f32x4_extract_lane::<0>(v) + f32x4_extract_lane::<1>(v))
             + (f32x4_extract_lane::<2>(v) + f32x4_extract_lane::<3>(v))
     }
+}
+
+/// `a` where `mask` is set, else `b`, for a `mask` whose lanes are all ones or all zeros (a
+/// comparison's result). With relaxed SIMD this is `relaxed_laneselect`, one instruction on
+/// x86 (`blendvps`) where `bitselect` takes three; the spec defines its result for such masks,
+/// so both give the same bits.
+#[inline(always)]
+fn select(a: v128, b: v128, mask: v128) -> v128 {
+    #[cfg(target_feature = "relaxed-simd")]
+    {
+        i32x4_relaxed_laneselect(a, b, mask)
+    }
+    #[cfg(not(target_feature = "relaxed-simd"))]
+    {
+        v128_bitselect(a, b, mask)
+    }
+}
+
+/// `C` in every u32 lane, loaded from memory. A `v128.const` is what LLVM would emit, and V8
+/// (11 to 15) builds it anew in every loop iteration with three instructions (a 64-bit
+/// immediate, a move, an unpack) where one load does; the conversions below use up to eight.
+/// The volatile read keeps LLVM from folding the load back into a constant.
+#[inline(always)]
+fn k<const C: u32>() -> v128 {
+    const fn lanes<const C: u32>() -> &'static [u32; 4] {
+        &[C; 4]
+    }
+    // SAFETY: a promoted constant: 16 readable bytes, u32-aligned (v128 loads need none).
+    unsafe { core::ptr::read_volatile(lanes::<C>() as *const [u32; 4] as *const v128) }
 }
 
 // The half conversions of `crate::half`, four lanes at a time with integer ops and selects
@@ -162,15 +207,18 @@ unsafe fn store4_u16(p: *mut u16, bits: v128) {
 /// f32 lanes to bfloat16 bits in u32 lanes: `half::f32_to_bf16`.
 #[inline(always)]
 fn to_bf16_bits(v: v128) -> v128 {
-    let quiet = v128_or(u32x4_shr(v, 16), u32x4_splat(0x0040));
-    v128_bitselect(quiet, u32x4_shr(bf16_round_not_nan(v), 16), f32x4_ne(v, v))
+    let quiet = v128_or(u32x4_shr(v, 16), k::<0x0040>());
+    select(quiet, u32x4_shr(bf16_round_not_nan(v), 16), f32x4_ne(v, v))
 }
 
 /// Lanes that are not NaN rounded to bfloat16 precision, nearest even, the bfloat16 bits in
 /// each lane's high half: adding 0x7fff plus the lowest kept bit (`half::f32_to_bf16`).
 #[inline(always)]
 fn bf16_round_not_nan(v: v128) -> v128 {
-    i32x4_add(i32x4_add(v, u32x4_splat(0x7fff)), v128_and(u32x4_shr(v, 16), u32x4_splat(1)))
+    i32x4_add(
+        i32x4_add(v, k::<0x7fff>()),
+        v128_and(u32x4_shr(v, 16), k::<1>()),
+    )
 }
 
 /// float16 bits in u32 lanes to f32 lanes: `half::f16_to_f32`.
@@ -184,9 +232,9 @@ fn bf16_round_not_nan(v: v128) -> v128 {
 fn f16_bits_to_f32(h: v128) -> v128 {
     // An Inf/NaN half comes out of the normal path with exponent 143 (31 rebiased), whose
     // bits the all-ones exponent ORed in covers.
-    let em = v128_and(h, u32x4_splat(0x7fff));
-    let inf_nan = v128_and(i32x4_gt(em, i32x4_splat(0x7bff)), u32x4_splat(0x7f80_0000));
-    let quiet = v128_and(i32x4_gt(em, i32x4_splat(0x7c00)), u32x4_splat(0x0040_0000));
+    let em = v128_and(h, k::<0x7fff>());
+    let inf_nan = v128_and(i32x4_gt(em, k::<0x7bff>()), k::<0x7f80_0000>());
+    let quiet = v128_and(i32x4_gt(em, k::<0x7c00>()), k::<0x0040_0000>());
     v128_or(f16_finite_to_f32(h), v128_or(inf_nan, quiet))
 }
 
@@ -194,11 +242,11 @@ fn f16_bits_to_f32(h: v128) -> v128 {
 /// gives the normal formula's bits, which [`f16_bits_to_f32`] completes.
 #[inline(always)]
 fn f16_finite_to_f32(h: v128) -> v128 {
-    let em = v128_and(h, u32x4_splat(0x7fff));
+    let em = v128_and(h, k::<0x7fff>());
     let sign = i32x4_shl(v128_xor(h, em), 16);
-    let normal = i32x4_add(i32x4_shl(em, 13), u32x4_splat((127 - 15) << 23));
-    let sub = f32x4_mul(f32x4_convert_i32x4(em), f32x4_splat(f32::from_bits((127 - 24) << 23)));
-    v128_or(v128_bitselect(sub, normal, i32x4_lt(em, i32x4_splat(0x0400))), sign)
+    let normal = i32x4_add(i32x4_shl(em, 13), k::<{ (127 - 15) << 23 }>());
+    let sub = f32x4_mul(f32x4_convert_i32x4(em), k::<{ (127 - 24) << 23 }>());
+    v128_or(select(sub, normal, i32x4_lt(em, k::<0x0400>())), sign)
 }
 
 /// [`to_f16_bits`] of lanes that are not NaN, with fewer selects. With `a = |v|` and `c` the
@@ -214,20 +262,20 @@ fn f16_finite_to_f32(h: v128) -> v128 {
 /// Checked against NumPy's float16 cast for every non-negative f32 from 0 to Inf.
 #[inline(always)]
 fn to_f16_bits_not_nan(v: v128) -> v128 {
-    let a = v128_and(v, u32x4_splat(0x7fff_ffff));
+    let a = v128_and(v, k::<0x7fff_ffff>());
     let sign = u32x4_shr(v128_xor(v, a), 16);
     // Past |v| ≥ 2^114 the exponent add wraps negative and the max gives 2^-1: then `s − c`
     // is `a` itself, far past 0x7c00, so still Inf.
     let c = i32x4_max(
-        i32x4_add(v128_and(a, u32x4_splat(0x7f80_0000)), u32x4_splat(13 << 23)),
-        u32x4_splat(0x3f00_0000),
+        i32x4_add(v128_and(a, k::<0x7f80_0000>()), k::<{ 13 << 23 }>()),
+        k::<0x3f00_0000>(),
     );
     let s = f32x4_add(a, c);
     let normal = i32x4_min(
-        i32x4_sub(u32x4_shr(f32x4_sub(s, c), 13), u32x4_splat((127 - 15) << 10)),
-        u32x4_splat(0x7c00),
+        i32x4_sub(u32x4_shr(f32x4_sub(s, c), 13), k::<{ (127 - 15) << 10 }>()),
+        k::<0x7c00>(),
     );
-    let sub = i32x4_min(i32x4_sub(s, u32x4_splat(0x3f00_0000)), u32x4_splat(0x400));
+    let sub = i32x4_min(i32x4_sub(s, k::<0x3f00_0000>()), k::<0x400>());
     v128_or(i32x4_max(normal, sub), sign)
 }
 
@@ -235,10 +283,10 @@ fn to_f16_bits_not_nan(v: v128) -> v128 {
 /// NaN lanes given `sign | 0x7e00 | mantissa >> 13`.
 #[inline(always)]
 fn to_f16_bits(v: v128) -> v128 {
-    let a = v128_and(v, u32x4_splat(0x7fff_ffff));
+    let a = v128_and(v, k::<0x7fff_ffff>());
     let nan = v128_or(
-        v128_or(u32x4_splat(0x7e00), v128_and(u32x4_shr(a, 13), u32x4_splat(0x3ff))),
+        v128_or(k::<0x7e00>(), v128_and(u32x4_shr(a, 13), k::<0x3ff>())),
         u32x4_shr(v128_xor(v, a), 16),
     );
-    v128_bitselect(nan, to_f16_bits_not_nan(v), i32x4_gt(a, i32x4_splat(0x7f80_0000)))
+    select(nan, to_f16_bits_not_nan(v), i32x4_gt(a, k::<0x7f80_0000>()))
 }
