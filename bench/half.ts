@@ -172,7 +172,7 @@ interface Row {
   iqr: [number, number];
 }
 const out: Row[] = [];
-console.log(`load ${os.loadavg()[0]!.toFixed(2)}, ${ROUNDS} rounds per pair; ratio = baseline time / half time`);
+console.log(`build ${m.build}, load ${os.loadavg()[0]!.toFixed(2)}, ${ROUNDS} rounds per pair; ratio = baseline time / half time`);
 console.log('shape      | pair                                  | baseline (µs) | half (µs) | ratio (IQR)');
 for (const { rows, dim } of SHAPES) {
   const shape = `${rows}x${dim}`;
@@ -196,6 +196,6 @@ for (const { rows, dim } of SHAPES) {
 }
 writeFileSync(
   new URL('./results/half.json', import.meta.url),
-  JSON.stringify({ date: new Date().toISOString(), node: process.version, load: os.loadavg()[0], rounds: ROUNDS, rows: out }, null, 2) + '\n',
+  JSON.stringify({ date: new Date().toISOString(), build: m.build, node: process.version, load: os.loadavg()[0], rounds: ROUNDS, rows: out }, null, 2) + '\n',
 );
 writeBenchmarks();
