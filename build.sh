@@ -1,18 +1,22 @@
 #!/usr/bin/env bash
-# Builds the three WebAssembly variants of crate/ into wasm/<variant>/ with wasm-pack.
+# Builds the WebAssembly variants of crate/ into wasm/<variant>/ with wasm-pack.
 # Every compiler and linker flag the project uses is in this file.
 #
-#   simd          SIMD128, ordinary (non-shared) memory: loads everywhere.
-#   simd-threads  SIMD128 + atomics + shared memory: the worker pool's build.
-#   scalar        no SIMD: the fallback for engines without SIMD128, and the benchmark's
-#                 "wasm-scalar" row.
-#   bench-simd    simd plus the LayerNorm forward and the copy loop the benchmark compares
-#                 against (feature bench-kernels); not part of the package.
-#   bench-relaxed bench-simd with relaxed SIMD (its selects become relaxed_laneselect); built
-#                 only when named, to measure what relaxed SIMD gains against bench-simd:
-#                 node --experimental-wasm-relaxed-simd bench/ab-builds.mjs (see its header).
+#   simd                  SIMD128, ordinary (non-shared) memory: loads everywhere.
+#   simd-threads          SIMD128 + atomics + shared memory: the worker pool's build.
+#   simd-relaxed          simd plus relaxed SIMD, and
+#   simd-relaxed-threads  simd-threads plus relaxed SIMD: chosen where the engine validates
+#                         relaxed SIMD. Only the half-precision selects change (bitselect, three
+#                         x86 instructions, becomes relaxed_laneselect, one); their masks are
+#                         whole lanes, where the two give the same bits.
+#   scalar                no SIMD: the fallback for engines without SIMD128, and the
+#                         benchmark's "wasm-scalar" row.
+#   bench-simd            simd plus the LayerNorm forward and the copy loop the benchmark
+#                         compares against (feature bench-kernels); not part of the package.
+#   bench-relaxed         bench-simd with relaxed SIMD, built only when named, for
+#                         bench/ab-builds.mjs (see its header).
 #
-# Usage: bash build.sh [variant ...]   (default: all four)
+# Usage: bash build.sh [variant ...]   (default: all but bench-relaxed)
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -28,10 +32,11 @@ MAX_MEMORY=$((2 * 1024 * 1024 * 1024))
 
 SIMD_FLAGS="-C target-feature=+simd128,+bulk-memory"
 RELAXED_FLAGS="-C target-feature=+simd128,+relaxed-simd,+bulk-memory"
-THREADS_FLAGS="-C target-feature=+atomics,+bulk-memory,+mutable-globals,+simd128 \
- -C link-arg=--shared-memory -C link-arg=--max-memory=$MAX_MEMORY -C link-arg=--import-memory \
+THREADS_LINK="-C link-arg=--shared-memory -C link-arg=--max-memory=$MAX_MEMORY -C link-arg=--import-memory \
  -C link-arg=--export=__wasm_init_tls -C link-arg=--export=__tls_size \
  -C link-arg=--export=__tls_align -C link-arg=--export=__tls_base"
+THREADS_FLAGS="-C target-feature=+atomics,+bulk-memory,+mutable-globals,+simd128 $THREADS_LINK"
+RELAXED_THREADS_FLAGS="-C target-feature=+atomics,+bulk-memory,+mutable-globals,+simd128,+relaxed-simd $THREADS_LINK"
 SCALAR_FLAGS="-C target-feature=-simd128"
 
 build() {
@@ -47,14 +52,16 @@ build() {
 }
 
 variants=("$@")
-[ ${#variants[@]} -gt 0 ] || variants=(simd simd-threads scalar bench-simd)
+[ ${#variants[@]} -gt 0 ] || variants=(simd simd-threads simd-relaxed simd-relaxed-threads scalar bench-simd)
 for v in "${variants[@]}"; do
   case "$v" in
     simd) build simd simd "$SIMD_FLAGS" ;;
     simd-threads) build simd-threads simd-threads "$THREADS_FLAGS" --features threads ;;
+    simd-relaxed) build simd-relaxed relaxed "$RELAXED_FLAGS" ;;
+    simd-relaxed-threads) build simd-relaxed-threads relaxed-threads "$RELAXED_THREADS_FLAGS" --features threads ;;
     scalar) build scalar scalar "$SCALAR_FLAGS" ;;
     bench-simd) build bench-simd simd "$SIMD_FLAGS" --features bench-kernels ;;
     bench-relaxed) build bench-relaxed relaxed "$RELAXED_FLAGS" --features bench-kernels ;;
-    *) echo "unknown variant: $v (simd, simd-threads, scalar, bench-simd, bench-relaxed)" >&2; exit 2 ;;
+    *) echo "unknown variant: $v (simd, simd-threads, simd-relaxed, simd-relaxed-threads, scalar, bench-simd, bench-relaxed)" >&2; exit 2 ;;
   esac
 done

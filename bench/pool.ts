@@ -35,10 +35,11 @@ async function median(f: () => unknown, budgetMs = 300): Promise<number> {
 
 const fmt = (v: number, w = 9) => v.toFixed(1).padStart(w);
 await init();
-// The sync default (init(): the simd build) for plain arrays; the pool's shared instance for views.
-const rn = instance()!;
-const shared = await loadRmsNorm('simd-threads');
 const threads = Number(process.env.THREADS ?? availableParallelism());
+// The sync default (init()'s build) for plain arrays; the instance of the pool's build for views.
+const rn = instance()!;
+const pool = await createPool({ threads });
+const shared = await loadRmsNorm(pool.build);
 const out: Record<string, unknown> = {
   date: new Date().toISOString(),
   cpu: cpus()[0]?.model,
@@ -46,6 +47,7 @@ const out: Record<string, unknown> = {
   loadavg: loadavg(),
   node: process.version,
   threads,
+  builds: { init: rn.build, pool: pool.build },
 };
 
 function buffers(rows: number, dim: number) {
@@ -85,8 +87,7 @@ async function compare(pool: RmsNormPool, rows: number, dim: number, plain: bool
 
 // `--service`: only the service scenarios (section 5).
 const serviceOnly = process.argv.includes('--service');
-const pool = await createPool({ threads });
-console.log(`rmsnorm-wasm pool benchmark: ${threads} threads, ${out.cpu}, Node ${process.version}, load ${loadavg()[0]!.toFixed(2)}`);
+console.log(`rmsnorm-wasm pool benchmark: ${threads} threads, builds: init() ${rn.build}, pool ${pool.build}; ${out.cpu}, Node ${process.version}, load ${loadavg()[0]!.toFixed(2)}`);
 
 if (!serviceOnly) await speedups();
 async function speedups() {

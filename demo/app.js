@@ -42,12 +42,12 @@ let ctx = /** @type {{ lib: any, bench: any, simd: any, scalar: any, pool: any, 
 
 /**
  * Loads the default build (what init() picks), the simd and scalar builds, and a pool with one
- * worker per core; the pool computes on the simd-threads instance in threads mode, else on simd.
+ * worker per core; views for the pool's zero-copy rows come from the instance of the pool's build.
  */
 async function setup() {
   await lib.init();
   const [simd, scalar, pool, bench] = await Promise.all([lib.loadRmsNorm('simd'), lib.loadRmsNorm('scalar'), lib.createPool(), benchKernels()]);
-  const poolInstance = pool.mode === 'threads' ? await lib.loadRmsNorm('simd-threads') : simd;
+  const poolInstance = await lib.loadRmsNorm(pool.build);
   ctx = { lib, bench, simd, scalar, pool, poolInstance };
   env.build = lib.instance()?.build ?? '?';
   env.poolMode = pool.mode;
@@ -82,7 +82,7 @@ function showEnv() {
   $('env-browser').textContent = browserName();
   $('env-note').textContent = env.crossOriginIsolated
     ? `COOP/COEP headers are set: the pool's workers share one wasm memory. Clock resolution ${fmtTime(env.clockResolutionMs)}.`
-    : `Without COOP/COEP headers there is no SharedArrayBuffer: the pool runs every call on this thread with the simd build (same results). Clock resolution ${fmtTime(env.clockResolutionMs)}.`;
+    : `Without COOP/COEP headers there is no SharedArrayBuffer: the pool runs every call on this thread with the ${env.build} build (same results). Clock resolution ${fmtTime(env.clockResolutionMs)}.`;
 }
 
 /** `ms` as µs or ms with 3 significant digits. */

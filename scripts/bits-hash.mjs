@@ -1,6 +1,7 @@
 // Bits fingerprint: hashes the forward (y, rstd) and backward (dx, dweight; saved and
-// recomputed rstd; with and without weight) outputs of every build (simd, simd-threads,
-// scalar) and of the pool at 1 and 2 threads, on 17 shapes from 1x1 to 1x100003 (rows below,
+// recomputed rstd; with and without weight) outputs of every build this engine runs (simd,
+// simd-threads, scalar; simd-relaxed and simd-relaxed-threads where it has relaxed SIMD, e.g.
+// node --experimental-wasm-relaxed-simd on Node 20) and of the pool at 1 and 2 threads, on 17 shapes from 1x1 to 1x100003 (rows below,
 // at and past the kernels' 16-float step and their 1024-float sum block). Every entry must be
 // equal (same bits on every build and thread count); compare the line before and after a
 // refactor that must not change results.
@@ -11,7 +12,7 @@ import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
 const root = resolve(process.argv[2] ?? '.');
-const { loadRmsNorm, createPool } = await import(pathToFileURL(`${root}/dist/index.js`).href);
+const { loadRmsNorm, createPool, relaxedSimdSupported } = await import(pathToFileURL(`${root}/dist/index.js`).href);
 const { rng } = await import(pathToFileURL(`${root}/shared/reference.js`).href);
 const shapes = [[1, 1], [3, 7], [5, 15], [4, 16], [2, 17], [7, 63], [9, 100], [33, 256], [3, 257], [2, 1000], [65, 1024], [4, 4099], [2, 8192], [1, 8193], [1, 20000], [1, 65536], [1, 100003]];
 
@@ -39,7 +40,8 @@ async function fingerprint(m) {
 }
 
 const out = {};
-for (const build of ['simd', 'simd-threads', 'scalar']) out[build] = await fingerprint(await loadRmsNorm(build));
+const relaxed = relaxedSimdSupported() ? ['simd-relaxed', 'simd-relaxed-threads'] : [];
+for (const build of ['simd', 'simd-threads', ...relaxed, 'scalar']) out[build] = await fingerprint(await loadRmsNorm(build));
 for (const threads of [1, 2]) {
   const pool = await createPool({ threads });
   out['pool' + threads] = await fingerprint(pool);

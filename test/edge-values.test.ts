@@ -3,6 +3,7 @@
 // rows in float64; these tests hold them to the same float64 reference as ordinary rows.
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadRmsNorm, type RmsNorm } from '../dist/index.js';
+import { BUILDS } from '../ts/load.js';
 import {
   dweightTolerance,
   firstBitDiff,
@@ -17,7 +18,6 @@ import {
   yTolerance,
 } from '../shared/reference.js';
 
-const BUILDS = ['simd', 'simd-threads', 'scalar'] as const;
 const DIMS = [1, 5, 16, 17, 4097];
 
 /** `rows` rows of unit normal values, each row times `scales[r % scales.length]`. */

@@ -51,9 +51,9 @@ import {
   toF32Array,
   type Tolerance,
 } from '../shared/reference.js';
+import { BUILDS } from '../ts/load.js';
 import { rejection, thrown } from './thrown.js';
 
-const BUILDS = ['simd', 'simd-threads', 'scalar'] as const;
 const EPS = 1e-6;
 const RSTD_REL = 2e-6;
 /** dx's float32 allowance, times dxTerms: 64 roundoffs of float32. */
@@ -476,7 +476,7 @@ describe('bad half-precision arguments: named, thrown before anything is written
     expect(F16).toBeUndefined();
   });
 
-  describe.each(['simd', 'simd-threads', 'scalar'] as const)('%s build', (build) => {
+  describe.each(BUILDS)('%s build', (build) => {
     let m: RmsNorm;
     let u16buf: { view(): Uint16Array; free(): void };
     let f32buf: { view(): Float32Array; free(): void };
@@ -622,7 +622,7 @@ describe('the same bits from every build', () => {
   it.each(BIT_CASES)('%s', (_n, s, rows, dim, extra) => {
     const p = problem(s, rows, dim, 7 * rows + dim);
     const want = runPlain(ms.simd!, p, extra);
-    for (const b of ['simd-threads', 'scalar'] as const) expectSameOutputs(runPlain(ms[b]!, p, extra), want, `${b} vs simd`);
+    for (const b of BUILDS.filter((b) => b !== 'simd')) expectSameOutputs(runPlain(ms[b]!, p, extra), want, `${b} vs simd`);
   });
 });
 
@@ -666,7 +666,7 @@ describe('float16 forward: the bits of the float32 forward of the widened row, r
   });
 });
 
-describe.each(['simd', 'simd-threads'] as const)('%s build: plain arrays, zero-copy views (allocU16), in place: the same bits', (build) => {
+describe.each(BUILDS.filter((b) => b !== 'scalar'))('%s build: plain arrays, zero-copy views (allocU16), in place: the same bits', (build) => {
   let m: RmsNorm;
   beforeAll(async () => {
     m = await loadRmsNorm(build);
@@ -696,10 +696,10 @@ describe.each(['simd', 'simd-threads'] as const)('%s build: plain arrays, zero-c
   });
 });
 
-describe('top-level API (init, rmsNorm, rmsNormBackward, allocU16): the same bits as the simd instance', () => {
+describe('top-level API (init, rmsNorm, rmsNormBackward, allocU16): the same bits as the instance of the default build', () => {
   it('bfloat16 with a bfloat16 weight, 64 x 4099, plain and allocU16 views', async () => {
     await init();
-    const m = await loadRmsNorm('simd');
+    const m = await loadRmsNorm();
     expect(instance()).toBe(m);
     const p = problem(SETUPS[0]!, 64, 4099, 5);
     const want = runPlain(m, p);

@@ -7,9 +7,9 @@
 import { readFileSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadRmsNorm, type RmsNorm } from '../dist/index.js';
+import { BUILDS } from '../ts/load.js';
 import { f32BitsOf, f32BitsToHalf, halfIsInf, halfIsNaN, halfToF32Bits, rng, type HalfDtype } from '../shared/reference.js';
 
-const BUILDS = ['simd', 'simd-threads', 'scalar'] as const;
 const DTYPES: HalfDtype[] = ['float16', 'bfloat16'];
 /** Lengths that leave 1..3 elements for the kernel's scalar tail after its 4-wide vectors. */
 const TAIL_LENGTHS = [1, 3, 5, 7, 4099];

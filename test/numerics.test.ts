@@ -4,6 +4,7 @@
 // row longer than any cache line pattern (65536).
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadRmsNorm, type RmsNorm } from '../dist/index.js';
+import { BUILDS } from '../ts/load.js';
 import {
   dweightF32,
   dweightTolerance,
@@ -19,7 +20,6 @@ import {
   yTolerance,
 } from '../shared/reference.js';
 
-const BUILDS = ['simd', 'simd-threads', 'scalar'] as const;
 const LENGTHS = [1, 3, 4, 5, 15, 16, 17, 33, 4096, 4097, 65536];
 const EPS = [1e-6, 1e-5, 0.1, 0];
 

@@ -8,7 +8,7 @@
  * ```
  * @module
  */
-import { defaultBuild, loadWasm, type Build } from './load.js';
+import { BUILDS, defaultBuild, isBuild, loadWasm, missingFor, type Build } from './load.js';
 import type { F32Buffer, U16Buffer } from './memory.js';
 import type { RmsNormLayer, RmsNormLayerOptions } from './layer.js';
 import { RmsNorm } from './rmsnorm.js';
@@ -31,7 +31,7 @@ export type {
 } from './types.js';
 export { RmsNorm } from './rmsnorm.js';
 export type { RmsNormLayer, RmsNormLayerBackwardOptions, RmsNormLayerOptions } from './layer.js';
-export { simdSupported, threadsAvailable } from './platform.js';
+export { relaxedSimdSupported, simdSupported, threadsAvailable } from './platform.js';
 export { DEFAULT_EPS, statOf } from './check/scalars.js';
 
 const loaded = new Map<Build, Promise<RmsNorm>>();
@@ -41,12 +41,21 @@ let current: RmsNorm | null = null;
  * Loads (once) and returns the instance of one build. Each build is instantiated at most once
  * per JavaScript realm; the top-level functions use the one {@link init} chose.
  *
- * @param build `'simd-threads'` (shared memory; Node, or a cross-origin-isolated page),
- *   `'simd'` or `'scalar'` (no SIMD128). Default: the best this engine supports.
+ * @param build `'simd-relaxed'` or `'simd'` (SIMD128, with and without relaxed SIMD; same
+ *   bits), `'simd-relaxed-threads'` or `'simd-threads'` (the same on shared memory: Node, or a
+ *   cross-origin-isolated page), `'scalar'` (no SIMD128). Default: `'simd-relaxed'` where the
+ *   engine has relaxed SIMD, else `'simd'`, else `'scalar'`.
+ * @throws RangeError (as a rejected promise) for a name not in that list, or a build this
+ *   engine cannot run (the message says what it lacks).
  */
 export function loadRmsNorm(build: Build = defaultBuild()): Promise<RmsNorm> {
-  if (build !== 'simd' && build !== 'simd-threads' && build !== 'scalar') {
-    return Promise.reject(new RangeError(`loadRmsNorm: build must be 'simd', 'simd-threads' or 'scalar', got ${String(build)}`));
+  if (!isBuild(build)) {
+    return Promise.reject(new RangeError(`loadRmsNorm: build must be ${BUILDS.map((b) => `'${b}'`).join(', ')}; got ${String(build)}`));
+  }
+  const missing = missingFor(build);
+  if (missing) {
+    const runs = BUILDS.filter((b) => !missingFor(b)).map((b) => `'${b}'`).join(', ');
+    return Promise.reject(new RangeError(`loadRmsNorm: build '${build}' needs ${missing}, which this engine lacks; it runs ${runs}`));
   }
   let p = loaded.get(build);
   if (!p) {
@@ -59,9 +68,10 @@ export function loadRmsNorm(build: Build = defaultBuild()): Promise<RmsNorm> {
 
 /**
  * Loads and instantiates the wasm module; the other functions throw until it has resolved.
- * Calling it again is cheap. `options.build` picks a build (default: `simd` wherever SIMD128
- * runs, else `scalar`; `simd-threads` only when asked for — its shared memory is what the pool
- * uses, and copies plain arrays more slowly; see load.ts's defaultBuild).
+ * Calling it again is cheap. `options.build` picks a build (see {@link loadRmsNorm}; default:
+ * `simd-relaxed` where the engine has relaxed SIMD, else `simd` wherever SIMD128 runs, else
+ * `scalar`; a threads build only when asked for — its shared memory is what the pool uses, and
+ * copies plain arrays more slowly). The build loaded is `instance().build`.
  */
 export async function init(options?: { build?: Build }): Promise<void> {
   const o = checkOptions('init', options, INIT_KEYS);

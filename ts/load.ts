@@ -1,11 +1,68 @@
 /**
- * Finding, compiling and instantiating one of the three wasm builds, in Node or a browser.
+ * Finding, compiling and instantiating one of the wasm builds, in Node or a browser.
  * @module
  */
-import { isNode, simdSupported } from './platform.js';
+import { isNode, relaxedSimdSupported, simdSupported, threadsAvailable } from './platform.js';
 
-/** The wasm builds: see build.sh. */
-export type Build = 'simd' | 'simd-threads' | 'scalar';
+/**
+ * The wasm builds (see build.sh): `simd` and `simd-threads` run wherever SIMD128 does (the
+ * second on shared memory, for the pool); `simd-relaxed` and `simd-relaxed-threads` are the
+ * same with relaxed SIMD, for engines that have it, and give the same bits; `scalar` runs
+ * where SIMD128 does not.
+ */
+export type Build = 'simd' | 'simd-threads' | 'simd-relaxed' | 'simd-relaxed-threads' | 'scalar';
+
+/** What a build needs of the engine, and its counterpart on the other kind of memory. */
+interface BuildTraits {
+  /** Its memory is shared (a threads build). */
+  shared: boolean;
+  /** It needs relaxed SIMD. */
+  relaxed: boolean;
+  /** It needs SIMD128. */
+  simd: boolean;
+  /** The same code on the other kind of memory (a threads build's plain twin, and back); none for `scalar`. */
+  twin: Build | null;
+}
+
+const TRAITS: Record<Build, BuildTraits> = {
+  simd: { shared: false, relaxed: false, simd: true, twin: 'simd-threads' },
+  'simd-threads': { shared: true, relaxed: false, simd: true, twin: 'simd' },
+  'simd-relaxed': { shared: false, relaxed: true, simd: true, twin: 'simd-relaxed-threads' },
+  'simd-relaxed-threads': { shared: true, relaxed: true, simd: true, twin: 'simd-relaxed' },
+  scalar: { shared: false, relaxed: false, simd: false, twin: null },
+};
+
+/** Every build's name, in the order error messages list them. */
+export const BUILDS = Object.keys(TRAITS) as readonly Build[];
+
+/** Whether `build` is one of {@link BUILDS}. */
+export function isBuild(build: unknown): build is Build {
+  return typeof build === 'string' && Object.prototype.hasOwnProperty.call(TRAITS, build);
+}
+
+/** Whether `build`'s memory is shared (the builds the pool's workers join). */
+export function isShared(build: Build): boolean {
+  return TRAITS[build].shared;
+}
+
+/** The same code as `build` on the other kind of memory: `simd` ↔ `simd-threads`, `simd-relaxed` ↔ `simd-relaxed-threads`. */
+export function twinOf(build: Build): Build | null {
+  return TRAITS[build].twin;
+}
+
+/**
+ * What this engine lacks to run `build`, as a phrase for an error message, or null when it
+ * can run it.
+ */
+export function missingFor(build: Build): string | null {
+  const t = TRAITS[build];
+  if (t.simd && !simdSupported()) return 'WebAssembly SIMD128';
+  if (t.relaxed && !relaxedSimdSupported()) {
+    return 'relaxed SIMD (Node 20 has it with --experimental-wasm-relaxed-simd; Node 22+, Deno, Chromium 114+ and Firefox 145+ by default)';
+  }
+  if (t.shared && !threadsAvailable()) return 'shared memory (a browser page must be cross-origin isolated)';
+  return null;
+}
 
 /**
  * The raw exports every build has (byte addresses in, status codes out; see crate/src/bindings/mod.rs).
@@ -93,22 +150,28 @@ interface Glue {
 const GLUE: Record<Build, () => Promise<Glue>> = {
   simd: () => import('../wasm/simd/rmsnorm_wasm.js') as Promise<Glue>,
   'simd-threads': () => import('../wasm/simd-threads/rmsnorm_wasm.js') as Promise<Glue>,
+  'simd-relaxed': () => import('../wasm/simd-relaxed/rmsnorm_wasm.js') as Promise<Glue>,
+  'simd-relaxed-threads': () => import('../wasm/simd-relaxed-threads/rmsnorm_wasm.js') as Promise<Glue>,
   scalar: () => import('../wasm/scalar/rmsnorm_wasm.js') as Promise<Glue>,
 };
 const WASM_URL: Record<Build, () => URL> = {
   simd: () => new URL('../wasm/simd/rmsnorm_wasm_bg.wasm', import.meta.url),
   'simd-threads': () => new URL('../wasm/simd-threads/rmsnorm_wasm_bg.wasm', import.meta.url),
+  'simd-relaxed': () => new URL('../wasm/simd-relaxed/rmsnorm_wasm_bg.wasm', import.meta.url),
+  'simd-relaxed-threads': () => new URL('../wasm/simd-relaxed-threads/rmsnorm_wasm_bg.wasm', import.meta.url),
   scalar: () => new URL('../wasm/scalar/rmsnorm_wasm_bg.wasm', import.meta.url),
 };
 
 /**
- * The build `init()` picks: `simd` wherever SIMD128 runs, else `scalar`. Not `simd-threads`,
- * even where it could run: its memory is a SharedArrayBuffer, which V8 copies plain arrays
- * into and out of at about half the speed (`npm run bench:window` compares the two), and the
- * sync API gains nothing from sharing. The pool loads `simd-threads` itself.
+ * The build `init()` picks: `simd-relaxed` where the engine validates relaxed SIMD, else
+ * `simd` wherever SIMD128 runs, else `scalar`. Not a threads build, even where one could run:
+ * its memory is a SharedArrayBuffer, which V8 copies plain arrays into and out of at about
+ * half the speed (`npm run bench:window` compares the two), and the sync API gains nothing
+ * from sharing. The pool loads the threads twin of this build itself.
  */
 export function defaultBuild(): Build {
-  return simdSupported() ? 'simd' : 'scalar';
+  if (!simdSupported()) return 'scalar';
+  return relaxedSimdSupported() ? 'simd-relaxed' : 'simd';
 }
 
 async function wasmBytes(build: Build): Promise<ArrayBuffer | Uint8Array> {
@@ -162,11 +225,11 @@ export function importedMemoryLimits(bytes: Uint8Array): { initial: number; maxi
     }
     p = end;
   }
-  throw new Error('rmsnorm-wasm: the simd-threads module imports no memory (was it built by build.sh?)');
+  throw new Error('rmsnorm-wasm: a threads module imports no memory (was it built by build.sh?)');
 }
 
 /**
- * Compiles and instantiates `build` on this thread. For `simd-threads` a shared memory is
+ * Compiles and instantiates `build` on this thread. For a threads build a shared memory is
  * created here (pass `join` to instantiate on an existing module and memory instead, as
  * workers do).
  */
@@ -175,7 +238,7 @@ export async function loadWasm(
   join?: { module: WasmModule; memory: WasmMemory },
 ): Promise<LoadedWasm> {
   const glue = await GLUE[build]();
-  const shared = build === 'simd-threads';
+  const shared = isShared(build);
   let module: WebAssembly.Module;
   let memory: WebAssembly.Memory | undefined;
   if (join) {

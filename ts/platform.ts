@@ -37,6 +37,28 @@ export function simdSupported(): boolean {
   }
 }
 
+// (func (result v128) v128.const 0, v128.const 0, v128.const 0, i32x4.relaxed_laneselect):
+// validates only where relaxed SIMD is implemented and enabled.
+const RELAXED_SIMD_PROBE = new Uint8Array([
+  0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 61, 1, 59, 0,
+  253, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+  253, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+  253, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+  253, 139, 2, 11,
+]);
+
+/**
+ * Whether the engine runs WebAssembly relaxed SIMD: by default in Node ≥ 22, Deno, Chromium ≥
+ * 114 and Firefox ≥ 145; in Node 20 with `--experimental-wasm-relaxed-simd`.
+ */
+export function relaxedSimdSupported(): boolean {
+  try {
+    return WebAssembly.validate(RELAXED_SIMD_PROBE);
+  } catch {
+    return false;
+  }
+}
+
 /** Logical cores: `os.availableParallelism()` in Node, `navigator.hardwareConcurrency` elsewhere. */
 export async function coreCount(): Promise<number> {
   if (isNode) {

@@ -1,6 +1,6 @@
 /**
  * The Worker pool (`createPool`) with N = 1 … cores threads, on plain Float32Arrays
- * (`pool-N`) and on views of the simd-threads instance's shared memory, the one the pool's
+ * (`pool-N`) and on views of the shared memory of the pool's build, the one the pool's
  * workers run on (`pool-N-zero-copy`). Calls return promises, so these are async tasks.
  * @module
  */
@@ -17,7 +17,7 @@ function forward(p: Pool, c: Case, zc: boolean): Instance | Promise<Instance> {
     const opts = { out: y, eps: c.eps };
     return { async: true, fn: () => p.rmsNorm(c.x, c.w, opts), outputs: () => ({ y }) };
   }
-  return lib.loadRmsNorm('simd-threads').then((m) => {
+  return lib.loadRmsNorm(p.build).then((m) => {
     const b = wasmBuffers(m, { x: c.x, w: c.w, y: c.x.length });
     const { x, w, y } = b.views();
     const opts = { out: y, eps: c.eps };
@@ -32,7 +32,7 @@ function backward(p: Pool, c: Case, zc: boolean): Instance | Promise<Instance> {
     const opts = { dx, dweight: dw, eps: c.eps };
     return { async: true, fn: () => p.rmsNormBackward(c.dy, c.x, c.w, opts), outputs: () => ({ dx, dw }) };
   }
-  return lib.loadRmsNorm('simd-threads').then((m) => {
+  return lib.loadRmsNorm(p.build).then((m) => {
     const b = wasmBuffers(m, { dy: c.dy, x: c.x, w: c.w, dx: c.x.length, dw: c.dim });
     const { dy, x, w, dx, dw } = b.views();
     const opts = { dx, dweight: dw, eps: c.eps };

@@ -1,8 +1,8 @@
 /**
  * Issue 5's demo page (demo/), served as `npm run demo` serves it: in a cross-origin-isolated
- * page it must say so, load simd-threads and run the pool in threads mode; a run from the UI
- * must check and time every contender and draw them. Without COOP/COEP: simd build, single
- * mode, and the scripted interface (`rmsnormDemo.run`, what `npm run bench:browser` uses)
+ * page it must say so, load simd-relaxed (Chromium has relaxed SIMD) and run the pool in
+ * threads mode; a run from the UI must check and time every contender and draw them. Without
+ * COOP/COEP: simd-relaxed build, single mode, and the scripted interface (`rmsnormDemo.run`, what `npm run bench:browser` uses)
  * still passes every check.
  *
  * The screenshot goes to test-results/demo.png; with UPDATE_SCREENSHOTS=1 (`npm run
@@ -55,11 +55,12 @@ describe('demo page', () => {
     expect(res.headers.get('cross-origin-opener-policy')).toBe('same-origin');
   });
 
-  test('cross-origin isolated: shows simd-threads and threads mode; a run checks, times and charts every contender', async () => {
+  test('cross-origin isolated: shows simd-relaxed and threads mode; a run checks, times and charts every contender', async () => {
     const { page, errors } = await openDemo(isolated);
     expect(await page.textContent('#env-isolated')).toMatch(/^yes/);
-    // init() picks simd even where threads run (load.ts, defaultBuild); the pool has simd-threads
-    expect(await page.textContent('#env-build')).toBe('simd');
+    // init() picks simd-relaxed (Chromium has relaxed SIMD) even where threads run (load.ts,
+    // defaultBuild); the pool has simd-relaxed-threads
+    expect(await page.textContent('#env-build')).toBe('simd-relaxed');
     expect(await page.textContent('#env-pool')).toMatch(/^threads × \d+$/);
 
     await page.selectOption('#preset', '64x4096');
@@ -97,10 +98,10 @@ describe('demo page', () => {
     await page.close();
   }, 120_000);
 
-  test('not isolated: shows simd and single mode; the scripted run passes every check', async () => {
+  test('not isolated: shows simd-relaxed and single mode; the scripted run passes every check', async () => {
     const { page, errors } = await openDemo(plain);
     expect(await page.textContent('#env-isolated')).toMatch(/^no/);
-    expect(await page.textContent('#env-build')).toBe('simd');
+    expect(await page.textContent('#env-build')).toBe('simd-relaxed');
     expect(await page.textContent('#env-pool')).toMatch(/^single/);
     // A string, not a function: vitest's transform would add helpers the page lacks.
     const rows = (await page.evaluate(

@@ -16,11 +16,15 @@ export interface CheckSummary {
   crossOriginIsolated: boolean;
   sharedArrayBuffer: boolean;
   build: string;
+  /** The pool's build (null without a pool). */
+  poolBuild: string | null;
   mode: 'threads' | 'single' | null;
   threads: number | null;
   cases: { shape: string; sync: Ratios; pool: Ratios | null; poolEqualsSync: boolean | null }[];
   hash: string;
   syncHash: string;
+  /** Hashes of the half-precision results per dtype (fixtures/check.js halfChecks). */
+  halfHash: Record<string, string>;
 }
 
 /**
@@ -42,4 +46,41 @@ export function expectChecksPass(r: CheckSummary, withPool = true): void {
       expect.soft(c.poolEqualsSync, `${label} pool bit-identical to sync`).toBe(true);
     }
   }
+}
+
+/** The summary of fixtures/engine-checks.js: a {@link CheckSummary} per build the engine runs. */
+export interface EngineSummary {
+  engine: string;
+  /** Whether the engine validates relaxed SIMD. */
+  relaxed: boolean;
+  /** What `init()` and `createPool()` loaded without a `build`. */
+  defaults: { build: string; poolBuild: string };
+  runs: Record<string, CheckSummary>;
+}
+
+/**
+ * One engine's runs: every build it can run was checked (the relaxed builds exactly where it
+ * has relaxed SIMD), each within tolerance of the float64 reference, each plain build's pool in
+ * threads mode on its threads twin; every float32 and half-precision result bit-identical to
+ * the `simd` run of `ref` (Node); and the defaults are the relaxed builds exactly where the
+ * engine has relaxed SIMD.
+ */
+export function expectEngineChecksPass(r: EngineSummary, ref: EngineSummary): void {
+  const plain = r.relaxed ? ['simd', 'simd-relaxed'] : ['simd'];
+  expect(Object.keys(r.runs).sort()).toEqual(plain.flatMap((b) => [b, `${b}-threads`]).sort());
+  const want = ref.runs.simd!;
+  for (const [build, s] of Object.entries(r.runs)) {
+    expect(s.build, build).toBe(build);
+    const isPlain = plain.includes(build);
+    expectChecksPass(s, isPlain);
+    if (isPlain) {
+      expect(s.mode, build).toBe('threads');
+      expect(s.poolBuild, build).toBe(`${build}-threads`);
+      expect(s.hash, `${build}: pool vs sync`).toBe(s.syncHash);
+    }
+    expect(s.syncHash, `${build}: float32`).toBe(want.syncHash);
+    expect(s.halfHash, `${build}: half precision`).toEqual(want.halfHash);
+  }
+  const b = r.relaxed ? 'simd-relaxed' : 'simd';
+  expect(r.defaults).toEqual({ build: b, poolBuild: `${b}-threads` });
 }

@@ -1,8 +1,8 @@
 /**
  * Issue 15, item 8: the package in Firefox (Debian's firefox-esr, driven by puppeteer-core over
  * WebDriver BiDi). On a cross-origin-isolated page (COOP/COEP and the strict CSP of
- * docs/web-app.md) fixtures/engines.html runs fixtures/check.js on the sync API with the `simd`
- * and the `simd-threads` builds and on the pool, which must run in threads mode; everything is
+ * docs/web-app.md) fixtures/engines.html runs fixtures/engine-checks.js: the sync API on every
+ * build (Firefox has relaxed SIMD) and the pool, which must run in threads mode; everything is
  * checked against the page's float64 reference and must be bit-identical to the same script
  * under Node (test/engines/run-checks.mjs).
  */
@@ -11,16 +11,10 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { Browser } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { expectChecksPass, type CheckSummary } from './expect-checks.js';
+import { expectEngineChecksPass, type EngineSummary } from './expect-checks.js';
 import { firefoxResult, launchFirefox } from './firefox.js';
 import { REPO } from './pack.js';
 import { CSP, serveStatic, type StaticServer } from '../../demo/static-server.js';
-
-interface EngineSummary {
-  engine: string;
-  simd: CheckSummary;
-  simdThreads: CheckSummary;
-}
 
 let browser: Browser | undefined;
 let server: StaticServer | undefined;
@@ -39,25 +33,14 @@ afterAll(async () => {
 });
 
 describe('Firefox ESR', () => {
-  test('is the Debian firefox-esr, on a cross-origin-isolated page', () => {
+  test('is the Debian firefox-esr, on a cross-origin-isolated page, with relaxed SIMD', () => {
     expect(firefox.engine).toMatch(/ Firefox\/\d+/);
-    expect(firefox.simd.crossOriginIsolated).toBe(true);
-    expect(firefox.simd.sharedArrayBuffer).toBe(true);
+    expect(firefox.runs.simd!.crossOriginIsolated).toBe(true);
+    expect(firefox.runs.simd!.sharedArrayBuffer).toBe(true);
+    expect(firefox.relaxed).toBe(true);
   });
 
-  test('sync API on simd and simd-threads, pool in threads mode: within tolerance of the f64 reference', () => {
-    expect(firefox.simd.build).toBe('simd');
-    expect(firefox.simd.mode).toBe('threads');
-    expect(firefox.simd.threads).toBe(2);
-    expectChecksPass(firefox.simd);
-    expect(firefox.simdThreads.build).toBe('simd-threads');
-    expectChecksPass(firefox.simdThreads, false);
-  });
-
-  test("bit-identical to Node's results (sync on both builds, pool)", () => {
-    expect(firefox.simd.syncHash).toBe(node.simd.syncHash);
-    expect(firefox.simdThreads.syncHash).toBe(node.simdThreads.syncHash);
-    expect(firefox.simd.hash).toBe(node.simd.hash);
-    expect(firefox.simd.hash).toBe(firefox.simd.syncHash);
+  test("every build, sync API and pool (threads mode): within tolerance of the f64 reference, bit-identical to Node's results", () => {
+    expectEngineChecksPass(firefox, node);
   });
 });

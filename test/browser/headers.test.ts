@@ -50,7 +50,7 @@ describe('Content-Security-Policy', () => {
   test(`the documented policy (${CSP}) runs init() and the pool's threads`, async () => {
     const r = await underPolicy(CSP);
     expect(r.crossOriginIsolated).toBe(true);
-    expect(r.init).toBe('ok simd'); // init() picks simd; the pool runs simd-threads
+    expect(r.init).toBe('ok simd-relaxed'); // Chromium has relaxed SIMD; the pool runs simd-relaxed-threads
     // [3, 4]: rms = sqrt(12.5), y = [0.8485, 1.1314].
     expect(r.pool).toBe('ok threads 0.8485,1.1314');
   }, 60_000);
@@ -62,7 +62,7 @@ describe('Content-Security-Policy', () => {
 
   test("with worker-src 'none', createPool() rejects (workers cannot start)", async () => {
     const r = await underPolicy(`${CSP.replace("worker-src 'self'", "worker-src 'none'")}`);
-    expect(r.init).toBe('ok simd'); // init() picks simd; the pool runs simd-threads
+    expect(r.init).toBe('ok simd-relaxed'); // Chromium has relaxed SIMD; the pool runs simd-relaxed-threads
     expect(r.pool).toMatch(/^Error: rmsnorm-wasm pool: worker \d+ died while starting/);
   }, 60_000);
 });
@@ -71,7 +71,7 @@ describe('COOP/COEP', () => {
   test('only on the HTML: the page is isolated, but the worker script is blocked and createPool() rejects', async () => {
     const r = await load({ root: ROOT, headersFor: (file) => (file.endsWith('.html') ? ISOLATION_HEADERS : undefined) });
     expect(r.crossOriginIsolated).toBe(true);
-    expect(r.init).toBe('ok simd'); // init() picks simd; the pool runs simd-threads
+    expect(r.init).toBe('ok simd-relaxed'); // Chromium has relaxed SIMD; the pool runs simd-relaxed-threads
     expect(r.pool).toMatch(/^Error: rmsnorm-wasm pool: worker \d+ died while starting/);
   }, 60_000);
 });

@@ -59,15 +59,18 @@ async function checkUrl(url: string): Promise<CheckSummary> {
 
 function expectThreads(r: CheckSummary): void {
   expect(r.crossOriginIsolated).toBe(true);
-  expect(r.build).toBe('simd'); // init()'s build; the pool's mode (threads) is checked next
+  // Chromium has relaxed SIMD: init()'s build, and the pool's threads twin
+  expect(r.build).toBe('simd-relaxed');
   expect(r.mode).toBe('threads');
+  expect(r.poolBuild).toBe('simd-relaxed-threads');
   expectChecksPass(r);
 }
 
 function expectSingle(r: CheckSummary): void {
   expect(r.crossOriginIsolated).toBe(false);
-  expect(r.build).toBe('simd');
+  expect(r.build).toBe('simd-relaxed');
   expect(r.mode).toBe('single');
+  expect(r.poolBuild).toBe('simd-relaxed');
   expectChecksPass(r);
 }
 
@@ -113,8 +116,10 @@ describe('installed tarball', () => {
   test('works from Node with no flags', async () => {
     const { stdout } = await run(process.execPath, ['node-main.js'], { cwd: app, timeout: 60_000 });
     const r = JSON.parse(stdout) as CheckSummary;
-    expect(r.build).toBe('simd'); // init()'s build; the pool's mode (threads) is checked next
+    // Node 20 without its flag has no relaxed SIMD: init()'s build, and the pool's threads twin
+    expect(r.build).toBe(Number(process.versions.node.split('.')[0]) >= 22 ? 'simd-relaxed' : 'simd');
     expect(r.mode).toBe('threads');
+    expect(r.poolBuild).toBe(`${r.build}-threads`);
     expectChecksPass(r);
   }, 90_000);
 

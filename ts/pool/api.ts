@@ -2,6 +2,7 @@
  * The pool's public types: what createPool takes and what it returns.
  * @module
  */
+import { BUILDS, isBuild, isShared, type Build } from '../load.js';
 import type { F32Buffer, U16Buffer } from '../memory.js';
 import { describe } from '../check/arrays.js';
 import { options as checkOptions } from '../check/options.js';
@@ -15,6 +16,12 @@ export interface PoolOptions {
    * calling thread may block (Node), it is one of them.
    */
   threads?: number;
+  /**
+   * The build the workers run: `'simd-relaxed-threads'` or `'simd-threads'` (same bits).
+   * Default: `'simd-relaxed-threads'` where the engine has relaxed SIMD, else `'simd-threads'`.
+   * In 'single' mode the calls run its plain twin (`'simd-relaxed'` / `'simd'`).
+   */
+  build?: 'simd-threads' | 'simd-relaxed-threads';
 }
 
 /** Per-call option of the pool's methods, besides the sync API's options. */
@@ -28,8 +35,10 @@ export interface RmsNormPool {
   /** Workers running: `threads` in 'threads' mode, 0 in 'single' mode. */
   readonly threads: number;
   /** 'threads': workers on shared memory. 'single': no SharedArrayBuffer here, so every call
-   * runs on the calling thread with the `simd` build (same API and results). */
+   * runs on the calling thread with the plain twin of the threads build (same API and results). */
   readonly mode: 'threads' | 'single';
+  /** The build the pool's calls run: a threads build in 'threads' mode, its plain twin in 'single' mode. */
+  readonly build: Build;
   /** As the sync {@link rmsNorm}, resolved when done. Arguments are checked before queueing. */
   rmsNorm<T extends FloatArray = Float32Array>(x: T, weight: FloatArray | null, options?: RmsNormOptions<T> & PoolCallOptions): Promise<T>;
   /** As the sync {@link rmsNormBackward}; dweight has the same bits whatever the thread count. */
@@ -68,7 +77,7 @@ export interface RmsNormPool {
 
 /** Options the pool's methods take beyond the sync API's. */
 export const POOL_KEYS: readonly string[] = ['signal'];
-const CREATE_KEYS: readonly string[] = ['threads'];
+const CREATE_KEYS: readonly string[] = ['threads', 'build'];
 
 /** The AbortSignal of a pool call's options, checked; a TypeError naming `fn` otherwise. */
 export function checkSignal(fn: string, o: unknown): AbortSignal | undefined {
@@ -80,13 +89,26 @@ export function checkSignal(fn: string, o: unknown): AbortSignal | undefined {
   return s as AbortSignal;
 }
 
-/** createPool's options, checked (unknown keys and wrong types are TypeErrors); the thread count if given. */
-export function checkCreateOptions(options: unknown): number | undefined {
-  const t = checkOptions('createPool', options, CREATE_KEYS).threads;
-  if (t === undefined) return undefined;
-  if (typeof t !== 'number') throw new TypeError(`createPool: options.threads must be a number, got ${describe(t)}`);
-  if (!Number.isInteger(t) || t < 1 || t > 256) {
-    throw new RangeError(`createPool: options.threads must be an integer from 1 to 256, got ${t}`);
+/**
+ * createPool's options, checked (unknown keys and wrong types are TypeErrors): the thread
+ * count and the threads build, each undefined when not given.
+ */
+export function checkCreateOptions(options: unknown): { threads?: number; build?: Build } {
+  const o = checkOptions('createPool', options, CREATE_KEYS);
+  const t = o.threads;
+  const b = o.build;
+  if (t !== undefined) {
+    if (typeof t !== 'number') throw new TypeError(`createPool: options.threads must be a number, got ${describe(t)}`);
+    if (!Number.isInteger(t) || t < 1 || t > 256) {
+      throw new RangeError(`createPool: options.threads must be an integer from 1 to 256, got ${t}`);
+    }
   }
-  return t;
+  if (b !== undefined) {
+    if (typeof b !== 'string') throw new TypeError(`createPool: options.build must be a string, got ${describe(b)}`);
+    if (!isBuild(b) || !isShared(b)) {
+      throw new RangeError(`createPool: options.build must be ${THREADS_BUILDS.map((n) => `'${n}'`).join(' or ')}, got '${b}'`);
+    }
+  }
+  return { threads: t as number | undefined, build: b as Build | undefined };
 }
+const THREADS_BUILDS = BUILDS.filter(isShared);

@@ -2,31 +2,37 @@
  * Starting a pool: which builds it runs, how many threads.
  * @module
  */
-import { coreCount, simdSupported, threadsAvailable } from '../platform.js';
+import { defaultBuild, twinOf, type Build } from '../load.js';
+import { coreCount, threadsAvailable } from '../platform.js';
 import type { RmsNorm } from '../rmsnorm.js';
 import { checkCreateOptions, type PoolOptions, type RmsNormPool } from './api.js';
 import { Pool } from './pool.js';
 
 /**
- * Starts a pool of workers that share the `simd-threads` module and its memory with this
- * thread. Views from the pool's `allocF32` (or from `loadRmsNorm('simd-threads')`'s) are used
- * in place; any other Float32Array streams through the pool's 32 MiB window (place.ts).
+ * Starts a pool of workers that share a threads build (`simd-relaxed-threads` or
+ * `simd-threads`) and its memory with this thread. Views from the pool's `allocF32` (or from
+ * `loadRmsNorm` of that build) are used in place; any other Float32Array streams through the
+ * pool's 32 MiB window (place.ts).
  *
  * Where SharedArrayBuffer is unavailable (a page without COOP/COEP headers) the pool is
- * created in `mode: 'single'`: no workers, calls run on the calling thread with the `simd`
- * build, same API and results.
+ * created in `mode: 'single'`: no workers, calls run on the calling thread with the threads
+ * build's plain twin, same API and results.
  *
- * @param options `threads`: threads per job (default: logical core count).
+ * @param options `threads`: threads per job (default: logical core count); `build`: the
+ *   threads build (default: the twin of the sync API's default build).
  */
 export async function createPool(
   options: PoolOptions | undefined,
-  load: (build: 'simd-threads' | 'simd' | 'scalar') => Promise<RmsNorm>,
+  load: (build: Build) => Promise<RmsNorm>,
 ): Promise<RmsNormPool> {
-  const t = checkCreateOptions(options);
-  const plain = await load(simdSupported() ? 'simd' : 'scalar');
+  const { threads: t, build } = checkCreateOptions(options);
+  // `plain` runs the calls on plain arrays that the pool does inline: non-shared memory
+  // copies them faster (load.ts, defaultBuild).
+  const plainBuild = build ? twinOf(build)! : defaultBuild();
+  const plain = await load(plainBuild);
   if (!threadsAvailable()) return new Pool(plain, plain, 0, 1);
   const cores = await coreCount();
-  const pool = new Pool(await load('simd-threads'), plain, t ?? cores, cores);
+  const pool = new Pool(await load(build ?? twinOf(plainBuild) ?? 'simd-threads'), plain, t ?? cores, cores);
   await pool.start();
   return pool;
 }

@@ -12,6 +12,7 @@
  */
 import { canBlock, yieldToEventLoop } from '../platform.js';
 import type { RmsNorm } from '../rmsnorm.js';
+import type { Build } from '../load.js';
 import { heapOf, Scratch, type F32Buffer, type Heap, type U16Buffer } from '../memory.js';
 import { checkBackward, checkForward, type BackwardArgs, type ForwardArgs } from '../check/calls.js';
 import type { FloatArray, RmsNormBackwardOptions, RmsNormBackwardResult, RmsNormOptions } from '../types.js';
@@ -39,11 +40,12 @@ const destroyedError = () => new Error('rmsnorm-wasm pool: the pool was destroye
 export class Pool implements RmsNormPool {
   readonly threads: number;
   readonly mode: 'threads' | 'single';
+  readonly build: Build;
   private readonly heap: Heap;
   private readonly scratch: Scratch;
   private readonly blockRows: number;
   private readonly calls: PoolCalls;
-  /** The instance whose memory the workers share (`simd-threads`; `simd` in single mode). */
+  /** The instance whose memory the workers share (a threads build; its plain twin in single mode). */
   private readonly rn: RmsNorm;
   /** Runs inline calls on plain arrays: non-shared memory copies them faster (load.ts, defaultBuild). */
   private readonly plain: RmsNorm;
@@ -67,6 +69,7 @@ export class Pool implements RmsNormPool {
     this.heap = heapOf(rn.wasm);
     this.blockRows = rn.wasm.exports.dg_block_rows();
     this.mode = threads > 0 ? 'threads' : 'single';
+    this.build = rn.build;
     this.threads = threads;
     this.scratch = new Scratch(this.heap);
     this.calls = new PoolCalls(this.heap, this.scratch, this.blockRows);

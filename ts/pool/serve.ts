@@ -1,11 +1,13 @@
 /**
- * What a pool worker does, in Node or a browser: join the simd-threads module on the pool's
+ * What a pool worker does, in Node or a browser: join the threads module on the pool's
  * shared memory, say ready, then serve jobs from the control block forever (spin a little,
  * then sleep in Atomics.wait on its own word). The two entry files (worker.ts for browsers,
  * worker-node.ts for Node) only supply the message port.
  * @module
  */
-// Static import of the threads build only: a worker bundles without code-splitting.
+// Static import of one glue file: a worker bundles without code-splitting. The pool sends the
+// compiled module, so this glue serves both threads builds: wasm-bindgen writes the same file
+// for both (they differ in target features only; test/relaxed.test.ts compares them).
 import { initSync } from '../../wasm/simd-threads/rmsnorm_wasm.js';
 import type { KernelExports } from '../load.js';
 import { A0, BUSY, EXITING, JOB, MESSAGE, Op, OP, SEQ0, SPIN, STRIDE, work } from './control.js';
