@@ -26,6 +26,8 @@ interface RunJson {
   machine: { cpu: string; cores: number; memoryGB: number };
   node: string;
   v8: string;
+  /** The builds init() and the pool loaded (runs from before this field have none). */
+  builds?: { init: string; pool: string };
   date: string;
   browser?: { name: string; version: string; crossOriginIsolated: boolean };
   shapes: string[];
@@ -90,7 +92,8 @@ function ratios(run: RunJson): string {
 function machine(run: RunJson): string {
   const m = run.machine;
   const where = run.browser ? `${run.browser.name} ${run.browser.version} (headless${run.browser.crossOriginIsolated ? ', cross-origin isolated' : ''})` : `Node ${run.node} (V8 ${run.v8})`;
-  return `${m.cpu}, ${m.cores} cores, ${m.memoryGB} GiB; ${where}; ${run.date.slice(0, 10)}.`;
+  const builds = run.builds ? `; builds: \`init()\` ${run.builds.init}, pool ${run.builds.pool}` : '';
+  return `${m.cpu}, ${m.cores} cores, ${m.memoryGB} GiB; ${where}${builds}; ${run.date.slice(0, 10)}.`;
 }
 
 function runSection(title: string, run: RunJson, command: string, backward: boolean): string {
@@ -219,6 +222,28 @@ function dataset(json: DatasetJson | null): string {
   );
 }
 
+interface SizeJson {
+  builds: Record<string, { wasm: { bytes: number; gzipBytes: number }; glue: { bytes: number; gzipBytes: number } }>;
+}
+
+/** The download-size section: per build, the module and its glue, raw and gzipped. */
+function size(json: SizeJson | null): string {
+  if (!json) return '';
+  const kib = (n: number) => `${(n / 1024).toFixed(0)} KiB`;
+  return [
+    '## Download size',
+    '',
+    'What a page fetches per build (`npm run bench:size`): the `.wasm` module and its JavaScript',
+    'glue, raw and gzip-compressed (level 9). `init()` fetches one plain build; a pool on a',
+    'cross-origin-isolated page also fetches its threads twin (see [web apps](web-app.md)).',
+    '',
+    '| build | .wasm | .wasm gzip | glue gzip |',
+    '|---|---:|---:|---:|',
+    ...Object.entries(json.builds).map(([b, s]) => `| \`${b}\` | ${kib(s.wasm.bytes)} | ${kib(s.wasm.gzipBytes)} | ${(s.glue.gzipBytes / 1024).toFixed(1)} KiB |`),
+    '',
+  ].join('\n');
+}
+
 /** The page, from the results as they are. */
 export function renderBenchmarks(): string {
   const node = read<RunJson>('latest.json');
@@ -248,6 +273,7 @@ export function renderBenchmarks(): string {
   out.push(file(read('file.json')));
   out.push(dataset(read('dataset.json')));
   out.push(pairs('Variants', 'Each variant against what a user would write without it, `npm run bench:variants`', read('variants.json')));
+  out.push(size(read('size.json')));
   return out.filter((s) => s !== '').join('\n').replace(/\n{3,}/g, '\n\n').trimEnd() + '\n';
 }
 

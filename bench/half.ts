@@ -1,6 +1,7 @@
 /**
  * Half-precision storage against float32 and against what a user would write
- * without it, on the `simd` build:
+ * without it, on the build init() picks (`simd-relaxed` where the engine has relaxed SIMD, else
+ * `simd`; env BUILD names another):
  *
  * - bfloat16 / float16 against float32, same shape (so the ratio of times is the ratio of
  *   elements per second): forward and backward, zero-copy (views of wasm memory, outputs
@@ -13,7 +14,8 @@
  * same machine load. Before timing, the half results are checked against the float32 path
  * rounded (forward: within one half ulp).
  *
- * Run: `npm run bench:half` (env ROUNDS, default 5; SHAPES, default 4096x4096,1024x5120,64x4096).
+ * Run: `npm run bench:half` (env ROUNDS, default 5; SHAPES, default 4096x4096,1024x5120,64x4096;
+ * BUILD). With relaxed SIMD on Node 20: `npx tsx --experimental-wasm-relaxed-simd bench/half.ts`.
  * Writes bench/results/half.json.
  * @module
  */
@@ -21,7 +23,7 @@ import { writeBenchmarks } from './docs.js';
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { timePair } from './pairs.js';
-import { loadRmsNorm } from '../dist/index.js';
+import { loadRmsNorm, type Build } from '../dist/index.js';
 import { fromF32Array, halfUlpDiff, parseShape, testRows, testWeight, toF32Array } from '../shared/reference.js';
 
 type Half = 'bfloat16' | 'float16';
@@ -31,7 +33,7 @@ const SHAPES = (process.env.SHAPES ?? '4096x4096,1024x5120,64x4096').split(',').
 /** Shapes too big for the plain-JS comparison (it would take minutes). */
 const BIG = new Set(['4096x4096', '1024x5120']);
 
-const m = await loadRmsNorm('simd');
+const m = await loadRmsNorm(process.env.BUILD as Build | undefined);
 
 // --- The plain-JS way: what a user writes without half support. ---
 const f32 = new Float32Array(1);

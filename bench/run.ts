@@ -24,6 +24,7 @@ import { layerNorm } from './contenders/layernorm.js';
 import { poolContenders, Pools } from './contenders/pool.js';
 import { wasmSync } from './contenders/wasm.js';
 import { DEFAULT_SHAPES, QUICK_SHAPES } from './defaults.js';
+import { instance } from '../dist/index.js';
 import { ATOL, RTOL, caseReference, makeCase } from '../shared/reference.js';
 import { parseShapes, shapeName } from './data.js';
 import { runOrtChild } from './ort-launch.js';
@@ -73,6 +74,10 @@ const contenders: Contender[] = [
   ...byOp(pooled, 'backward'),
   ...(await layerNorm()),
 ];
+// The builds behind the rows: init()'s (wasm-default, wasm-layer) and the pool's; the wasm-simd
+// and wasm-scalar rows name theirs.
+const builds = { init: instance()!.build, pool: (await pools.get(1)).build };
+log(`builds: init() ${builds.init}, pool ${builds.pool}`);
 
 const rows: Row[] = [];
 for (const s of shapes) {
@@ -132,7 +137,7 @@ const machine = {
 const date = new Date().toISOString();
 
 for (const s of shapeNames) {
-  process.stdout.write(`\n== ${s}  (median of tinybench samples; ±rme = 95% margin of error of the mean)\n`);
+  process.stdout.write(`\n== ${s}  (builds: init() ${builds.init}, pool ${builds.pool}; median of tinybench samples; ±rme = 95% margin of error of the mean)\n`);
   process.stdout.write(shapeTable(rows, s) + '\n');
 }
 process.stdout.write(
@@ -148,6 +153,7 @@ const json = {
   machine,
   node: process.versions.node,
   v8: process.versions.v8,
+  builds,
   date,
   quick,
   shapes: shapeNames,
