@@ -4,7 +4,7 @@
  * view survives memory growth; bad input is refused before anything is written.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { allocF32, createRmsNorm, init, instance, rmsNorm, rmsNormBackward } from '../dist/index.js';
+import { allocF32, createRmsNorm, float32ToHalf, init, instance, rmsNorm, rmsNormBackward, type CastingMode, type HalfDtype } from '../dist/index.js';
 import { firstBitDiff, randn, testRows, testWeight } from '../shared/reference.js';
 import { thrown } from './thrown.js';
 
@@ -130,7 +130,8 @@ describe('createRmsNorm', () => {
     const x = testRows(2, dim, 7);
     expect(thrown(() => layer.backward(new Float32Array(dim), x))).toMatchObject({ name: 'RangeError', message: expect.stringMatching(/dy.length/) });
     expect(thrown(() => layer.backward(x, x, { rstd: new Float32Array(3) }))).toMatchObject({ name: 'RangeError', message: expect.stringMatching(/options.rstd.length must be 2/) });
-    expect(thrown(() => layer.setWeight(new Float32Array(3)))).toMatchObject({ name: 'TypeError', message: expect.stringMatching(/96 floats/) });
+    expect(thrown(() => layer.setWeight(new Float32Array(3)))).toMatchObject({ name: 'RangeError', message: 'layer.setWeight: weight.length must be 96 (dim), got 3' });
+    expect(thrown(() => layer.setWeight(new Uint16Array(dim) as never))).toMatchObject({ name: 'TypeError', message: expect.stringMatching(/^layer.setWeight: weight is a Uint16Array.* but the layer's weightDtype is 'float32'/) });
     // nothing was written, and the layer still works
     expect(firstBitDiff(layer.forward(x), rmsNorm(x, w))).toBe(-1);
     layer.free();
@@ -143,5 +144,75 @@ describe('createRmsNorm', () => {
     const none = createRmsNorm(null, { dim });
     none.free();
     expect(thrown(() => none.setWeight(w))).toMatchObject(freed);
+  });
+});
+
+/** The same bit patterns (16-bit arrays compared element by element, as numbers). */
+function sameU16(a: unknown, b: unknown): boolean {
+  const x = a as Uint16Array;
+  const y = b as Uint16Array;
+  return x instanceof Uint16Array && y instanceof Uint16Array && x.length === y.length && x.every((v, i) => v === y[i]);
+}
+
+describe('createRmsNorm with half-precision activations', () => {
+  const dim = 200;
+  const w32 = testWeight(dim, 11);
+  const cases: [HalfDtype, 'float32' | 'same', CastingMode][] = [
+    ['bfloat16', 'float32', 'none'],
+    ['bfloat16', 'same', 'none'],
+    ['bfloat16', 'same', 'llama'],
+    ['float16', 'float32', 'gemma'],
+    ['float16', 'same', 'none'],
+    ['float16', 'same', 'llama'],
+  ];
+
+  it.each(cases)("%s activations, %s weight, castingMode '%s': the bits of rmsNorm / rmsNormBackward, outputs reused", (dtype, wd, castingMode) => {
+    const weight = wd === 'float32' ? w32 : float32ToHalf(w32, dtype);
+    const opts = { dtype, weightDtype: wd === 'float32' ? ('float32' as const) : dtype, castingMode, eps: 1e-5, offset: 0.5 };
+    const layer = createRmsNorm(weight, opts);
+    expect([layer.dtype, layer.weightDtype]).toEqual([dtype, opts.weightDtype]);
+    for (const rows of [1, 9, 300, 9]) {
+      const x = float32ToHalf(testRows(rows, dim, rows), dtype);
+      const dy = float32ToHalf(randn(rows * dim, rows + 3), dtype);
+      const rstd = new Float32Array(rows);
+      const want = rmsNorm(x, weight, { ...opts, rstd });
+      const y = layer.forward(x);
+      expect(y).toBeInstanceOf(Uint16Array);
+      expect(sameU16(y, want)).toBe(true);
+      expect(firstBitDiff(layer.rstd, rstd)).toBe(-1);
+      const wantB = rmsNormBackward(dy, x, weight, opts);
+      for (const o of [undefined, { rstd: layer.rstd }]) {
+        const b = layer.backward(dy, x, o);
+        expect(sameU16(b.dx, wantB.dx)).toBe(true);
+        if (wd === 'float32') expect(firstBitDiff(b.dweight as Float32Array, wantB.dweight as Float32Array)).toBe(-1);
+        else expect(sameU16(b.dweight, wantB.dweight)).toBe(true);
+      }
+      // the same arrays again at the same row count
+      expect(layer.forward(x) === y).toBe(true);
+      const b1 = layer.backward(dy, x);
+      const b2 = layer.backward(dy, x);
+      expect(b1.dx === b2.dx && b1.dweight === b2.dweight).toBe(true);
+    }
+    layer.free();
+  });
+
+  it('bad half arguments: TypeError / RangeError naming them, nothing written', () => {
+    const bf = float32ToHalf(w32, 'bfloat16');
+    expect(thrown(() => createRmsNorm(w32, { dtype: 'float8' as never }))).toMatchObject({ name: 'TypeError', message: expect.stringMatching(/options.dtype/) });
+    expect(thrown(() => createRmsNorm(bf))).toMatchObject({ name: 'TypeError', message: expect.stringMatching(/weight is a Uint16Array: say what it holds with options.weightDtype/) });
+    const layer = createRmsNorm(bf, { dtype: 'bfloat16' });
+    expect(layer.weightDtype).toBe('bfloat16');
+    const x = float32ToHalf(testRows(2, dim, 1), 'bfloat16');
+    const y = layer.forward(x).slice();
+    expect(thrown(() => layer.forward(testRows(2, dim, 1) as never))).toMatchObject({
+      name: 'TypeError',
+      message: expect.stringMatching(/^layer.forward: x is a Float32Array.* but the layer's dtype is 'bfloat16'/),
+    });
+    expect(thrown(() => layer.backward(x, new Uint16Array(dim)))).toMatchObject({ name: 'RangeError', message: expect.stringMatching(/dy.length/) });
+    expect(thrown(() => layer.setWeight(w32 as never))).toMatchObject({ name: 'TypeError', message: expect.stringMatching(/weightDtype is 'bfloat16'/) });
+    expect(sameU16(layer.forward(x), y)).toBe(true);
+    layer.setWeight(float32ToHalf(testWeight(dim, 12), 'bfloat16'));
+    expect(sameU16(layer.forward(x), rmsNorm(x, float32ToHalf(testWeight(dim, 12), 'bfloat16'), { dtype: 'bfloat16' }))).toBe(true);
+    layer.free();
   });
 });

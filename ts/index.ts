@@ -151,13 +151,18 @@ export function rmsNormBackward<T extends FloatArray = Float32Array, W extends F
  * const norm = createRmsNorm(weight);            // weight: dim floats (copied), eps 1e-6
  * const y = norm.forward(x);                     // x: rows × dim; y valid until the next forward
  * const { dx, dweight } = norm.backward(dy, x, { rstd: norm.rstd });
+ * const bf = createRmsNorm(weight, { dtype: 'bfloat16' }); // x, y, dy, dx: bfloat16 bits
  * ```
  *
- * @param weight The gain (`dim` floats; copied — see `setWeight`), or null for none.
- * @param options `dim` (default `weight.length`, required without weight), `eps` (default 1e-6).
+ * @param weight The gain (`dim` elements: Float32Array, Float16Array, or Uint16Array of half
+ *   bits with `weightDtype`; copied — see `setWeight`), or null for none.
+ * @param options `dim` (default `weight.length`, required without weight), `eps` (default
+ *   1e-6), `offset` (default 0), `partial` (default 1), `dtype` (the activations': 'float32'
+ *   by default, 'float16', 'bfloat16'), `weightDtype` (default the weight's type), `castingMode`
+ *   (default 'none'): see {@link RmsNormLayerOptions}.
  * @throws TypeError / RangeError naming the bad argument.
  */
-export function createRmsNorm(weight: Float32Array | null, options?: RmsNormLayerOptions): RmsNormLayer {
+export function createRmsNorm<W extends FloatArray = Float32Array>(weight: W | null, options?: RmsNormLayerOptions): RmsNormLayer<W> {
   return ready('createRmsNorm').createLayer(weight, options);
 }
 

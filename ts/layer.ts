@@ -6,11 +6,12 @@
  * options object to check.
  * @module
  */
-import type { F32Buffer } from './memory.js';
-import { checkRows, describe, KIND_F32 } from './check/arrays.js';
+import type { F32Buffer, U16Buffer } from './memory.js';
+import { DTYPE_NAMES, KIND_F16, KIND_F32, kindOf, rowsOf, typed } from './check/arrays.js';
 import { checkLayerOptions, checkLayerRstd, type BackwardArgs, type ForwardArgs } from './check/calls.js';
+import { Dtype as DT } from './abi.js';
 import type { Params } from './ops.js';
-import type { FloatArray, RmsNormBackwardResult } from './types.js';
+import type { CastingMode, Dtype, FloatArray, RmsNormBackwardResult } from './types.js';
 
 /**
  * What a layer needs of the instance it runs on (rmsnorm.ts's RmsNorm): memory for its weight
@@ -19,6 +20,7 @@ import type { FloatArray, RmsNormBackwardResult } from './types.js';
  */
 export interface LayerHost {
   allocF32(length: number): F32Buffer;
+  allocU16(length: number): U16Buffer;
   forwardChecked(a: ForwardArgs, fn: string): FloatArray;
   backwardChecked(a: BackwardArgs, fn: string): RmsNormBackwardResult<FloatArray, FloatArray>;
 }
@@ -33,6 +35,19 @@ export interface RmsNormLayerOptions {
   offset?: number;
   /** pRMSNorm: rstd from the first `ceil(partial · dim)` elements of each row, `0 < partial ≤ 1`. Default 1. */
   partial?: number;
+  /**
+   * The activations' storage (`x`, `dy` and the layer's `y`, `dx`): `'float32'` (default,
+   * Float32Array), `'float16'` (Float16Array or Uint16Array of bit patterns) or `'bfloat16'`
+   * (Uint16Array of bit patterns). The math is float32 either way.
+   */
+  dtype?: Dtype;
+  /**
+   * The weight's storage (and dweight's): default the weight's own type (Float32Array:
+   * float32, Float16Array: float16), and for a Uint16Array `dtype`. May differ from `dtype`.
+   */
+  weightDtype?: Dtype;
+  /** Where half-precision results are rounded, as in {@link rmsNorm}: 'none' (default), 'llama', 'gemma'. */
+  castingMode?: CastingMode;
 }
 
 /** Options of {@link RmsNormLayer.backward}. */
@@ -45,10 +60,11 @@ export interface RmsNormLayerBackwardOptions {
  * RMSNorm bound to a weight, `eps` and row length, owning its outputs; see
  * {@link createRmsNorm}. Results are arrays the layer reuses: **valid until the next call of
  * the same method** on this layer (copy them, e.g. `y.slice()`, to keep them longer). The
- * bits are those of the one-off {@link rmsNorm} / {@link rmsNormBackward} calls.
+ * bits are those of the one-off {@link rmsNorm} / {@link rmsNormBackward} calls with the same
+ * options. `W` is the weight's array type (and dweight's).
  */
-export class RmsNormLayer {
-  /** Row length (floats). */
+export class RmsNormLayer<W extends FloatArray = Float32Array> {
+  /** Row length (elements). */
   readonly dim: number;
   /** eps, inside the root. */
   readonly eps: number;
@@ -56,15 +72,23 @@ export class RmsNormLayer {
   readonly offset: number;
   /** Elements of each row rstd is estimated from (`dim` unless `partial` was given). */
   readonly stat: number;
-  /** The kernel's scalars, checked once at creation. */
-  private readonly params: Params;
+  /** The activations' storage. */
+  readonly dtype: Dtype;
+  /** The weight's (and dweight's) storage. */
+  readonly weightDtype: Dtype;
+  /** The kernel's scalars, checked once at creation: the forward's and the backward's. */
+  private readonly fwd: Params;
+  private readonly bwd: Params;
+  private readonly act: number;
+  private readonly wdt: number;
   private readonly rn: LayerHost;
-  private w: F32Buffer | null;
-  private wView: Float32Array | null = null;
-  private readonly y = new Owned();
-  private readonly rstdOut = new Owned();
-  private readonly dx = new Owned();
-  private dw: Float32Array | null;
+  private w: F32Buffer | U16Buffer | null;
+  private wView: Float32Array | Uint16Array | null = null;
+  private readonly y: Owned;
+  private readonly rstdOut = new Owned(DT.float32);
+  private readonly dx: Owned;
+  /** dweight, in the weight's storage and of the type the weight was given as. */
+  private readonly dw: { placed: Float32Array | Uint16Array; given: FloatArray } | null;
   private freed = false;
 
   /** @internal Use {@link createRmsNorm} or `RmsNorm.createLayer`. */
@@ -72,71 +96,91 @@ export class RmsNormLayer {
     const o = checkLayerOptions('createRmsNorm', weight, options);
     this.rn = rn;
     this.dim = o.dim;
-    this.params = o.params;
-    this.eps = o.params.eps;
-    this.offset = o.params.offset;
-    this.stat = o.params.stat;
-    this.w = o.weight ? rn.allocF32(o.dim) : null;
-    this.dw = o.weight ? new Float32Array(o.dim) : null;
-    if (o.weight) this.weight()!.set(o.weight);
+    this.fwd = o.forward;
+    this.bwd = o.backward;
+    this.eps = o.forward.eps;
+    this.offset = o.forward.offset;
+    this.stat = o.forward.stat;
+    this.act = o.act;
+    this.wdt = o.forward.wdt;
+    this.dtype = DTYPE_NAMES[o.act]!;
+    this.weightDtype = DTYPE_NAMES[this.wdt]!;
+    this.y = new Owned(o.act);
+    this.dx = new Owned(o.act);
+    if (o.weight) {
+      this.w = this.wdt === DT.float32 ? rn.allocF32(o.dim) : rn.allocU16(o.dim);
+      this.weight()!.set(o.weight as never);
+      const placed = this.wdt === DT.float32 ? new Float32Array(o.dim) : new Uint16Array(o.dim);
+      this.dw = { placed, given: asKind(placed, kindOf(weight)) };
+    } else {
+      this.w = null;
+      this.dw = null;
+    }
   }
 
   /**
-   * Forward over `x` (`rows × dim`, any number of rows). Returns the layer's output array
-   * (`x.length` floats), valid until the next `forward`; {@link rstd} then holds one rstd per row.
+   * Forward over `x` (`rows × dim` elements of the layer's `dtype`, any number of rows).
+   * Returns the layer's output array (`x.length` elements, of `x`'s type), valid until the
+   * next `forward`; {@link rstd} then holds one rstd per row.
    * @throws TypeError / RangeError on a bad `x`, before anything is written.
    */
-  forward(x: Float32Array): Float32Array {
-    const rows = this.rows('forward', 'x', x);
+  forward<T extends FloatArray = Float32Array>(x: T): T {
+    const xa = this.rows('forward', 'x', x);
+    const rows = xa.length / this.dim;
     const y = this.y.take(x.length);
-    const rstd = this.rstdOut.take(rows);
-    const { dim, params } = this;
+    const rstd = this.rstdOut.take(rows) as Float32Array;
+    const { dim } = this;
     // The outputs are the layer's own plain arrays: apart from x unless x is one of them (a
     // result passed back in), which one buffer read tells.
-    const xb = x.buffer;
+    const xb = xa.buffer;
     const outputsApart = xb !== this.y.buffer && xb !== this.rstdOut.buffer;
-    const a = { x, weight: this.weight(), out: y, outGiven: y, rstd, residual: null, h: null, rows, dim, params, xKind: KIND_F32, outputsApart };
-    return this.rn.forwardChecked(a, 'layer.forward') as Float32Array;
+    const xKind = kindOf(x);
+    const a = { x: xa, weight: this.weight(), out: y, outGiven: y, rstd, residual: null, h: null, rows, dim, params: this.fwd, xKind, outputsApart };
+    this.rn.forwardChecked(a, 'layer.forward');
+    return this.y.given(xKind) as T;
   }
 
   /** The rstd of each row of the last {@link forward} (valid until the next one). */
   get rstd(): Float32Array {
     this.live('rstd');
-    return this.rstdOut.last;
+    return this.rstdOut.last as Float32Array;
   }
 
   /**
-   * Backward for `dy` and the forward's input `x` (both `rows × dim`). Returns the layer's
-   * `dx` and `dweight` (null without a weight), valid until the next `backward`.
+   * Backward for `dy` and the forward's input `x` (both `rows × dim`, of the layer's `dtype`).
+   * Returns the layer's `dx` (of `dy`'s type) and `dweight` (the weight's dtype and type; null
+   * without a weight), valid until the next `backward`.
    * @param options `rstd`: the forward's (`layer.rstd`), else recomputed from `x`.
    * @throws TypeError / RangeError on bad arguments, before anything is written.
    */
-  backward(dy: Float32Array, x: Float32Array, options?: RmsNormLayerBackwardOptions): RmsNormBackwardResult {
-    const rows = this.rows('backward', 'x', x);
-    this.rows('backward', 'dy', dy);
-    if (dy.length !== x.length) throw new RangeError(`layer.backward: dy.length (${dy.length}) must equal x.length (${x.length})`);
+  backward<T extends FloatArray = Float32Array>(dy: T, x: T, options?: RmsNormLayerBackwardOptions): RmsNormBackwardResult<T, W> {
+    const xa = this.rows('backward', 'x', x);
+    const dya = this.rows('backward', 'dy', dy);
+    if (dya.length !== xa.length) throw new RangeError(`layer.backward: dy.length (${dya.length}) must equal x.length (${xa.length})`);
+    const rows = xa.length / this.dim;
     const rstd = checkLayerRstd('layer.backward', options, rows);
-    const dx = this.dx.take(x.length);
+    const dx = this.dx.take(xa.length);
     const weight = this.w ? this.weight() : null;
-    const { dim, params } = this;
-    const dweight = this.dw;
+    const { dim } = this;
+    const dweight = this.dw?.placed ?? null;
     // dx and dweight are the layer's own: apart unless an input is one of its arrays.
-    const outputsApart = !this.owns(dy.buffer) && !this.owns(x.buffer) && (rstd === null || !this.owns(rstd.buffer));
+    const outputsApart = !this.owns(dya.buffer) && !this.owns(xa.buffer) && (rstd === null || !this.owns(rstd.buffer));
+    const xKind = kindOf(dy);
     const a = {
-      dy, x, weight, rstd, dresidual: null, dx, dxGiven: dx, dweight, dweightGiven: dweight,
-      rows, dim, params, xKind: KIND_F32, wKind: KIND_F32, outputsApart,
+      dy: dya, x: xa, weight, rstd, dresidual: null, dx, dxGiven: dx, dweight, dweightGiven: dweight,
+      rows, dim, params: this.bwd, xKind, wKind: KIND_F32, outputsApart,
     };
-    return this.rn.backwardChecked(a, 'layer.backward') as RmsNormBackwardResult;
+    this.rn.backwardChecked(a, 'layer.backward');
+    return { dx: this.dx.given(xKind) as T, dweight: (this.dw?.given ?? null) as W | null };
   }
 
-  /** Replaces the weight's values (`dim` floats; the layer was created with a weight). */
-  setWeight(weight: Float32Array): void {
+  /** Replaces the weight's values (`dim` elements of the weight's dtype; the layer was created with a weight). */
+  setWeight(weight: W): void {
     this.live('setWeight');
     if (!this.w) throw new TypeError('layer.setWeight: this layer was created without a weight');
-    if (!ArrayBuffer.isView(weight) || !(weight instanceof Float32Array) || weight.length !== this.dim) {
-      throw new TypeError(`layer.setWeight: weight must be a Float32Array of ${this.dim} floats, got ${describe(weight)}`);
-    }
-    this.weight()!.set(weight);
+    const w = typed('layer.setWeight', 'weight', weight, this.wdt, "the layer's weightDtype");
+    if (w.length !== this.dim) throw new RangeError(`layer.setWeight: weight.length must be ${this.dim} (dim), got ${w.length}`);
+    this.weight()!.set(w as never);
   }
 
   /** Gives the weight's wasm memory back; the layer throws afterwards. */
@@ -155,13 +199,15 @@ export class RmsNormLayer {
 
   /** Whether `b` is the buffer of one of the layer's own arrays (its outputs, dweight). */
   private owns(b: ArrayBufferLike): boolean {
-    return b === this.dx.buffer || b === this.y.buffer || b === this.rstdOut.buffer || (this.dw !== null && b === this.dw.buffer);
+    return b === this.dx.buffer || b === this.y.buffer || b === this.rstdOut.buffer || (this.dw !== null && b === this.dw.placed.buffer);
   }
 
-  /** Rows of `a`, checked: a Float32Array whose length is a multiple of dim. */
-  private rows(fn: string, name: string, a: unknown): number {
+  /** `a` checked: of the layer's dtype (as a Uint16Array for half data), a whole number of rows. */
+  private rows(fn: string, name: string, a: unknown): Float32Array | Uint16Array {
     this.live(fn);
-    return checkRows(`layer.${fn}`, name, a, this.dim);
+    const d = typed(`layer.${fn}`, name, a, this.act, "the layer's dtype");
+    rowsOf(`layer.${fn}`, name, d, this.dim);
+    return d;
   }
 
   /** Throws a TypeError when the layer was freed: its weight's memory may belong to something else now. */
@@ -175,32 +221,58 @@ export class RmsNormLayer {
    * The weight's view of wasm memory (null without a weight), re-made when the memory grew:
    * growth detaches the views of non-shared memory, and a detached view has length 0.
    */
-  private weight(): Float32Array | null {
+  private weight(): Float32Array | Uint16Array | null {
     if (this.w === null) return null;
     if (this.wView === null || this.wView.length === 0) this.wView = this.w.view();
     return this.wView;
   }
 }
 
+/** A Float16Array over the bits of `a` when `kind` is KIND_F16 (the caller gave one), else `a`. */
+function asKind(a: Float32Array | Uint16Array, kind: number): FloatArray {
+  if (kind !== KIND_F16) return a;
+  const F16 = (globalThis as unknown as { Float16Array: new (b: ArrayBufferLike, o: number, n: number) => FloatArray }).Float16Array;
+  return new F16(a.buffer, a.byteOffset, a.length);
+}
+
 /**
- * An output array the layer reuses: it grows to the largest size asked for, and a smaller
- * size is a view of its start (kept while the size repeats), so alternating shapes do not
- * allocate either.
+ * An output array the layer reuses (Float32Array, or Uint16Array for half data): it grows to
+ * the largest size asked for, and a smaller size is a view of its start (kept while the size
+ * repeats), so alternating shapes do not allocate either.
  */
 class Owned {
-  private backing = new Float32Array(0);
+  private backing: Float32Array | Uint16Array;
   /** The backing array's buffer: every array handed out is a view of it. */
-  buffer: ArrayBufferLike = this.backing.buffer;
+  buffer: ArrayBufferLike;
   /** The array last handed out. */
-  last = new Float32Array(0);
+  last: Float32Array | Uint16Array;
+  /** A Float16Array over `last`, made when a caller gave Float16Arrays. */
+  private lastF16: FloatArray | null = null;
 
-  take(n: number): Float32Array {
+  constructor(private readonly dt: number) {
+    this.backing = this.make(0);
+    this.buffer = this.backing.buffer;
+    this.last = this.backing;
+  }
+
+  private make(n: number): Float32Array | Uint16Array {
+    return this.dt === DT.float32 ? new Float32Array(n) : new Uint16Array(n);
+  }
+
+  take(n: number): Float32Array | Uint16Array {
     if (this.last.length === n) return this.last;
     if (this.backing.length < n) {
-      this.backing = new Float32Array(n);
+      this.backing = this.make(n);
       this.buffer = this.backing.buffer;
     }
     this.last = n === this.backing.length ? this.backing : this.backing.subarray(0, n);
+    this.lastF16 = null;
     return this.last;
+  }
+
+  /** `last` as the caller's kind of array (KIND_F16: a Float16Array over it, the same one while `last` stays). */
+  given(kind: number): FloatArray {
+    if (kind !== KIND_F16) return this.last;
+    return (this.lastF16 ??= asKind(this.last, kind));
   }
 }

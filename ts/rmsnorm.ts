@@ -124,10 +124,12 @@ export class RmsNorm {
   /**
    * An RMSNorm bound to `weight` (copied into this module's memory; `null` for none) and
    * options, owning its outputs: see {@link RmsNormLayer}.
-   * @param options `dim` (default `weight.length`), `eps` (default 1e-6).
+   * @param options `dim` (default `weight.length`), `eps` (default 1e-6), `offset`, `partial`,
+   *   `dtype` (the activations', default 'float32'), `weightDtype`, `castingMode`: see
+   *   {@link RmsNormLayerOptions}.
    */
-  createLayer(weight: Float32Array | null, options?: RmsNormLayerOptions): RmsNormLayer {
-    return new RmsNormLayer(this, weight, options);
+  createLayer<W extends FloatArray = Float32Array>(weight: W | null, options?: RmsNormLayerOptions): RmsNormLayer<W> {
+    return new RmsNormLayer<W>(this, weight, options);
   }
 
   /**

@@ -25,6 +25,8 @@ export interface CheckSummary {
   syncHash: string;
   /** Hashes of the half-precision results per dtype (fixtures/check.js halfChecks). */
   halfHash: Record<string, string>;
+  /** createRmsNorm on half data gave the one-off calls' bits (Float16Arrays in and out where the engine has them). */
+  halfLayerSame: boolean;
 }
 
 /**
@@ -80,6 +82,7 @@ export function expectEngineChecksPass(r: EngineSummary, ref: EngineSummary): vo
     }
     expect(s.syncHash, `${build}: float32`).toBe(want.syncHash);
     expect(s.halfHash, `${build}: half precision`).toEqual(want.halfHash);
+    expect(s.halfLayerSame, `${build}: createRmsNorm on half data`).toBe(true);
   }
   const b = r.relaxed ? 'simd-relaxed' : 'simd';
   expect(r.defaults).toEqual({ build: b, poolBuild: `${b}-threads` });

@@ -150,24 +150,39 @@ export function checkBackward(
   };
 }
 
-const LAYER_KEYS: readonly string[] = ['dim', 'eps', 'offset', 'partial'];
+const LAYER_KEYS: readonly string[] = ['dim', 'eps', 'offset', 'partial', ...DTYPE_KEYS];
 
-/** createRmsNorm's checked arguments: float32 throughout, so `params.dtypes` and `params.wdt` are 0. */
+/** createRmsNorm's checked arguments. */
 export interface LayerArgs {
-  weight: Float32Array | null;
+  /** The weight as the kernel reads it (half data as a Uint16Array), or null. */
+  weight: Data | null;
   dim: number;
-  params: Params;
+  /** The activations' dtype code (DT). */
+  act: number;
+  /** The forward's and the backward's kernel scalars (they differ in the llama casting bit). */
+  forward: Params;
+  backward: Params;
 }
 
-/** Checks createRmsNorm's arguments: the weight (or null), dim, eps, offset and partial, as the forward checks them. */
+/**
+ * Checks createRmsNorm's arguments: the weight (or null), dim, eps, offset, partial and the
+ * dtypes, as the forward and backward check them (the activations' dtype is options.dtype,
+ * float32 when absent: there is no x yet to tell).
+ */
 export function checkLayerOptions(fn: string, weight: unknown, opts: unknown): LayerArgs {
   const o = options(fn, opts, LAYER_KEYS);
-  const w = weight === null || weight === undefined ? null : f32(fn, 'weight', weight);
+  const act = actDtype(fn, 'x', undefined, o.dtype);
+  const wdt = weightDtype(fn, weight, o.weightDtype, act);
+  const w = weightOf(fn, weight, wdt);
   const dim = dimOf(fn, w, o.dim);
-  const params: Params = Object.freeze({
-    eps: eps(fn, o.eps), offset: offsetOf(fn, o.offset, w), stat: partialOf(fn, o.partial, dim), dtypes: DT.float32, wdt: DT.float32,
-  });
-  return { weight: w, dim, params };
+  const e = eps(fn, o.eps);
+  const offset = offsetOf(fn, o.offset, w);
+  const stat = partialOf(fn, o.partial, dim);
+  const llama = castingBits(fn, o.castingMode);
+  const llamaW = llama !== 0 && w !== null && wdt === act && act !== DT.float32 ? LLAMA_W : 0;
+  const forward: Params = Object.freeze({ eps: e, offset, stat, dtypes: act | llama, wdt });
+  const backward: Params = Object.freeze({ eps: e, offset, stat, dtypes: act | llama | llamaW, wdt });
+  return { weight: w, dim, act, forward, backward };
 }
 
 const LAYER_BACKWARD_KEYS: readonly string[] = ['rstd'];
