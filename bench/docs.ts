@@ -269,6 +269,14 @@ export function renderBenchmarks(): string {
   if (node) out.push(runSection('Node', node, 'npm run bench', true));
   if (browser) out.push(runSection('Browser', browser, 'npm run bench:browser', true));
   out.push(pairs('Half precision', 'float16 and bfloat16 storage against float32, and the default call against a plain-JS loop on the same data, `npm run bench:half`', read('half.json')));
+  const hb = read<{ rows: PairRow[]; date: string; browser: { version: string }; builds: string[] }>('half-browser.json');
+  out.push(
+    pairs(
+      'Half precision in the browser',
+      `The same pairs in Chromium ${hb?.browser.version ?? ''} (headless) on each SIMD build it runs (${(hb?.builds ?? []).join(', ')}), zero-copy, and the relaxed-SIMD build against the plain one on the same half data, \`npm run bench:browser\``,
+      hb,
+    ),
+  );
   out.push(pool(read('pool.json')));
   out.push(file(read('file.json')));
   out.push(dataset(read('dataset.json')));

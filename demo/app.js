@@ -8,6 +8,7 @@
  */
 import * as lib from '../dist/index.js';
 import { benchKernels } from './bench-kernels.js';
+import { halfPairs } from './half-pairs.js';
 import { clockResolution, contenders, derive, makeCase, measure, ortWebContender, parseShape, reference } from './runner.js';
 
 const $ = (/** @type {string} */ id) => /** @type {HTMLElement} */ (document.getElementById(id));
@@ -307,5 +308,8 @@ ready.then(
   },
 );
 
-/** The scripting interface: `await rmsnormDemo.ready`, then `await rmsnormDemo.run({ shapes, ops, budgetMs })`. */
-Object.assign(globalThis, { rmsnormDemo: { ready, env, run } });
+/**
+ * The scripting interface: `await rmsnormDemo.ready`, then `await rmsnormDemo.run({ shapes, ops,
+ * budgetMs })`, or `await rmsnormDemo.halfPairs({ shapes, rounds, budgetMs })` (half-pairs.js).
+ */
+Object.assign(globalThis, { rmsnormDemo: { ready, env, run, halfPairs: (cfg) => halfPairs(lib, cfg) } });

@@ -2,7 +2,9 @@
  * `npm run bench:browser`: the demo page's benchmark, run headless in Debian's Chromium, written
  * in the JSON format of `npm run bench` (bench/run.ts) to bench/results/browser.json, with the
  * same derived columns, comparisons and summary (computed by bench/report.ts) and a chart
- * (bench/svg.ts) in browser.svg.
+ * (bench/svg.ts) in browser.svg; then half precision against float32 on every SIMD build the
+ * browser runs (demo/half-pairs.js), in the format of `npm run bench:half`, to
+ * bench/results/half-browser.json.
  *
  * Usage: tsx demo/bench-browser.ts [--shapes 64x4096,1x896] [--quick] [--out DIR]
  *                                  [--budget MS] [--no-isolation]
@@ -11,6 +13,7 @@
  *   --out           directory for browser.json and browser.svg (default bench/results)
  *   --budget        sampling time per contender and shape, ms (default 500)
  *   --no-isolation  serve without COOP/COEP: the pool runs in single mode
+ *   --half-shapes   ROWSxDIM list of the half-precision pairs (default 4096x4096,1024x5120,64x4096)
  *
  * Tables go to stdout, progress to stderr.
  * @module
@@ -40,11 +43,12 @@ const { values: args } = parseArgs({
     out: { type: 'string' },
     budget: { type: 'string' },
     'no-isolation': { type: 'boolean', default: false },
+    'half-shapes': { type: 'string' },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
 if (args.help) {
-  process.stdout.write('tsx demo/bench-browser.ts [--shapes 64x4096,1x896] [--quick] [--out DIR] [--budget MS] [--no-isolation]\n');
+  process.stdout.write('tsx demo/bench-browser.ts [--shapes 64x4096,1x896] [--quick] [--out DIR] [--budget MS] [--no-isolation] [--half-shapes 4096x4096]\n');
   process.exit(0);
 }
 const quick = args.quick!;
@@ -53,6 +57,7 @@ const budgetMs = Number(args.budget ?? (quick ? 20 : 500));
 if (!(budgetMs > 0)) throw new RangeError(`--budget must be a positive number of ms, got ${args.budget}`);
 const outDir = resolve(args.out ?? (quick ? join(RESULTS, 'quick') : RESULTS));
 const isolated = !args['no-isolation'];
+const halfShapes = args['half-shapes'] ? parseShapes(args['half-shapes']).map(shapeName) : quick ? ['8x256'] : ['4096x4096', '1024x5120', '64x4096'];
 const log = (s: string) => process.stderr.write(s + '\n');
 const started = Date.now();
 
@@ -73,6 +78,7 @@ const browser = await launchChromium();
 const chromiumVersion = browser.version();
 let rows: Row[];
 let env: PageEnv;
+let half: { builds: string[]; rows: { shape: string; pair: string; ratio: number }[] };
 try {
   const { page, errors } = await openPage(browser);
   await page.exposeFunction('__benchProgress', (row: Row) => log(progressLine(row)));
@@ -105,6 +111,19 @@ try {
       )) as Row[]),
     );
     if (errs.length) log(`page errors (onnxruntime-web, ${threads} threads):\n${errs.join('\n')}`);
+    await p.close();
+  }
+  // Half precision, in a page of its own (its arrays are large).
+  {
+    const { page: p, errors: errs } = await openPage(browser);
+    await p.exposeFunction('__halfProgress', (r: { shape: string; pair: string; ratio: number }) => log(`${r.shape} ${r.pair}: ${r.ratio.toFixed(2)}×`));
+    await p.goto(`${server.url}demo/`);
+    await p.evaluate(() => (globalThis as unknown as { rmsnormDemo: { ready: Promise<unknown> } }).rmsnormDemo.ready);
+    const halfCfg = { shapes: halfShapes, rounds: quick ? 1 : 5, budgetMs: quick ? 20 : 200, minBatchMs: Math.max(1, 200 * env.clockResolutionMs) };
+    half = (await p.evaluate(
+      `globalThis.rmsnormDemo.halfPairs({ ...${JSON.stringify(halfCfg)}, onRow: (r) => globalThis.__halfProgress(r) })`,
+    )) as typeof half;
+    if (errs.length) log(`page errors (half precision):\n${errs.join('\n')}`);
     await p.close();
   }
 } finally {
@@ -181,6 +200,13 @@ writeFileSync(
   renderSvg(rows, shapeNames, 'rmsnorm-wasm in Chromium: RMSNorm float32 throughput', `${cpu}, ${machine.cores} cores, Chromium ${chromiumVersion} (${env.crossOriginIsolated ? 'cross-origin isolated' : 'not isolated'}), ${date.slice(0, 10)}`),
 );
 log(`wrote ${join(outDir, 'browser.json')} and browser.svg (${json.durationS} s)`);
+process.stdout.write(`\nHalf precision (zero-copy; ratio = baseline time ÷ the other's, median of rounds), builds ${half.builds.join(', ')}:\n`);
+for (const r of half.rows) process.stdout.write(`  ${r.shape.padEnd(10)} ${r.pair.padEnd(52)} ${r.ratio.toFixed(2)}\n`);
+writeFileSync(
+  join(outDir, 'half-browser.json'),
+  JSON.stringify({ date, browser: { name: 'chromium', version: chromiumVersion, crossOriginIsolated: env.crossOriginIsolated }, builds: half.builds, rows: half.rows }, null, 2) + '\n',
+);
+log(`wrote ${join(outDir, 'half-browser.json')}`);
 if (outDir === resolve(RESULTS)) {
   writeBenchmarks();
   log(`wrote ${BENCHMARKS_MD}`);

@@ -2,7 +2,9 @@
  * `npm run bench:browser` (demo/bench-browser.ts) in its quick mode, into a temporary folder:
  * it must drive the demo page headless and write browser.json in the format of `npm run bench`
  * (bench/run.ts's top-level keys, bench/types.ts rows), every row checked against the float64
- * reference and timed, plus browser.svg. No timing is asserted.
+ * reference and timed, plus browser.svg; and half-browser.json, half precision against float32
+ * on both SIMD builds (Chromium has relaxed SIMD) and the relaxed build against the plain one,
+ * every pair timed. No timing is asserted.
  */
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -46,4 +48,16 @@ test('quick headless run writes bench-format JSON with every row checked and tim
   }
   const svg = await readFile(join(out, 'browser.svg'), 'utf8');
   expect(svg).toMatch(/^<svg[\s\S]*<\/svg>\s*$/);
+  const half = JSON.parse(await readFile(join(out, 'half-browser.json'), 'utf8'));
+  expect(half.builds).toEqual(['simd', 'simd-relaxed']);
+  const pairs = (half.rows as { shape: string; pair: string; ratio: number; baselineUs: number; halfUs: number }[]);
+  const want = ['bfloat16', 'float16'].flatMap((dt) =>
+    ['forward', 'backward'].flatMap((op) => [`${dt} ${op} zero-copy vs float32, simd`, `${dt} ${op} zero-copy vs float32, simd-relaxed`, `${dt} ${op} zero-copy, simd-relaxed vs simd`]),
+  );
+  expect(pairs.map((r) => r.pair)).toEqual(want);
+  for (const r of pairs) {
+    expect(r.ratio, r.pair).toBeGreaterThan(0);
+    expect(r.baselineUs, r.pair).toBeGreaterThan(0);
+    expect(r.halfUs, r.pair).toBeGreaterThan(0);
+  }
 }, 150_000);
