@@ -268,7 +268,9 @@ export function renderBenchmarks(): string {
   ];
   if (node) out.push(runSection('Node', node, 'npm run bench', true));
   if (browser) out.push(runSection('Browser', browser, 'npm run bench:browser', true));
-  out.push(pairs('Half precision', 'float16 and bfloat16 storage against float32, and the default call against a plain-JS loop on the same data, `npm run bench:half`', read('half.json')));
+  const half = read<{ rows: PairRow[]; date: string; build?: string; node?: string }>('half.json');
+  const halfOn = half?.build ? ` on the \`${half.build}\` build, Node ${half.node}` : '';
+  out.push(pairs('Half precision', `float16 and bfloat16 storage against float32, and the default call against a plain-JS loop on the same data, \`npm run bench:half\`${halfOn}`, half));
   const hb = read<{ rows: PairRow[]; date: string; browser: { version: string }; builds: string[] }>('half-browser.json');
   out.push(
     pairs(
