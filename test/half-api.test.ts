@@ -626,7 +626,7 @@ describe('the same bits from every build', () => {
   });
 });
 
-describe('float16 forward: the bits of the float32 forward of the widened row, rounded once', () => {
+describe('float16 forward and backward: the bits of the float32 path on the widened rows, rounded once', () => {
   // A float16 row is widened into float32 once (rows up to 8192 elements) or twice (longer
   // rows); either way every output and rstd must be the float32 path's. Rows of random bit
   // patterns (NaN, Inf and subnormals included), ordinary values, and subnormals only. A NaN
@@ -661,6 +661,47 @@ describe('float16 forward: the bits of the float32 forward of the widened row, r
         const want = fromF32Array(y32, 'float16');
         const bad = y.findIndex((v, i) => v !== want[i] && !(isNaN16(v) && isNaN16(want[i]!)));
         expect(bad, `${what}: element ${bad} is 0x${y[bad]?.toString(16)}, want 0x${want[bad]?.toString(16)}`).toBe(-1);
+      }
+    }
+  });
+
+  it.each(BUILDS)('%s build, backward: dx the float32 backward of the widened rows rounded once, dweight its bits', async (build) => {
+    // The float16 backward also widens a row's x and dy once (rows up to 8192 elements).
+    const m = await loadRmsNorm(build);
+    for (const dim of [7, 1024, 4099, 8192, 8193]) {
+      const next = rng(dim + 1);
+      const rows = ROW_KINDS.length;
+      const [x, dy, dh] = [0, 1, 2].map(() => {
+        const a = new Uint16Array(rows * dim);
+        ROW_KINDS.forEach((k, r) => a.set(row16(k === 'bits' ? 'normal' : k, dim, next), r * dim));
+        return a;
+      }) as [Uint16Array, Uint16Array, Uint16Array];
+      x.set(row16('bits', dim, next), 0); // NaN, Inf and subnormal x in the first row only
+      const weight = Float32Array.from({ length: dim }, () => 0.5 + next());
+      const rstd = new Float32Array(rows);
+      m.rmsNorm(toF32Array(x, 'float16'), weight, { dim, rstd });
+      const cases = [
+        { w: weight, o: { offset: 0 } },
+        { w: weight, o: { offset: 1, rstd } },
+        { w: weight, o: { partial: 0.5 } },
+        { w: weight, o: { dresidual: dh } },
+        { w: null, o: { rstd } },
+      ];
+      for (const { w, o } of cases) {
+        const what = `dim ${dim}, ${w ? 'weight' : 'no weight'}, ${Object.keys(o).join(' ')}`;
+        const got = m.rmsNormBackward(dy, x, w, { dim, dtype: 'float16', ...o });
+        const o32 = 'dresidual' in o ? { ...o, dresidual: toF32Array(dh, 'float16') } : o;
+        const want32 = m.rmsNormBackward(toF32Array(dy, 'float16'), toF32Array(x, 'float16'), w, { dim, ...o32 });
+        const want = fromF32Array(want32.dx, 'float16');
+        const dx = got.dx as Uint16Array;
+        const bad = dx.findIndex((v, i) => v !== want[i] && !(isNaN16(v) && isNaN16(want[i]!)));
+        expect(bad, `${what}: dx[${bad}] is 0x${dx[bad]?.toString(16)}, want 0x${want[bad]?.toString(16)}`).toBe(-1);
+        if (w) {
+          const dw = got.dweight as Float32Array;
+          const dw32 = want32.dweight!;
+          const badW = dw.findIndex((v, i) => !Object.is(v, dw32[i]) && !(Number.isNaN(v) && Number.isNaN(dw32[i])));
+          expect(badW, `${what}: dweight[${badW}]`).toBe(-1);
+        }
       }
     }
   });

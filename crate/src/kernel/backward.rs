@@ -1,8 +1,9 @@
 //! The backward of one row: `dx`, and its dweight terms added into a block partial.
 
 use super::elems::{gain1, gy1_of, gy_from};
+use super::forward::SCRATCH;
 use super::reduce::{dot_gy_x, fast_rstd, sum_sq};
-use crate::half::Elem;
+use crate::half::{widen, Elem};
 use crate::simd::F32x4;
 
 /// Backward's fast path needs `rstd³` to be a normal f32: rstd within [2^-40, 2^40].
@@ -72,13 +73,15 @@ impl Backward {
     }
 }
 
-/// `dx = a·gy − b·x (+ dh)` over elements `[from, to)` of a row (`B` false: without the `b·x`
-/// term, the elements past `stat` that did not enter rstd); with a gain, `p += dy·(x·a)`
-/// (with `L`, `x·a` rounded to `A` first: the forward's `y` before the gain).
+/// `dx = a·gy − b·x (+ dh)` over elements `[from, to)` of the row at `off` (`B` false: without
+/// the `b·x` term, the elements past `stat` that did not enter rstd); with a gain, `p +=
+/// dy·(x·a)` (with `L`, `x·a` rounded to `A` first: the forward's `y` before the gain). The
+/// row's `x` and `dy` are read from `x` and `dy`, stored as `X` (see [`dot_gy_x`]).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 unsafe fn backward_elems<
     V: F32x4,
+    X: Elem,
     A: Elem,
     const W: bool,
     const O: bool,
@@ -87,6 +90,8 @@ unsafe fn backward_elems<
     const L: bool,
 >(
     k: &Backward<A>,
+    x: *const X,
+    dy: *const X,
     off: usize,
     from: usize,
     to: usize,
@@ -94,7 +99,7 @@ unsafe fn backward_elems<
     b: f32,
     p: *mut f32,
 ) {
-    let (dy, x, dx, g) = (k.dy.add(off), k.x.add(off), k.dx.add(off), k.g);
+    let (dx, g) = (k.dx.add(off), k.g);
     // dh may be null (D false): wrapping_add, as add on null is undefined.
     let dh = k.dh.wrapping_add(off);
     let (av, bv, ov) = (V::splat(a), V::splat(b), V::splat(k.offset));
@@ -124,8 +129,8 @@ unsafe fn backward_elems<
     };
     let mut i = from;
     while i + 8 <= to {
-        let [x0, x1] = A::load8::<V>(x.add(i));
-        let [d0, d1] = A::load8::<V>(dy.add(i));
+        let [x0, x1] = X::load8::<V>(x.add(i));
+        let [d0, d1] = X::load8::<V>(dy.add(i));
         let [h0, h1] = if D {
             A::load8::<V>(dh.add(i))
         } else {
@@ -141,16 +146,16 @@ unsafe fn backward_elems<
         } else {
             V::zero()
         };
-        let v = one(A::load::<V>(x.add(i)), A::load::<V>(dy.add(i)), dhv, i);
+        let v = one(X::load::<V>(x.add(i)), X::load::<V>(dy.add(i)), dhv, i);
         A::store::<V>(dx.add(i), v);
         i += 4;
     }
     while i < to {
-        let xv = A::get(x.add(i));
-        let gy = gy1_of::<A, W, O, L>(dy, g, k.offset, i);
+        let xv = X::get(x.add(i));
+        let gy = gy1_of::<X, A, W, O, L>(dy, g, k.offset, i);
         if W {
             let xa = if L { A::round1(xv * a) } else { xv * a };
-            let t = A::get(dy.add(i)) * xa;
+            let t = X::get(dy.add(i)) * xa;
             *p.add(i) += if L && k.llama_w { A::round1(t) } else { t };
         }
         let v = if B { a * gy - b * xv } else { a * gy };
@@ -165,7 +170,9 @@ unsafe fn backward_elems<
 /// elements: `dx_i = rstd·gy_i − [i < stat]·x_i·rstd³·c/stat (+ dh_i)` — the gradient through
 /// rstd reaches only the elements it was estimated from. Passes: one for `c` (and the sum of
 /// squares when rstd is recomputed: over the whole row in the same pass, or with `stat < dim`
-/// a second pass over the first `stat`), one for `dx`.
+/// a second pass over the first `stat`), one for `dx`. A type whose widening is costly
+/// ([`Elem::WIDEN_ONCE`]) has its row's `x` and `dy` widened once into f32 on the stack, which
+/// both passes read: the same values in the same order, so the same bits.
 #[inline(always)]
 pub(super) unsafe fn backward_row<
     V: F32x4,
@@ -180,18 +187,46 @@ pub(super) unsafe fn backward_row<
     row: usize,
     p: *mut f32,
 ) {
+    let off = row * k.dim;
+    if A::WIDEN_ONCE && k.dim <= SCRATCH {
+        let mut bx = core::mem::MaybeUninit::<[f32; SCRATCH]>::uninit();
+        let mut bd = core::mem::MaybeUninit::<[f32; SCRATCH]>::uninit();
+        let (wx, wd) = (bx.as_mut_ptr() as *mut f32, bd.as_mut_ptr() as *mut f32);
+        widen::<V, A>(k.x.add(off), wx, k.dim);
+        widen::<V, A>(k.dy.add(off), wd, k.dim);
+        return backward_row_of::<V, f32, A, W, R, O, D, L>(k, row, wx, wd, p);
+    }
+    backward_row_of::<V, A, A, W, R, O, D, L>(k, row, k.x.add(off), k.dy.add(off), p)
+}
+
+/// [`backward_row`] reading the row's `x` and `dy` from `x` and `dy`, stored as `X`.
+#[inline(always)]
+unsafe fn backward_row_of<
+    V: F32x4,
+    X: Elem,
+    A: Elem,
+    const W: bool,
+    const R: bool,
+    const O: bool,
+    const D: bool,
+    const L: bool,
+>(
+    k: &Backward<A>,
+    row: usize,
+    x: *const X,
+    dy: *const X,
+    p: *mut f32,
+) {
     let n = k.dim;
     let off = row * n;
-    let x = k.x.add(off);
     let whole = k.stat == n;
-    let dy = k.dy.add(off);
     // `with_ss` must be a constant at each call: a flag tested inside the fold costs 20-30%.
     let (c, ss) = if R {
-        dot_gy_x::<V, A, W, O, L>(dy, k.g, k.offset, x, n, false)
+        dot_gy_x::<V, X, A, W, O, L>(dy, k.g, k.offset, x, n, false)
     } else if whole {
-        dot_gy_x::<V, A, W, O, L>(dy, k.g, k.offset, x, n, true)
+        dot_gy_x::<V, X, A, W, O, L>(dy, k.g, k.offset, x, n, true)
     } else {
-        partial_sums::<V, A, W, O, L>(k, dy, x)
+        partial_sums::<V, X, A, W, O, L>(k, dy, x)
     };
     let rstd = if R {
         *k.rstd.add(row)
@@ -204,23 +239,23 @@ pub(super) unsafe fn backward_row<
     if !(rstd >= RSTD_LO && rstd <= RSTD_HI && c.is_finite() && b.is_finite()) {
         return backward_row_f64::<A, W, R, O, D, L>(k, row, p);
     }
-    backward_elems::<V, A, W, O, D, true, L>(k, off, 0, k.stat, a, b, p);
+    backward_elems::<V, X, A, W, O, D, true, L>(k, x, dy, off, 0, k.stat, a, b, p);
     if !whole {
-        backward_elems::<V, A, W, O, D, false, L>(k, off, k.stat, n, a, b, p);
+        backward_elems::<V, X, A, W, O, D, false, L>(k, x, dy, off, k.stat, n, a, b, p);
     }
 }
 
 /// pRMSNorm's backward sums: `Σ gy·x` over the row and `Σ x²` over its first `stat`. Out of
 /// line, so that the code of whole rows (every plain call) stays as small as before.
 #[inline(never)]
-unsafe fn partial_sums<V: F32x4, A: Elem, const W: bool, const O: bool, const L: bool>(
+unsafe fn partial_sums<V: F32x4, X: Elem, A: Elem, const W: bool, const O: bool, const L: bool>(
     k: &Backward<A>,
-    dy: *const A,
-    x: *const A,
+    dy: *const X,
+    x: *const X,
 ) -> (f32, f32) {
     (
-        dot_gy_x::<V, A, W, O, L>(dy, k.g, k.offset, x, k.dim, false).0,
-        sum_sq::<V, A>(x, k.stat),
+        dot_gy_x::<V, X, A, W, O, L>(dy, k.g, k.offset, x, k.dim, false).0,
+        sum_sq::<V, X>(x, k.stat),
     )
 }
 

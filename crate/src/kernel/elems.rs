@@ -5,15 +5,23 @@ use crate::half::Elem;
 use crate::simd::F32x4;
 
 /// `gy = dy·gain` of lanes `i..i+4` (dy without a gain). With `L` (the `llama` casting mode)
-/// rounded to the activations' type, as autograd rounds the gradient of `weight · y_half`.
+/// rounded to the activations' type `A`, as autograd rounds the gradient of `weight · y_half`.
+/// `dy` is stored as `X`: `A`, or f32 holding `A`'s values (a row widened once).
 #[inline(always)]
-pub(super) unsafe fn gy_of<V: F32x4, A: Elem, const W: bool, const O: bool, const L: bool>(
-    dy: *const A,
+pub(super) unsafe fn gy_of<
+    V: F32x4,
+    X: Elem,
+    A: Elem,
+    const W: bool,
+    const O: bool,
+    const L: bool,
+>(
+    dy: *const X,
     g: *const f32,
     ov: V,
     i: usize,
 ) -> V {
-    gy_from::<V, A, W, O, L>(A::load::<V>(dy.add(i)), g, ov, i)
+    gy_from::<V, A, W, O, L>(X::load::<V>(dy.add(i)), g, ov, i)
 }
 
 /// [`gy_of`] of `d`, the already loaded dy of lanes `i..i+4`.
@@ -35,13 +43,13 @@ pub(super) unsafe fn gy_from<V: F32x4, A: Elem, const W: bool, const O: bool, co
 
 /// `gy` of element `i`, as [`gy_of`].
 #[inline(always)]
-pub(super) unsafe fn gy1_of<A: Elem, const W: bool, const O: bool, const L: bool>(
-    dy: *const A,
+pub(super) unsafe fn gy1_of<X: Elem, A: Elem, const W: bool, const O: bool, const L: bool>(
+    dy: *const X,
     g: *const f32,
     offset: f32,
     i: usize,
 ) -> f32 {
-    let d = A::get(dy.add(i));
+    let d = X::get(dy.add(i));
     if !W {
         d
     } else if L {

@@ -101,9 +101,9 @@ unsafe fn forward_row<
     r
 }
 
-/// Floats in the scratch row of [`forward_row_widened`] (32 KiB of stack). Longer rows widen
-/// twice instead.
-const SCRATCH: usize = 8192;
+/// Floats in the scratch row of [`forward_row_widened`] (32 KiB of stack; the backward's two,
+/// 64 KiB). Longer rows widen twice instead.
+pub(super) const SCRATCH: usize = 8192;
 
 /// [`forward_row`] of a row `x` of a type whose widening is costly ([`Elem::WIDEN_ONCE`]): the
 /// row is widened once into f32 on the stack, the sum of squares and the scaling read that.

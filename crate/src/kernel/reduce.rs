@@ -131,14 +131,22 @@ pub(super) unsafe fn sum_sq<V: F32x4, A: Elem>(x: *const A, n: usize) -> f32 {
 }
 
 /// One pass over a row for the backward: `Σ gy·x` (gy = dy·(offset + g), dy·g, or dy without
-/// gain; with `L`, gy rounded to the activations' type) and, when `with_ss` (a constant at
-/// every call site, so the unused sum is compiled away), `Σ x²` for a recomputed rstd.
+/// gain; with `L`, gy rounded to the activations' type `A`) and, when `with_ss` (a constant at
+/// every call site, so the unused sum is compiled away), `Σ x²` for a recomputed rstd. `dy`
+/// and `x` are stored as `X`: `A`, or f32 rows widened from `A` once.
 #[inline(always)]
-pub(super) unsafe fn dot_gy_x<V: F32x4, A: Elem, const W: bool, const O: bool, const L: bool>(
-    dy: *const A,
+pub(super) unsafe fn dot_gy_x<
+    V: F32x4,
+    X: Elem,
+    A: Elem,
+    const W: bool,
+    const O: bool,
+    const L: bool,
+>(
+    dy: *const X,
     g: *const f32,
     offset: f32,
-    x: *const A,
+    x: *const X,
     n: usize,
     with_ss: bool,
 ) -> (f32, f32) {
@@ -147,17 +155,22 @@ pub(super) unsafe fn dot_gy_x<V: F32x4, A: Elem, const W: bool, const O: bool, c
     let [c, s] = fold_long::<V, 2>(
         n,
         |i| {
-            let [d0, d1] = A::load8::<V>(dy.add(i));
-            let [x0, x1] = A::load8::<V>(x.add(i));
+            let [d0, d1] = X::load8::<V>(dy.add(i));
+            let [x0, x1] = X::load8::<V>(x.add(i));
             [
                 terms(gy_from::<V, A, W, O, L>(d0, g, ov, i), x0),
                 terms(gy_from::<V, A, W, O, L>(d1, g, ov, i + 4), x1),
             ]
         },
-        |i| terms(gy_of::<V, A, W, O, L>(dy, g, ov, i), A::load::<V>(x.add(i))),
         |i| {
-            let xv = A::get(x.add(i));
-            let gy = gy1_of::<A, W, O, L>(dy, g, offset, i);
+            terms(
+                gy_of::<V, X, A, W, O, L>(dy, g, ov, i),
+                X::load::<V>(x.add(i)),
+            )
+        },
+        |i| {
+            let xv = X::get(x.add(i));
+            let gy = gy1_of::<X, A, W, O, L>(dy, g, offset, i);
             [gy * xv, if with_ss { xv * xv } else { 0.0 }]
         },
     );
