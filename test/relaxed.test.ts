@@ -97,7 +97,7 @@ describe('without relaxed SIMD (Node 20 without its flag)', () => {
     for (const build of ['simd-relaxed', 'simd-relaxed-threads']) {
       expect(r[build]).toMatch(new RegExp(`^RangeError: loadRmsNorm: build '${build}' needs relaxed SIMD \\(.*--experimental-wasm-relaxed-simd.*\\), which this engine lacks; it runs 'simd', 'simd-threads', 'scalar'$`));
     }
-    expect(r.pool).toMatch(/^RangeError: loadRmsNorm: build 'simd-relaxed' needs relaxed SIMD/);
+    expect(r.pool).toMatch(/^RangeError: createPool: options.build 'simd-relaxed-threads' needs relaxed SIMD \(.*\), which this engine lacks$/);
     expect(r.build).toBe('simd');
     const works = r.works as number[];
     // the float64 reference, to float32 precision (2 ulps)

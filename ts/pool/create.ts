@@ -2,7 +2,7 @@
  * Starting a pool: which builds it runs, how many threads.
  * @module
  */
-import { defaultBuild, twinOf, type Build } from '../load.js';
+import { defaultBuild, missingFor, twinOf, type Build } from '../load.js';
 import { coreCount, threadsAvailable } from '../platform.js';
 import type { RmsNorm } from '../rmsnorm.js';
 import { checkCreateOptions, type PoolOptions, type RmsNormPool } from './api.js';
@@ -26,6 +26,9 @@ export async function createPool(
   load: (build: Build) => Promise<RmsNorm>,
 ): Promise<RmsNormPool> {
   const { threads: t, build } = checkCreateOptions(options);
+  // What a forced build needs besides shared memory (whose absence means 'single' mode).
+  const missing = build ? missingFor(twinOf(build)!) : null;
+  if (missing) throw new RangeError(`createPool: options.build '${build}' needs ${missing}, which this engine lacks`);
   // `plain` runs the calls on plain arrays that the pool does inline: non-shared memory
   // copies them faster (load.ts, defaultBuild).
   const plainBuild = build ? twinOf(build)! : defaultBuild();
