@@ -214,7 +214,11 @@ export type { PoolCallOptions, PoolOptions, RmsNormPool } from './pool/api.js';
  * `mode: 'single'` that runs calls on the calling thread. Results have the same bits as the
  * sync API whatever the thread count.
  *
- * @param options `threads`: threads per job, default the logical core count.
+ * @param options `threads`: threads per job, default the logical core count; `build`:
+ *   `'simd-relaxed-threads'` or `'simd-threads'` (same bits), default the first where the
+ *   engine has relaxed SIMD, else the second (`pool.build` says which runs).
+ * @throws RangeError / TypeError (as a rejected promise) for bad options, or a `build` this
+ *   engine cannot run.
  */
 export function createPool(options?: PoolOptions): Promise<RmsNormPool> {
   return createPoolWith(options, loadRmsNorm);
