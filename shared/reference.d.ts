@@ -129,8 +129,8 @@ export declare function ratioOf(a: number, r: number, t: number): number;
 export declare function worstRatio(actual: Vec | null | undefined, ref: Vec, tol: Tolerance): number;
 /** null when every element passes `tol`, else a description of the worst offender. */
 export declare function mismatch(actual: Vec, ref: Vec, tol: Tolerance, label?: string): string | null;
-/** Whether two float32 arrays hold identical bits. */
-export declare function sameBits(a: Float32Array, b: Float32Array): boolean;
+/** Whether two arrays of the same element width (float32, or 16-bit half bit patterns) hold identical bits. */
+export declare function sameBits(a: ArrayLike<number> & ArrayBufferView, b: ArrayLike<number> & ArrayBufferView): boolean;
 /** Index of the first differing bit pattern, or -1. */
 export declare function firstBitDiff(a: Float32Array, b: Float32Array): number;
 

@@ -370,11 +370,15 @@ export function mismatch(actual, ref, tol, label = '') {
   );
 }
 
-/** Whether two float32 arrays hold identical bits (NaN payloads included). */
+/**
+ * Whether two arrays of the same element width hold identical bits (NaN payloads included):
+ * float32 arrays, or 16-bit arrays of half bit patterns (Uint16Array, Float16Array).
+ */
 export function sameBits(a, b) {
-  if (a.length !== b.length) return false;
-  const ua = new Uint32Array(a.buffer, a.byteOffset, a.length);
-  const ub = new Uint32Array(b.buffer, b.byteOffset, b.length);
+  if (a.length !== b.length || a.BYTES_PER_ELEMENT !== b.BYTES_PER_ELEMENT) return false;
+  const U = a.BYTES_PER_ELEMENT === 2 ? Uint16Array : Uint32Array;
+  const ua = new U(a.buffer, a.byteOffset, a.length);
+  const ub = new U(b.buffer, b.byteOffset, b.length);
   for (let i = 0; i < ua.length; i++) if (ua[i] !== ub[i]) return false;
   return true;
 }

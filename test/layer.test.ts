@@ -5,7 +5,7 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { allocF32, createRmsNorm, float32ToHalf, init, instance, rmsNorm, rmsNormBackward, type CastingMode, type HalfDtype } from '../dist/index.js';
-import { firstBitDiff, randn, testRows, testWeight } from '../shared/reference.js';
+import { firstBitDiff, randn, sameBits, testRows, testWeight } from '../shared/reference.js';
 import { thrown } from './thrown.js';
 
 beforeAll(async () => {
@@ -147,13 +147,6 @@ describe('createRmsNorm', () => {
   });
 });
 
-/** The same bit patterns (16-bit arrays compared element by element, as numbers). */
-function sameU16(a: unknown, b: unknown): boolean {
-  const x = a as Uint16Array;
-  const y = b as Uint16Array;
-  return x instanceof Uint16Array && y instanceof Uint16Array && x.length === y.length && x.every((v, i) => v === y[i]);
-}
-
 describe('createRmsNorm with half-precision activations', () => {
   const dim = 200;
   const w32 = testWeight(dim, 11);
@@ -178,14 +171,14 @@ describe('createRmsNorm with half-precision activations', () => {
       const want = rmsNorm(x, weight, { ...opts, rstd });
       const y = layer.forward(x);
       expect(y).toBeInstanceOf(Uint16Array);
-      expect(sameU16(y, want)).toBe(true);
+      expect(sameBits(y, want)).toBe(true);
       expect(firstBitDiff(layer.rstd, rstd)).toBe(-1);
       const wantB = rmsNormBackward(dy, x, weight, opts);
       for (const o of [undefined, { rstd: layer.rstd }]) {
         const b = layer.backward(dy, x, o);
-        expect(sameU16(b.dx, wantB.dx)).toBe(true);
+        expect(sameBits(b.dx, wantB.dx)).toBe(true);
         if (wd === 'float32') expect(firstBitDiff(b.dweight as Float32Array, wantB.dweight as Float32Array)).toBe(-1);
-        else expect(sameU16(b.dweight, wantB.dweight)).toBe(true);
+        else expect(sameBits(b.dweight!, wantB.dweight!)).toBe(true);
       }
       // the same arrays again at the same row count
       expect(layer.forward(x) === y).toBe(true);
@@ -210,9 +203,9 @@ describe('createRmsNorm with half-precision activations', () => {
     });
     expect(thrown(() => layer.backward(x, new Uint16Array(dim)))).toMatchObject({ name: 'RangeError', message: expect.stringMatching(/dy.length/) });
     expect(thrown(() => layer.setWeight(w32 as never))).toMatchObject({ name: 'TypeError', message: expect.stringMatching(/weightDtype is 'bfloat16'/) });
-    expect(sameU16(layer.forward(x), y)).toBe(true);
+    expect(sameBits(layer.forward(x), y)).toBe(true);
     layer.setWeight(float32ToHalf(testWeight(dim, 12), 'bfloat16'));
-    expect(sameU16(layer.forward(x), rmsNorm(x, float32ToHalf(testWeight(dim, 12), 'bfloat16'), { dtype: 'bfloat16' }))).toBe(true);
+    expect(sameBits(layer.forward(x), rmsNorm(x, float32ToHalf(testWeight(dim, 12), 'bfloat16'), { dtype: 'bfloat16' }))).toBe(true);
     layer.free();
   });
 });

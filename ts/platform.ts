@@ -28,13 +28,26 @@ const SIMD_PROBE = new Uint8Array([
   0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 11,
 ]);
 
+/** Whether `probe` validates here; asked once per probe (an engine's features do not change). */
+const validates = (() => {
+  const seen = new Map<Uint8Array<ArrayBuffer>, boolean>();
+  return (probe: Uint8Array<ArrayBuffer>): boolean => {
+    let ok = seen.get(probe);
+    if (ok === undefined) {
+      try {
+        ok = WebAssembly.validate(probe);
+      } catch {
+        ok = false;
+      }
+      seen.set(probe, ok);
+    }
+    return ok;
+  };
+})();
+
 /** Whether the engine runs WebAssembly SIMD128 (every current browser and Node ≥ 16.4). */
 export function simdSupported(): boolean {
-  try {
-    return WebAssembly.validate(SIMD_PROBE);
-  } catch {
-    return false;
-  }
+  return validates(SIMD_PROBE);
 }
 
 // (func (result v128) v128.const 0, v128.const 0, v128.const 0, i32x4.relaxed_laneselect):
@@ -52,11 +65,7 @@ const RELAXED_SIMD_PROBE = new Uint8Array([
  * 114 and Firefox ≥ 145; in Node 20 with `--experimental-wasm-relaxed-simd`.
  */
 export function relaxedSimdSupported(): boolean {
-  try {
-    return WebAssembly.validate(RELAXED_SIMD_PROBE);
-  } catch {
-    return false;
-  }
+  return validates(RELAXED_SIMD_PROBE);
 }
 
 /** Logical cores: `os.availableParallelism()` in Node, `navigator.hardwareConcurrency` elsewhere. */
