@@ -210,7 +210,7 @@ describe('bad files in a dataset', () => {
     ['malformed.npy', (p) => writeFileSync(p, npyWith("{'descr' junk: '<f4', 'fortran_order': False, 'shape': (2, 3)}", 24)), /malformed \.npy header/],
     ['fortran.npy', (p) => copyFileSync(join(FIX, 'fortran.npy'), p), /Fortran-order/],
     ['big-endian.npy', (p) => copyFileSync(join(FIX, 'big-endian.npy'), p), /big-endian/],
-    ['float64.npy', (p) => copyFileSync(join(FIX, 'float64.npy'), p), /float64/],
+    ['int32.npy', (p) => writeFileSync(p, npyWith("{'descr': '<i4', 'fortran_order': False, 'shape': (2, 3), }", 24)), /unsupported dtype "<i4"/],
     ['repeated-key.npy', (p) => writeFileSync(p, npyWith("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), 'fortran_order': True}", 24)), /appears twice/],
   ];
   beforeAll(() => {
@@ -412,7 +412,7 @@ describe('a file split between shards', () => {
     const raw = join(dir, 'big.f32');
     writeFileSync(raw, readFileSync(join(dir, 'in', 'big.npy')).subarray(128));
     const rawOut = join(dir, 'range.f32');
-    await normalizeFile(raw, rawOut, { eps: 1e-5, dim: BIG.dim, range: [999, 1000] });
+    await normalizeFile(raw, rawOut, { eps: 1e-5, dim: BIG.dim, format: 'raw', range: [999, 1000] });
     expect(readFileSync(rawOut).equals(ref.data.subarray(999 * BIG.dim * 4))).toBe(true);
     for (const [range, msg] of [
       [[5, 5], /options\.range must be \[start, end\], integers with 0 <= start < end, got/],

@@ -49,6 +49,15 @@ describe('reads what NumPy writes', () => {
     for (let i = 0; i < data.length; i++) expect(data[i]).toBe(want(i));
   });
 
+  it('float64.npy ("<f8", NumPy\'s default dtype): shape and data where the header says', () => {
+    const b = file('float64.npy');
+    const h = parseNpyHeader(b, b.length, 'float64.npy');
+    expect(h).toMatchObject({ dtype: 'float64', shape: [2, 8] });
+    expect(NPY_ITEM_BYTES.float64).toBe(8);
+    const data = new Float64Array(b.slice(h.dataOffset).buffer);
+    for (let i = 0; i < data.length; i++) expect(data[i]).toBe(value(i));
+  });
+
   /** `float16.npy` with its descr '<f2' replaced by `descr` (3 characters). */
   const withDescr = (descr: string) => {
     const b = file('float16.npy');
@@ -61,9 +70,8 @@ describe('reads what NumPy writes', () => {
     ['fortran.npy', /Fortran-order arrays are not supported/],
     ['big-endian.npy', /unsupported dtype ">f4" \(big-endian float32/],
     ['big-endian-f16.npy', /unsupported dtype ">f2" \(big-endian float16, byte order ">": only little-endian/],
-    ['float64.npy', /unsupported dtype "<f8" \(float64: only float32 and float16 are supported/],
     ['bfloat16 (ml_dtypes saves it as "<V2")', /unsupported dtype "<V2" \(a 2-byte void type, as ml_dtypes bfloat16 is saved: .* give dtype bfloat16\)/],
-    ['"|f2" (no byte order)', /unsupported dtype "\|f2": only little-endian float32 \("<f4"\) and float16 \("<f2"\) are supported/],
+    ['"|f2" (no byte order)', /unsupported dtype "\|f2": only little-endian float32 \("<f4"\), float16 \("<f2"\) or float64 \("<f8"\) are supported/],
   ])('refuses %s with a message naming the problem', (name, msg) => {
     const b = name.startsWith('bfloat16') ? withDescr('<V2') : name.startsWith('"|f2"') ? withDescr('|f2') : file(name);
     const e = (() => {
@@ -127,7 +135,7 @@ describe('writes what it reads (and NumPy reads: checked by hand with numpy 2.4.
   });
 
   it('refuses a dtype it cannot write', () => {
-    expect(() => npyHeader([2], 'bfloat16' as 'float16')).toThrow(/npyHeader: dtype must be 'float32' or 'float16', got "bfloat16"/);
+    expect(() => npyHeader([2], 'bfloat16' as 'float16')).toThrow(/npyHeader: dtype must be 'float32', 'float16' or 'float64', got "bfloat16"/);
   });
 
   it('shapes up to NumPy\'s 64 axes; more is a RangeError', () => {

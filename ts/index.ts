@@ -15,10 +15,12 @@ import { RmsNorm } from './rmsnorm.js';
 import { createPool as createPoolWith } from './pool/create.js';
 import type { PoolOptions, RmsNormPool } from './pool/api.js';
 import { options as checkOptions } from './check/options.js';
+import type { ConvertOptions } from './check/convert.js';
 import type { FloatArray, HalfDtype, RmsNormBackwardOptions, RmsNormBackwardResult, RmsNormOptions } from './types.js';
 
 export type { Build, KernelExports, LoadedWasm, WasmClass, WasmMemory, WasmMemoryLike, WasmModule, WithWasm } from './load.js';
 export type { F32Buffer, U16Buffer } from './memory.js';
+export type { ConvertOptions } from './check/convert.js';
 export type {
   CastingMode,
   Dtype,
@@ -188,11 +190,13 @@ export function allocU16(length: number): U16Buffer {
  * Half-precision bit patterns to float32 values, exactly (in wasm, SIMD128).
  * @param bits `n` float16 or bfloat16 bit patterns.
  * @param dtype `'float16'` or `'bfloat16'`.
- * @returns A new Float32Array of `n` values (NaNs: bfloat16's bits shifted up as they are; a
- *   float16 NaN's payload moved up with the quiet bit set).
+ * @param options `out`: a Float32Array of `n` values to write (not overlapping `bits`); default a new one.
+ * @returns `options.out`, or a new Float32Array of `n` values (NaNs: bfloat16's bits shifted up
+ *   as they are; a float16 NaN's payload moved up with the quiet bit set).
+ * @throws TypeError / RangeError naming the bad argument, before anything is written.
  */
-export function halfToFloat32(bits: Uint16Array, dtype: HalfDtype): Float32Array {
-  return ready('halfToFloat32').halfToFloat32(bits, dtype);
+export function halfToFloat32(bits: Uint16Array, dtype: HalfDtype, options?: ConvertOptions<Float32Array>): Float32Array {
+  return ready('halfToFloat32').halfToFloat32(bits, dtype, options);
 }
 
 /**
@@ -200,10 +204,12 @@ export function halfToFloat32(bits: Uint16Array, dtype: HalfDtype): Float32Array
  * NaN to a quiet NaN keeping its sign and the top of its payload), in wasm.
  * @param x `n` float32 values.
  * @param dtype `'float16'` or `'bfloat16'`.
- * @returns A new Uint16Array of `n` bit patterns.
+ * @param options `out`: a Uint16Array of `n` elements to write (not overlapping `x`); default a new one.
+ * @returns `options.out`, or a new Uint16Array of `n` bit patterns.
+ * @throws TypeError / RangeError naming the bad argument, before anything is written.
  */
-export function float32ToHalf(x: Float32Array, dtype: HalfDtype): Uint16Array {
-  return ready('float32ToHalf').float32ToHalf(x, dtype);
+export function float32ToHalf(x: Float32Array, dtype: HalfDtype, options?: ConvertOptions<Uint16Array>): Uint16Array {
+  return ready('float32ToHalf').float32ToHalf(x, dtype, options);
 }
 
 export type { PoolCallOptions, PoolOptions, RmsNormPool } from './pool/api.js';

@@ -15,6 +15,7 @@ import { Placer, SYNC_WINDOW_FLOATS, type WindowRules } from './place/placer.js'
 import { checkStatus } from './status.js';
 import { resultArray } from './platform.js';
 import { checkConvertInput, KIND_F32, KIND_U16 } from './check/arrays.js';
+import { convertOut, type ConvertOptions } from './check/convert.js';
 import { checkBackward, checkForward, type BackwardArgs, type ForwardArgs } from './check/calls.js';
 import { halfDtypeCode } from './check/scalars.js';
 import type { FloatArray, HalfDtype, RmsNormBackwardOptions, RmsNormBackwardResult, RmsNormOptions } from './types.js';
@@ -141,21 +142,21 @@ export class RmsNorm {
   }
 
   /** Half bit patterns to float32 values, exactly: see the top-level {@link halfToFloat32}. */
-  halfToFloat32(bits: Uint16Array, dtype: HalfDtype): Float32Array {
+  halfToFloat32(bits: Uint16Array, dtype: HalfDtype, options?: ConvertOptions<Float32Array>): Float32Array {
     const fn = 'halfToFloat32';
     const dt = halfDtypeCode(fn, dtype);
     const src = checkConvertInput<Uint16Array>(fn, bits, KIND_U16);
-    const out = resultArray(src.length);
+    const out = convertOut<Float32Array>(fn, options, src, KIND_F32) ?? resultArray(src.length);
     this.convert(src, out, dt, true);
     return out;
   }
 
   /** float32 values to half bit patterns, nearest even: see the top-level {@link float32ToHalf}. */
-  float32ToHalf(x: Float32Array, dtype: HalfDtype): Uint16Array {
+  float32ToHalf(x: Float32Array, dtype: HalfDtype, options?: ConvertOptions<Uint16Array>): Uint16Array {
     const fn = 'float32ToHalf';
     const dt = halfDtypeCode(fn, dtype);
     const src = checkConvertInput<Float32Array>(fn, x, KIND_F32);
-    const out = new Uint16Array(src.length);
+    const out = convertOut<Uint16Array>(fn, options, src, KIND_U16) ?? new Uint16Array(src.length);
     this.convert(src, out, dt, false);
     return out;
   }

@@ -142,3 +142,4 @@ export function checkConvertInput<T extends Float32Array | Uint16Array>(fn: stri
   }
   return v as T;
 }
+

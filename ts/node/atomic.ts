@@ -1,37 +1,104 @@
 /**
  * An output file that appears under its name only when complete: written to a temporary file
- * beside it, then flushed and renamed into place ({@link AtomicFile.commit}); anything else
+ * beside it, then flushed and renamed into place ({@link AtomicFile.publish}); anything else
  * removes the temporary file ({@link AtomicFile.abort}, or the end of an `await using` block
- * that did not commit). A rename within one directory is atomic on POSIX file systems, so a
+ * that did not publish). A rename within one directory is atomic on POSIX file systems, so a
  * reader sees the old file or the whole new one, never a part.
+ *
+ * Temporary names are `.NAME.tmp-PID-RANDOM` beside NAME, or `.HASH.tmp-PID-RANDOM` (a hash of
+ * NAME) when that would be longer than a name may be; {@link strayTemps} finds the ones of a
+ * target that a killed process left.
  * @module
  */
 import { randomBytes } from 'node:crypto';
-import { open, realpath, rename, stat, unlink, type FileHandle } from 'node:fs/promises';
-import { basename, dirname, join, resolve } from 'node:path';
-import { NormalizeError } from './errors.js';
+import { open, readdir, rename, unlink, type FileHandle } from 'node:fs/promises';
+import { codeOf, fsError, NormalizeError } from './errors.js';
+import { baseOf, byteLength, bytesOf, dirOf, fromBytes, joinPath, NAME_MAX, pathHash, shown, type FsPath } from './paths.js';
+
+/** `.tmp-PID-RANDOM`, the tail of every temporary name (RANDOM: 8 hex digits). */
+const TAIL = /\.tmp-(\d+)-[0-9a-f]{8}$/;
+
+/** The two stems a temporary of `name` may have: `.NAME` and `.HASH` (the second for long names). */
+function stems(name: FsPath): Buffer[] {
+  return [Buffer.concat([Buffer.from('.'), bytesOf(name)]), Buffer.from(`.${pathHash(name)}`)];
+}
+
+/** A new temporary name for the file `name`: within NAME_MAX bytes whatever the name's length. */
+function tempName(name: FsPath): FsPath {
+  const tail = `.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
+  const [plain, hashed] = stems(name);
+  return fromBytes(Buffer.concat([plain!.length + tail.length <= NAME_MAX ? plain! : hashed!, Buffer.from(tail)]));
+}
+
+/** The temporary files in `dir` made for the files `names` of it, each with the pid that made it. */
+async function strayTempsIn(dir: FsPath, names: readonly FsPath[]): Promise<{ path: FsPath; pid: number }[]> {
+  const stemSet = new Set(names.flatMap((n) => stems(n).map((b) => b.toString('latin1'))));
+  let entries: Buffer[];
+  try {
+    entries = await readdir(dir, { encoding: 'buffer' });
+  } catch {
+    return [];
+  }
+  const out: { path: FsPath; pid: number }[] = [];
+  for (const n of entries) {
+    const m = TAIL.exec(n.toString('latin1'));
+    if (m && stemSet.has(n.subarray(0, n.length - m[0].length).toString('latin1'))) out.push({ path: joinPath(dir, fromBytes(n)), pid: Number(m[1]) });
+  }
+  return out;
+}
+
+/** The temporary files beside `target` that were made for it, each with the pid that made it. */
+export const strayTemps = (target: FsPath) => strayTempsIn(dirOf(target), [baseOf(target)]);
+
+/** Whether process `pid` runs on this machine (EPERM: it does, as another user). */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return codeOf(e) === 'EPERM';
+  }
+}
+
+/**
+ * Removes the temporaries a killed run left beside the files `names` of `dir`: those of
+ * processes no longer running here (`all`: every one, for a caller that holds the lock over
+ * those files).
+ */
+export async function removeStrays(dir: FsPath, names: readonly FsPath[], all = false): Promise<void> {
+  for (const t of await strayTempsIn(dir, names)) {
+    if (all || (t.pid !== process.pid && !alive(t.pid))) await unlink(t.path).catch(() => {});
+  }
+}
 
 /** See the module doc. */
 export class AtomicFile {
   private done = false;
+  readonly seekable = true;
 
   private constructor(
-    /** The name the file gets on commit. */
-    readonly target: string,
-    /** The temporary file's path: `.<name>.tmp-<pid>-<random>` beside the target. */
-    readonly path: string,
+    /** The name the file gets on publish. */
+    readonly target: FsPath,
+    /** The temporary file's path. */
+    readonly path: FsPath,
     /** Write here. */
     readonly fh: FileHandle,
   ) {}
 
   /** Creates the temporary file beside `target`; a NormalizeError when its directory is not writable. */
-  static async create(target: string): Promise<AtomicFile> {
-    const path = join(dirname(target), `.${basename(target)}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`);
+  static async create(target: FsPath): Promise<AtomicFile> {
+    const path = joinPath(dirOf(target), tempName(baseOf(target)));
+    if (byteLength(baseOf(target)) > NAME_MAX) throw new NormalizeError(`cannot write ${shown(target)}: the name is longer than ${NAME_MAX} bytes`);
     try {
       return new AtomicFile(target, path, await open(path, 'wx'));
     } catch (e) {
-      throw new NormalizeError(`cannot write ${target} (its directory ${dirname(target)}): ${(e as Error).message}`);
+      throw fsError(e, 'write', target, ` (a temporary file in ${shown(dirOf(target))})`);
     }
+  }
+
+  /** Writes the bytes of `parts`, one after the other, at `pos`; a full disk or another error becomes a NormalizeError naming the target. */
+  async write(parts: readonly Uint8Array[], pos: number): Promise<void> {
+    await writeAll(this.fh, parts, pos, this.target);
   }
 
   /**
@@ -41,23 +108,25 @@ export class AtomicFile {
    * failure may.
    */
   async flush(durable = true): Promise<void> {
-    if (durable) await this.fh.sync();
-    await this.fh.close();
+    try {
+      if (durable) await this.fh.sync();
+      await this.fh.close();
+    } catch (e) {
+      throw fsError(e, 'write', this.target);
+    }
   }
 
   /** After {@link flush}: gives the file its name. */
   async publish(): Promise<void> {
-    await rename(this.path, this.target);
+    try {
+      await rename(this.path, this.target);
+    } catch (e) {
+      throw fsError(e, 'replace', this.target);
+    }
     this.done = true;
   }
 
-  /** {@link flush} then {@link publish}. */
-  async commit(): Promise<void> {
-    await this.flush();
-    await this.publish();
-  }
-
-  /** Closes and removes the temporary file (nothing after a commit). Never throws. */
+  /** Closes and removes the temporary file (nothing after a publish). Never throws. */
   async abort(): Promise<void> {
     if (this.done) return;
     this.done = true;
@@ -71,18 +140,31 @@ export class AtomicFile {
   }
 }
 
-/** Whether `a` and `b` name the same file (b may not exist). */
-export async function sameFile(a: string, b: string): Promise<boolean> {
-  if (resolve(a) === resolve(b)) return true;
+/**
+ * Writes the bytes of `parts` at `pos` (a stream: `pos` null) in as few calls as the system
+ * takes; a full disk or another write error becomes a NormalizeError naming `name`.
+ */
+export async function writeAll(fh: FileHandle, parts: readonly Uint8Array[], pos: number | null, name: FsPath): Promise<void> {
+  const total = parts.reduce((a, b) => a + b.length, 0);
+  let put = 0;
   try {
-    const [sa, sb] = await Promise.all([stat(a), stat(b)]);
-    return sa.dev === sb.dev && sa.ino === sb.ino;
-  } catch {
-    // b does not exist yet: the same file only if it would be created where a is (a link to a's directory).
-    try {
-      return (await realpath(a)) === join(await realpath(dirname(b)), basename(b));
-    } catch {
-      return false;
+    while (put < total) {
+      // The parts from byte `put` on (a short write leaves a tail).
+      const rest: Uint8Array[] = [];
+      let skip = put;
+      for (const b of parts) {
+        if (skip >= b.length) skip -= b.length;
+        else {
+          rest.push(skip > 0 ? b.subarray(skip) : b);
+          skip = 0;
+        }
+      }
+      const at = pos === null ? null : pos + put;
+      const { bytesWritten } = rest.length === 1 ? await fh.write(rest[0]!, 0, rest[0]!.length, at) : await fh.writev(rest, at ?? undefined);
+      put += bytesWritten;
     }
+  } catch (e) {
+    if (codeOf(e) === 'ENOSPC') throw new NormalizeError(`no space left on the device writing ${shown(name)} (nothing was written in its place)`, 'ENOSPC');
+    throw fsError(e, 'write', name);
   }
 }

@@ -29,6 +29,7 @@ const count = (n: number, one: string, many = `${one}s`): string => `${n.toLocal
 
 /** The live progress line (terminal only): rows done, percent, GB/s, ETA. */
 export function progressLine(p: NormalizeProgress): string {
+  if (!Number.isFinite(p.totalRows)) return `${count(p.rows, 'row')}  ${decimal(p.seconds > 0 ? p.bytes / p.seconds : 0, 'B/s')}`;
   return `${p.rows.toLocaleString('en-US')}/${p.totalRows.toLocaleString('en-US')} rows  ${pace(p)}`;
 }
 
@@ -45,10 +46,17 @@ export function jsonLine(s: { seconds: number; gbPerS: number }): string {
   return JSON.stringify({ ...s, seconds: round(s.seconds), gbPerS: round(s.gbPerS) });
 }
 
+/** The one-line summary of a one-file run. */
 export function summaryLine(s: NormalizeSummary): string {
+  const what =
+    s.arrays.length > 1
+      ? `${count(s.arrays.length, 'array')}, ${count(s.rows, 'row')}`
+      : `${count(s.rows, 'row')} × ${s.dim}`;
+  const dtypes = s.outDtype === s.dtype ? s.dtype : `${s.dtype} → ${s.outDtype}`;
+  const copied = s.copied.length ? `; ${count(s.copied.length, 'array')} copied as ${s.copied.length === 1 ? 'it is' : 'they are'}` : '';
   return (
-    `normalized ${s.rows.toLocaleString('en-US')} rows × ${s.dim} (${s.dtype}, ${decimal(s.bytes, 'B')}) ` +
-    `in ${duration(s.seconds)}: ${decimal(s.gbPerS * 1e9, 'B/s')} on ${s.threads} thread${s.threads === 1 ? '' : 's'} → ${s.output}`
+    `normalized ${what} (${dtypes}, ${decimal(s.bytes, 'B')}) in ${duration(s.seconds)}: ` +
+    `${decimal(s.gbPerS * 1e9, 'B/s')} on ${count(s.threads, 'thread')}${copied} → ${s.output}`
   );
 }
 

@@ -1,274 +1,227 @@
 /**
  * Normalizing files of any size on the worker pool (Node): `normalizeFile(input, output)`.
  *
- * The data may be float32, float16 or bfloat16 (`dtype`; a `.npy` says which in its header,
- * `'<f4'` or `'<f2'`): the math is float32 whatever it is, and the output has the input's
- * dtype and format (the rstd file is float32).
+ * A file's format is told by its content — a NumPy `.npy` (float32, float16, or float64 read as
+ * float32), an `.npz` (each float member), a safetensors file (each float tensor, or those
+ * named) — or raw little-endian data when asked for. The output has the input's format and,
+ * unless `outDtype` says otherwise, its dtype; other arrays of a container are copied as they
+ * are. The math is float32 whatever the storage.
  *
- * Rows are read in chunks straight into the pool's shared wasm memory (`FileHandle.read` into a
- * view of it: no copy in JavaScript), normalized there in place by the workers, and written
- * from there. Up to {@link SLOTS} chunks are in flight, so the read of one chunk, the
- * normalization of the one before and the write of the one before that overlap. Memory stays
- * at `SLOTS × chunkBytes` (48 MiB by default) plus the pool's, whatever the file's size.
- *
- * Nothing is lost: the input is opened read-only; the output (and the rstd file) is written to
- * a temporary file beside it, flushed (`fsync`), and renamed into place only when complete, so
- * an error or an abort leaves either no output or the previous file intact.
+ * Nothing is lost: the input is opened read-only; an output that is a file (or a link to one)
+ * is written to a temporary file beside it, flushed and renamed into place only when complete,
+ * so an error or an abort leaves either no output or the previous file intact. Outputs that are
+ * streams (`-`, a FIFO, a device) are written through. See chunks.ts for the pipeline.
  * @module
  */
-import { createHash } from 'node:crypto';
-import { open, type FileHandle } from 'node:fs/promises';
-import { extname } from 'node:path';
-import { createPool, type RmsNormPool } from '../index.js';
+import { createPool, loadRmsNorm, type RmsNormPool } from '../index.js';
 import type { F32Buffer, U16Buffer } from '../memory.js';
-import { describe, DTYPE_NAMES, kindOf } from '../check/arrays.js';
 import { checkForward } from '../check/calls.js';
-import { options as checkOptions } from '../check/options.js';
 import type { Dtype, FloatArray } from '../types.js';
-import type { NormalizeFileOptions, NormalizeSummary } from './types.js';
-import { AtomicFile, sameFile } from './atomic.js';
+import { KERNEL_DTYPES, DTYPES } from '../dtypes.js';
+import { removeStrays } from './atomic.js';
+import { CHUNK_BYTES, copyArray, normalizeArray, Regions, SLOTS } from './chunks.js';
 import { NormalizeError } from './errors.js';
-import { readFully, writeFully } from './io.js';
-import { itemBytes, layoutOf, loadWeight, rawRowLength, sliceOf, type Layout } from './layout.js';
-import { NpyError, npyHeader } from './npy.js';
+import { checkFileOptions, FILE_KEYS, isPath, type FileArgs } from './file-args.js';
+import { formatOf } from './formats/index.js';
+import { OutputFile } from './output.js';
+import { baseOf, dirOf, shown, type FsPath } from './paths.js';
+import { planArrays, rstdArrays, type ArrayPlan } from './plan.js';
+import { openSink, planOutput, sameInode, type OutputPlan } from './sink.js';
+import { openSource } from './source.js';
+import type { NormalizeFileOptions, NormalizeSummary } from './types.js';
+import { loadWeight, type LoadedWeight } from './weight.js';
 
 export { NormalizeError } from './errors.js';
-
-/** Chunks in flight: one being read, one normalized, one written. */
-export const SLOTS = 3;
-/** Default bytes per chunk: 16 MiB, several pool jobs' worth, small next to the page cache. */
-export const CHUNK_BYTES = 16 << 20;
-
+export { CHUNK_BYTES, SLOTS } from './chunks.js';
 export type { NormalizeFileOptions, NormalizeProgress, NormalizeSummary } from './types.js';
 
-const KEYS = ['weight', 'dtype', 'weightDtype', 'castingMode', 'dim', 'eps', 'offset', 'partial', 'format', 'rstd', 'range', 'inPlace', 'threads', 'pool', 'chunkBytes', 'checksum', 'durable', 'onProgress', 'signal'];
-
-/** normalizeFile's options, checked (the kernel's scalars are checked with the weight, once the input's dtype is known). */
-interface FileArgs {
-  o: NormalizeFileOptions;
-  dim: number | undefined;
-  dtype: Dtype | undefined;
-  weightDtype: Dtype | undefined;
-  chunkBytes: number;
-  format: 'npy' | 'raw';
-  range: readonly [number, number] | undefined;
+/** What a dataset run hands each file beyond its options. @internal */
+export interface FileContext {
+  /** The run's weight, read once. */
+  weight?: LoadedWeight;
+  /** The run has removed the temporaries a killed run left beside this output already. */
+  cleared?: boolean;
 }
 
-/** A dtype option (`dtype`, `weightDtype`), checked; undefined when absent. */
-function dtypeOpt(name: string, v: unknown): Dtype | undefined {
-  if (v === undefined) return undefined;
-  if (!DTYPE_NAMES.includes(v as Dtype)) throw new TypeError(`normalizeFile: options.${name} must be 'float32', 'float16' or 'bfloat16', got ${describe(v)}`);
-  return v as Dtype;
-}
-
-function positive(name: string, v: unknown, max: number): number | undefined {
-  if (v === undefined) return undefined;
-  if (typeof v !== 'number') throw new TypeError(`normalizeFile: options.${name} must be a number, got ${describe(v)}`);
-  if (!Number.isInteger(v) || v < 1 || v > max) throw new RangeError(`normalizeFile: options.${name} must be an integer from 1 to ${max}, got ${v}`);
-  return v;
-}
-
-/** options.range, checked: two integers, 0 ≤ start < end (the end against the file later). */
-function rangeOpt(v: unknown): readonly [number, number] | undefined {
-  if (v === undefined) return undefined;
-  const ok = Array.isArray(v) && v.length === 2 && v.every((n) => Number.isSafeInteger(n) && n >= 0) && v[0] < v[1];
-  if (!ok) throw new RangeError(`normalizeFile: options.range must be [start, end], integers with 0 <= start < end, got ${describe(v)}`);
-  return v as [number, number];
-}
-
-/** Checks the paths and the options that need no file; the paths' identities need the file system. */
-async function checkFileArgs(input: unknown, output: unknown, options: unknown): Promise<FileArgs> {
-  if (typeof input !== 'string' || typeof output !== 'string') {
-    throw new TypeError(`normalizeFile: input and output must be paths (strings), got ${describe(input)} and ${describe(output)}`);
+/** The outputs' plans, checked against each other and the input: nothing is written over the input unless `inPlace`. */
+async function planOutputs(input: FsPath, output: FsPath, a: FileArgs): Promise<{ out: OutputPlan; rstd: OutputPlan | null }> {
+  const out = await planOutput(output, 'the output');
+  const rstd = a.o.rstd !== undefined ? await planOutput(a.o.rstd, 'options.rstd') : null;
+  const files = (p: OutputPlan | null) => (p && p.kind === 'file' ? p.target : null);
+  if (input !== '-' && files(out) && !a.o.inPlace && (await sameInode(input, files(out)!))) {
+    throw new NormalizeError(`the output ${shown(output)} is the input file; pass options.inPlace to replace it (still through a temporary file)`);
   }
-  const o = checkOptions('normalizeFile', options, KEYS) as NormalizeFileOptions;
-  if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) throw new TypeError(`normalizeFile: options.signal must be an AbortSignal, got ${describe(o.signal)}`);
-  o.signal?.throwIfAborted();
-  const args: FileArgs = {
-    o,
-    dim: positive('dim', o.dim, 0xffffffff),
-    dtype: dtypeOpt('dtype', o.dtype),
-    weightDtype: dtypeOpt('weightDtype', o.weightDtype),
-    chunkBytes: positive('chunkBytes', o.chunkBytes, 2 ** 30) ?? CHUNK_BYTES,
-    format: o.format ?? (extname(input).toLowerCase() === '.npy' ? 'npy' : 'raw'),
-    range: rangeOpt(o.range),
-  };
-  if (args.format !== 'npy' && args.format !== 'raw') throw new RangeError(`normalizeFile: options.format must be 'npy' or 'raw', got ${describe(args.format)}`);
-  if (o.durable !== undefined && typeof o.durable !== 'boolean') throw new TypeError(`normalizeFile: options.durable must be a boolean, got ${describe(o.durable)}`);
-  if (o.checksum !== undefined && typeof o.checksum !== 'boolean') throw new TypeError(`normalizeFile: options.checksum must be a boolean, got ${describe(o.checksum)}`);
-  if (o.onProgress !== undefined && typeof o.onProgress !== 'function') throw new TypeError(`normalizeFile: options.onProgress must be a function, got ${describe(o.onProgress)}`);
-  if (!o.inPlace && (await sameFile(input, output))) {
-    throw new NormalizeError(`output ${output} is the input file; pass options.inPlace to replace it (still through a temporary file)`);
+  const r = files(rstd);
+  if (r && ((await sameInode(r, input)) || (files(out) && (r === files(out) || (await sameInode(r, files(out)!)))))) {
+    throw new NormalizeError(`options.rstd must be a path other than the input and the output, got ${shown(a.o.rstd!)}`);
   }
-  if (o.rstd !== undefined && (typeof o.rstd !== 'string' || (await sameFile(o.rstd, output)) || (await sameFile(o.rstd, input)))) {
-    throw new NormalizeError(`options.rstd must be a path other than the input and the output, got ${describe(o.rstd)}`);
-  }
-  return args;
+  return { out, rstd };
 }
 
-/** The weight as an array (read from its file when given as a path) and the dtype it holds, if a file said. */
-async function weightOf(a: FileArgs): Promise<{ weight: FloatArray | null; fileDtype: Dtype | undefined }> {
+/** The weight as an array and its dtype (read from its file when a path). */
+async function weightOf(a: FileArgs, ctx: FileContext): Promise<{ w: FloatArray | null; dtype: Dtype | undefined }> {
   const w = a.o.weight;
-  if (typeof w === 'string') {
-    const loaded = await loadWeight(w, a.weightDtype);
-    return { weight: loaded.w, fileDtype: loaded.dtype };
+  if (ctx.weight) return { w: ctx.weight.w, dtype: ctx.weight.dtype };
+  if (isPath(w)) {
+    const loaded = await loadWeight(w, a.weightDtype, a.o.weightTensor);
+    return { w: loaded.w, dtype: loaded.dtype };
   }
-  if (w !== undefined && w !== null && kindOf(w) < 0) {
-    throw new TypeError(`normalizeFile: options.weight must be a Float32Array, a Uint16Array of half bit patterns, a Float16Array or a path, got ${describe(w)}`);
-  }
-  return { weight: (w ?? null) as FloatArray | null, fileDtype: undefined };
+  return { w: (w ?? null) as FloatArray | null, dtype: a.weightDtype };
 }
 
-/** The pool's buffers of one call, freed together (`using`). */
-class Buffers {
-  private readonly all: (F32Buffer | U16Buffer)[] = [];
-
-  constructor(private readonly pool: RmsNormPool) {}
-
-  /** `n` elements of `dtype` (at least one) in the pool's memory. */
-  alloc(dtype: Dtype, n: number): F32Buffer | U16Buffer {
-    const b = dtype === 'float32' ? this.pool.allocF32(Math.max(1, n)) : this.pool.allocU16(Math.max(1, n));
-    this.all.push(b);
-    return b;
+/** The sync API's checks of the call each array's chunks make (on no rows), before any file is made; the weight's dtype they settle on. */
+function checkCalls(plans: readonly ArrayPlan[], w: FloatArray | null, weightDtype: Dtype | undefined, o: NormalizeFileOptions): Dtype {
+  let settled: Dtype = 'float32';
+  for (const p of plans) {
+    if (!p.norm) continue;
+    const n = p.norm;
+    const empty = n.computeDtype === 'float32' ? new Float32Array(0) : new Uint16Array(0);
+    const call = { dim: n.dim, dtype: n.computeDtype, weightDtype, castingMode: o.castingMode, eps: o.eps, offset: o.offset, partial: o.partial };
+    settled = KERNEL_DTYPES[checkForward('normalizeFile', empty, w, call).params.wdt]!;
   }
-
-  [Symbol.dispose](): void {
-    for (const b of this.all) b[Symbol.dispose]();
-    this.all.length = 0;
-  }
-}
-
-/** The output's `.npy` header (empty for raw), and the rstd file's, written; returns the first and where the rstd data starts. */
-async function writeHeaders(layout: Layout, shape: number[], rstdOut: AtomicFile | null): Promise<{ head: Uint8Array; rstdPos: number }> {
-  if (layout.format !== 'npy') return { head: new Uint8Array(0), rstdPos: 0 };
-  // An npy input is float32 or float16 (its header says): the output is the same.
-  const head = npyHeader(shape, layout.dtype as 'float32' | 'float16');
-  let rstdPos = 0;
-  if (rstdOut) {
-    const rh = npyHeader(shape.length > 1 ? shape.slice(0, -1) : [1]);
-    await rstdOut.fh.write(rh, 0, rh.length, 0);
-    rstdPos = rh.length;
-  }
-  return { head, rstdPos };
+  return settled;
 }
 
 /**
- * Normalizes every row of the file `input` (`.npy` float32 or float16 in C order, or raw
- * little-endian float32, float16 or bfloat16 as `options.dtype` says) into `output`, in the
- * same format and dtype, on the worker pool; see the module doc.
+ * Normalizes every row of the file `input` into `output`, in the same format (and dtype,
+ * unless `options.outDtype`), on the worker pool; see the module doc.
  *
- * @param input Path of the input (never modified).
- * @param output Path of the result; it appears only when complete. Refused if it is `input`,
- *   unless `options.inPlace`.
- * @returns A summary: rows, dim, bytes, seconds, GB/s, threads.
- * @throws (rejects) NormalizeError for a bad file (missing, malformed or truncated header,
- *   unsupported dtype, byte order or Fortran order, a dtype given that the header contradicts, a size that is not whole rows, a weight of
- *   the wrong length, an unwritable output, a full disk); TypeError / RangeError for bad
- *   options; the signal's reason when aborted. In every case the output path is left as it was.
+ * @param input Path of the input (never modified): a `.npy`, `.npz` or safetensors file, told
+ *   by its content; raw data with `options.format: 'raw'`. `-` reads standard input; a pipe,
+ *   FIFO or device is read as a stream (`.npy` and raw only).
+ * @param output Path of the result: it appears only when complete (a symbolic link is
+ *   followed, and its target replaced). `-` writes standard output; a FIFO or a character
+ *   device is written through as a stream. A directory, a block device or a socket is refused,
+ *   and so is `input` itself unless `options.inPlace`.
+ * @returns A summary: the arrays normalized, rows, bytes, seconds, GB/s, threads.
+ * @throws (rejects) NormalizeError for a bad file (missing, malformed or truncated header, a
+ *   format not recognized, unsupported dtype, byte order or Fortran order, a dtype given that
+ *   the header contradicts, a size that is not whole rows, a weight of the wrong length, an
+ *   unwritable output, a full disk); TypeError / RangeError for bad options; the signal's
+ *   reason when aborted. In every case a file output is left as it was.
  */
-export async function normalizeFile(input: string, output: string, options?: NormalizeFileOptions): Promise<NormalizeSummary> {
+export function normalizeFile(input: FsPath, output: FsPath, options?: NormalizeFileOptions): Promise<NormalizeSummary> {
+  return normalizeFileWith(input, output, options, {});
+}
+
+/** {@link normalizeFile} with what a dataset run hands it. @internal */
+export async function normalizeFileWith(input: FsPath, output: FsPath, options: NormalizeFileOptions | undefined, ctx: FileContext): Promise<NormalizeSummary> {
   const t0 = performance.now();
-  const args = await checkFileArgs(input, output, options);
-  const { o } = args;
-  const signal = o.signal;
-  let inFh: FileHandle;
-  try {
-    inFh = await open(input, 'r');
-  } catch (e) {
-    throw new NormalizeError(`cannot read ${input}: ${(e as Error).message}`);
+  if (!isPath(input) || !isPath(output)) {
+    throw new TypeError(`normalizeFile: input and output must be paths (strings or Buffers), got ${describePath(input)} and ${describePath(output)}`);
   }
+  const a = checkFileOptions('normalizeFile', options, FILE_KEYS);
+  const { o } = a;
+  const plans = await planOutputs(input, output, a);
+  const weight = await weightOf(a, ctx);
+  const src = await openSource(input);
   try {
-    const size = (await inFh.stat()).size;
-    const { weight, fileDtype } = await weightOf(args);
-    const dimHint = args.format === 'raw' ? rawRowLength(args.dim, weight) : args.dim;
-    const layout = await layoutOf(inFh, input, size, args.format, dimHint, args.dtype);
-    const { dim, dtype } = layout;
-    const { first, rows, shape } = sliceOf(layout, args.range, input);
-    const item = itemBytes(dtype);
-    if (weight !== null && weight.length !== dim) {
-      throw new NormalizeError(`the weight has ${weight.length} elements, but the rows of ${input} have ${dim}`);
-    }
-    // The dtypes, eps, offset, partial and castingMode get the sync API's checks (on no rows),
-    // before any file is made; the weight's dtype is the one they settle on.
-    const call = { dim, dtype, weightDtype: fileDtype ?? args.weightDtype, castingMode: o.castingMode, eps: o.eps, offset: o.offset, partial: o.partial };
-    const checked = checkForward('normalizeFile', dtype === 'float32' ? new Float32Array(0) : new Uint16Array(0), weight, call);
-    call.weightDtype = DTYPE_NAMES[checked.params.wdt]!;
+    const name = shown(input);
+    const format = await formatOf(src, a.format);
+    const contents = await format.read(src, { dim: a.dim ?? (weight.w?.length || undefined), dtype: a.dtype });
+    const arrays = planArrays(contents, a, weight.w ? weight.w.length : null, name);
+    const weightDtype = checkCalls(arrays, weight.w, weight.dtype, o);
+    const writer = format.writer(arrays.map((p) => p.out), contents.meta, shown(output));
+    const rstdWriter = plans.rstd ? format.writer(rstdArrays(arrays), undefined, shown(o.rstd!)) : null;
+    const signal = o.signal;
 
-    await using out = await AtomicFile.create(output);
-    await using rstdOut = o.rstd !== undefined ? await AtomicFile.create(o.rstd) : null;
+    if (plans.out.kind === 'file' && !ctx.cleared) await removeStrays(dirOf(plans.out.target), [baseOf(plans.out.target)]);
+    await using out = await openSink(plans.out);
+    await using rstdOut = plans.rstd ? await openSink(plans.rstd) : null;
     await using own = o.pool ? null : await createPool(o.threads === undefined ? undefined : { threads: o.threads });
-    const pool = o.pool ?? own!;
-    using bufs = new Buffers(pool);
-    const chunkRows = Math.max(1, Math.min(rows, Math.floor(args.chunkBytes / (item * dim))));
-    const chunks = Math.ceil(rows / chunkRows);
-    const slots = Array.from({ length: Math.max(1, Math.min(SLOTS, chunks)) }, () => ({
-      x: bufs.alloc(dtype, chunkRows * dim),
-      rstd: bufs.alloc('float32', chunkRows) as F32Buffer,
-    }));
-    const wBuf = weight ? bufs.alloc(call.weightDtype, dim) : null;
-    if (wBuf) {
-      // A Float16Array weight is copied as its bits (a float16 weight), any other as it is.
-      const v = wBuf.view();
-      v.set(v instanceof Uint16Array ? new Uint16Array(weight!.buffer, weight!.byteOffset, dim) : (weight as Float32Array));
-    }
-    const hash = o.checksum ? createHash('sha256') : null;
-    // The output's header goes out with the first chunk, in one write: for small files each
-    // I/O call is a large part of the time.
-    const { head, rstdPos } = await writeHeaders(layout, shape, rstdOut);
-    const outPos = head.length;
-
-    // Up to SLOTS chunks in flight: read into the slot's memory, normalize there, write from
-    // there. Each chunk's write waits for the one before: writes at increasing offsets in
-    // order (concurrent ones were 10× slower on ext4: 2 GiB in 5.0 s against 0.5 s), and the
-    // hash sees the bytes in file order.
-    const busy: Promise<void>[] = [];
-    let written: Promise<void> = Promise.resolve();
-    let rowsDone = 0;
-    let failure: unknown = null;
-    const chunk = async (r0: number, n: number, slot: (typeof slots)[number], after: Promise<void>): Promise<void> => {
-      const x = slot.x.view().subarray(0, n * dim);
-      const rs = slot.rstd.view().subarray(0, n);
-      const got = await readFully(inFh, x, layout.dataOffset + item * (first + r0) * dim);
-      if (got !== item * n * dim) throw new NormalizeError(`${input}: the file shrank while it was read (row ${first + r0})`);
-      await pool.rmsNorm(x, wBuf ? wBuf.view() : null, { ...call, out: x, rstd: rstdOut ? rs : undefined, signal });
-      await after;
-      if (failure !== null) return;
-      const bytes = new Uint8Array(x.buffer, x.byteOffset, x.byteLength);
-      const parts = r0 === 0 && head.length > 0 ? [head, bytes] : [bytes];
-      await writeFully(out.fh, parts, r0 === 0 ? 0 : outPos + item * r0 * dim, output);
-      for (const b of parts) hash?.update(b);
-      if (rstdOut) await writeFully(rstdOut.fh, [new Uint8Array(rs.buffer, rs.byteOffset, rs.byteLength)], rstdPos + 4 * r0, o.rstd!);
-      rowsDone += n;
-      o.onProgress?.({ rows: rowsDone, totalRows: rows, bytes: item * rowsDone * dim, totalBytes: item * rows * dim, seconds: (performance.now() - t0) / 1000 });
-    };
-    if (rows === 0) await writeFully(out.fh, [head], 0, output);
-    for (let c = 0, r0 = 0; r0 < rows && failure === null; c++, r0 += chunkRows) {
-      const s = c % slots.length;
-      await busy[s];
-      if (failure !== null) break;
-      signal?.throwIfAborted();
-      busy[s] = written = chunk(r0, Math.min(chunkRows, rows - r0), slots[s]!, written).catch((e: unknown) => {
-        failure ??= e;
+    const pool: RmsNormPool = o.pool ?? own!;
+    const sync = await loadRmsNorm();
+    const outFile = new OutputFile(out, writer, o.checksum === true);
+    const rstdFile = rstdOut ? new OutputFile(rstdOut, rstdWriter!, false) : null;
+    using wBuf = weight.w ? placeWeight(pool, weight.w, weightDtype) : null;
+    let rows = 0;
+    let rowsBefore = 0;
+    const total = arrays.reduce((s, p) => s + (p.norm?.rows ?? 0), 0);
+    const progress = (r: number, p: ArrayPlan) =>
+      o.onProgress?.({
+        rows: rowsBefore + r, totalRows: total, bytes: (rowsBefore + r) * p.norm!.dim * DTYPES[p.norm!.inDtype].bytes,
+        totalBytes: arrays.reduce((s, q) => s + (q.norm?.rows ?? NaN) * (q.norm?.dim ?? 0) * DTYPES[q.norm?.inDtype ?? 'float32'].bytes, 0),
+        seconds: (performance.now() - t0) / 1000,
       });
+    // rstd of a container is kept until the end: its arrays may go in another order than the data's.
+    const rstdKept = new Map<number, Uint8Array[]>();
+    const many = contents.format === 'npz' || contents.format === 'safetensors';
+    if (rstdFile && !many) rstdFile.begin(0);
+    for (const i of writer.order ?? arrays.map((_, k) => k)) {
+      const p = arrays[i]!;
+      outFile.begin(i);
+      signal?.throwIfAborted();
+      if (!p.norm) await copyArray(p.input.source, p.input.offset, p.input.bytes ?? 0, outFile, `${name}: array ${JSON.stringify(p.input.name)}`);
+      else if (p.norm.rows !== 0) {
+        const n = p.norm;
+        const rowBytes = Math.max(DTYPES[n.inDtype].bytes, DTYPES[n.computeDtype].bytes) * n.dim;
+        const want = Math.min(a.chunkBytes ?? CHUNK_BYTES, (n.rows ?? Infinity) * rowBytes);
+        using regions = Regions.alloc(pool, Math.min(SLOTS, Math.ceil(((n.rows ?? Infinity) * rowBytes) / want)), Math.max(want, rowBytes));
+        const kept: Uint8Array[] = [];
+        const done = await normalizeArray({
+          source: p.input.source, offset: p.input.offset + n.first * DTYPES[n.inDtype].bytes * n.dim, rows: n.rows, dim: n.dim,
+          inDtype: n.inDtype, computeDtype: n.computeDtype, outDtype: n.outDtype,
+          call: { weightDtype, castingMode: o.castingMode, eps: o.eps, offset: o.offset, partial: o.partial },
+          weight: wBuf ? () => wBuf.view() : null, pool, sync, regions, out: outFile,
+          rstd: rstdFile ? (many ? { data: async (b: Uint8Array) => void kept.push(b.slice()) } : rstdFile) : null,
+          signal, progress: (r) => progress(r, p),
+        });
+        if (many) rstdKept.set(i, kept);
+        rows += done;
+        rowsBefore += done;
+      }
+      outFile.finish();
     }
-    await Promise.all(busy);
-    if (failure !== null) throw failure;
+    await outFile.end();
+    if (rstdFile && !many) rstdFile.finish();
+    if (rstdFile && many) await writeKept(rstdFile, rstdWriter!.order, arrays, rstdKept);
+    await rstdFile?.end();
     signal?.throwIfAborted();
-    // Both files flushed before either is renamed: an rstd file never names data that is not there.
+    // Both flushed before either is renamed; the rstd file first: a failure there leaves the output as it was.
     await out.flush(o.durable !== false);
     await rstdOut?.flush(o.durable !== false);
-    await out.publish();
     await rstdOut?.publish();
-    const seconds = (performance.now() - t0) / 1000;
-    const bytes = item * rows * dim;
-    return {
-      input, output, format: layout.format, dtype, rows, dim, shape, bytes, outputBytes: outPos + bytes, seconds, gbPerS: bytes / seconds / 1e9, threads: pool.threads,
-      ...(hash && { sha256: hash.digest('hex') }),
-    };
-  } catch (e) {
-    if (e instanceof NpyError) throw new NormalizeError(e.message);
-    throw e;
+    await out.publish();
+    return summaryOf(input, output, contents.format, arrays, rows, outFile, pool, t0);
   } finally {
-    await inFh.close().catch(() => {});
+    await src.close();
   }
+}
+
+/** A path argument as a message shows it. */
+const describePath = (p: unknown): string => (isPath(p) ? shown(p) : p === null ? 'null' : typeof p);
+
+/** The weight in the pool's memory, in the dtype the calls settled on (a Float16Array is copied as its bits). */
+function placeWeight(pool: RmsNormPool, w: FloatArray, dtype: Dtype): F32Buffer | U16Buffer {
+  const buf = dtype === 'float32' ? pool.allocF32(w.length) : pool.allocU16(w.length);
+  const v = buf.view();
+  v.set(v instanceof Uint16Array ? new Uint16Array(w.buffer, w.byteOffset, w.length) : (w as Float32Array));
+  return buf;
+}
+
+/** Writes the rstd arrays kept for a container, in its writer's `order` (`kept`: by index of the normalized arrays). */
+async function writeKept(file: OutputFile, order: readonly number[] | undefined, plans: readonly ArrayPlan[], kept: Map<number, Uint8Array[]>): Promise<void> {
+  const normalized = plans.map((p, i) => (p.norm ? i : -1)).filter((i) => i >= 0);
+  for (const k of order ?? normalized.map((_, j) => j)) {
+    file.begin(k);
+    for (const b of kept.get(normalized[k]!) ?? []) await file.data(b);
+    file.finish();
+  }
+}
+
+/** What {@link normalizeFile} reports. */
+function summaryOf(input: FsPath, output: FsPath, format: NormalizeSummary['format'], plans: readonly ArrayPlan[], rows: number, out: OutputFile, pool: RmsNormPool, t0: number): NormalizeSummary {
+  const seconds = (performance.now() - t0) / 1000;
+  const norm = plans.filter((p) => p.norm);
+  const first = norm[0]!;
+  const bytes = norm.reduce((s, p) => s + (p.norm!.rows ?? rows) * p.norm!.dim * DTYPES[p.norm!.inDtype].bytes, 0);
+  const sha256 = out.digest();
+  return {
+    input: shown(input), output: shown(output), format, dtype: first.norm!.inDtype, outDtype: first.norm!.outDtype, rows, dim: first.norm!.dim,
+    shape: first.norm!.rows === null ? [rows, first.norm!.dim] : first.out.shape,
+    arrays: norm.map((p) => ({ name: p.out.name, dtype: p.norm!.inDtype, outDtype: p.norm!.outDtype, shape: p.norm!.rows === null ? [rows, p.norm!.dim] : p.out.shape, rows: p.norm!.rows ?? rows, dim: p.norm!.dim })),
+    copied: plans.filter((p) => !p.norm).map((p) => p.out.name),
+    bytes, outputBytes: out.at, seconds, gbPerS: bytes / seconds / 1e9, threads: pool.threads,
+    ...(sha256 && { sha256 }),
+  };
 }

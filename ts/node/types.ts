@@ -4,16 +4,23 @@
  */
 import type { RmsNormPool } from '../pool/api.js';
 import type { CastingMode, Dtype, FloatArray } from '../types.js';
+import type { FileDtype } from '../dtypes.js';
+import type { FormatName } from './formats/index.js';
+import type { FsPath } from './paths.js';
+
+export type { FileDtype } from '../dtypes.js';
+export type { FormatName } from './formats/index.js';
+export type { FsPath } from './paths.js';
 
 /** How far a {@link normalizeFile} call has come. */
 export interface NormalizeProgress {
   /** Rows written so far. */
   rows: number;
-  /** Rows of the whole file. */
+  /** Rows of the whole file (NaN for a stream whose length is not known before its end). */
   totalRows: number;
   /** Bytes of data (not counting headers) written so far: 2 per element for half data, 4 for float32. */
   bytes: number;
-  /** Bytes of data of the whole file. */
+  /** Bytes of data of the whole file (NaN as totalRows). */
   totalBytes: number;
   /** Seconds since the call started. */
   seconds: number;
@@ -24,22 +31,33 @@ export interface NormalizeFileOptions {
   /**
    * The gain: `dim` elements — a Float32Array, or a Uint16Array of half bit patterns (what it
    * holds: `weightDtype`, else the input's dtype when that is a half one) — or the path of a
-   * `.npy` (float32 or float16, `dim` elements) or of a raw file (`weightDtype`, default
-   * float32). Default: none.
+   * file read by its content: a `.npy` (float32, float16, or float64 read as float32), one
+   * array of an `.npz` or safetensors file (`weightTensor` names it when there are several),
+   * or, when no format knows the file, raw elements of `weightDtype` (default float32).
+   * Default: none.
    */
-  weight?: FloatArray | string | null;
+  weight?: FloatArray | FsPath | null;
+  /** With a weight file holding several arrays: the name of the weight's. */
+  weightTensor?: string;
   /**
-   * What the input's elements are. A `.npy` says it in its header (`'<f4'` float32, `'<f2'`
-   * float16): a dtype given here must agree. For a raw file it says how to read the bytes
-   * (little-endian; default `'float32'`). The output has the same dtype.
+   * What the input's elements are. A `.npy`, `.npz` or safetensors file says it in its header
+   * (a dtype given here must agree). For raw data it says how to read the bytes (little-endian;
+   * default `'float32'`).
    */
   dtype?: Dtype;
   /**
-   * What the weight's elements are. A `.npy` weight says it in its header (a value given here
+   * What the weight's elements are. A weight file with a header says it (a value given here
    * must agree); a raw weight file is read as this (default `'float32'`); an array weight as
    * the sync API reads it (from its type; a Uint16Array defaults to the input's half dtype).
    */
   weightDtype?: Dtype;
+  /**
+   * The output's dtype: `'float32'`, `'float16'` or `'bfloat16'`. Default: the input's (float32
+   * for a float64 input). When it differs from the input's, rows are widened to float32
+   * exactly (float64 rounded to nearest), normalized in float32 and rounded once to it. A
+   * `.npy` or `.npz` cannot hold bfloat16 (NumPy has no such dtype).
+   */
+  outDtype?: Dtype;
   /** Where half results are rounded (`'none'`, `'llama'` or `'gemma'`), as the sync API's option. Default `'none'`. */
   castingMode?: CastingMode;
   /** Row length. Default: the `.npy`'s last axis, else the weight's length; required for raw input without weight. */
@@ -50,10 +68,21 @@ export interface NormalizeFileOptions {
   offset?: number;
   /** pRMSNorm's fraction of each row rstd is estimated from, (0, 1]. Default 1. */
   partial?: number;
-  /** `'npy'` or `'raw'` (little-endian float32, rows of `dim`). Default: `'npy'` for a `.npy` name, else `'raw'`. */
-  format?: 'npy' | 'raw';
-  /** Also write each row's rstd to this path (same format as the input; shape = the output's without its last axis). */
-  rstd?: string;
+  /**
+   * `'npy'`, `'npz'`, `'safetensors'` or `'raw'` (little-endian `dtype`, rows of `dim`).
+   * Default: told by the file's first bytes; raw data is read only when this says so.
+   */
+  format?: FormatName;
+  /**
+   * In an `.npz` or safetensors file: the names of the arrays to normalize (each a float array
+   * of at least one axis). Default: every such array; the others are copied as they are.
+   */
+  tensors?: readonly string[];
+  /**
+   * Also write each row's rstd to this path (float32, in the input's format; each array's shape
+   * without its last axis, `[1]` for a 1-D one; in a container, arrays of the same names).
+   */
+  rstd?: FsPath;
   /**
    * Only indices `start` ≤ i < `end` of the input's first axis — rows of a 2-D array or of raw
    * data; blocks of rows when the array has more axes (a 1-D `.npy` is one row, `[0, 1]`) —
@@ -87,21 +116,27 @@ export interface NormalizeFileOptions {
 
 /** What {@link normalizeFile} did. */
 export interface NormalizeSummary {
-  /** The input's path. */
+  /** The input's path (as a message shows it). */
   input: string;
-  /** The output's path. */
+  /** The output's path (as a message shows it). */
   output: string;
   /** How the input was read (and the output written). */
-  format: 'npy' | 'raw';
-  /** The data's dtype (the input's and the output's). */
-  dtype: Dtype;
-  /** Rows normalized. */
+  format: FormatName;
+  /** The input's dtype (of its first normalized array). */
+  dtype: FileDtype;
+  /** The output's dtype (of its first normalized array). */
+  outDtype: Dtype;
+  /** Rows normalized, over every array. */
   rows: number;
-  /** Row length (elements). */
+  /** Row length (elements) of the first normalized array. */
   dim: number;
-  /** The output's shape: the input's (npy) or `[rows, dim]` (raw), its first axis cut to `options.range`. */
+  /** The output's shape (of the first normalized array): the input's, or `[rows, dim]` (raw), its first axis cut to `options.range`. */
   shape: number[];
-  /** Bytes of data read (= written), headers not counted: 2 per element for half data, 4 for float32. */
+  /** Each array normalized: its name (`''` in a one-array format), dtypes, output shape, rows and row length. */
+  arrays: { name: string; dtype: FileDtype; outDtype: Dtype; shape: number[]; rows: number; dim: number }[];
+  /** The arrays of a container copied as they are (not float, or not named by `tensors`). */
+  copied: string[];
+  /** Bytes of data read from the arrays normalized, headers not counted. */
   bytes: number;
   /** Size of the output file in bytes (header included). */
   outputBytes: number;

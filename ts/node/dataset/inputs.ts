@@ -1,35 +1,49 @@
 /**
  * What a dataset run reads: the files named by the inputs (files, directories walked
  * recursively, glob patterns), each with the path its output gets under the output directory.
+ *
+ * Names are read as bytes, so a name that is not UTF-8 is found and written like any other.
+ * Symbolic links are followed by default — each real file once (a second link to it is
+ * skipped with a warning), a link back to a directory above it is a loop, skipped with a
+ * warning — and each output is named by the path of the link, as the Hugging Face cache's
+ * `snapshots/` folders of links want; with `followSymlinks: false` links are skipped, each
+ * with a warning. The output directory is never read as input, whatever path names it.
  * @module
  */
+import type { Dirent, Stats } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
-import { basename, join, resolve, sep } from 'node:path';
-import { NormalizeError } from '../errors.js';
+import { resolve } from 'node:path';
+import { fsError, NormalizeError } from '../errors.js';
+import { baseOf, bytesOf, fromBytes, joinPath, shown, type FsPath } from '../paths.js';
 import type { DatasetPart } from './types.js';
 
 /** One input file of a dataset. */
 export interface DatasetFile {
   /** The input's path (as found: the input given, or joined to it). */
-  input: string;
+  input: FsPath;
   /** The output's path relative to the output directory (`/`-separated). */
-  rel: string;
-  /** The input's size in bytes, when listed. */
+  rel: FsPath;
+  /** The input's size in bytes. */
   size: number;
   /** The bytes this output reads: the input's size, or a part's share of it. */
   bytes: number;
-  /** The input's modification time (ms since the epoch), when listed. */
+  /** The input's modification time (ms since the epoch). */
   mtimeMs: number;
   /** For a part of a file split between shards: which part, and the indices of the first axis it holds. */
   part?: DatasetPart;
+  /** For a part: the output path of the whole file it was cut from. */
+  origin?: FsPath;
 }
 
+/** Orders paths by their bytes. */
+export const byBytes = (a: FsPath, b: FsPath): number => Buffer.compare(bytesOf(a), bytesOf(b));
+
 /** Sorts `files` by output path, in place; two with one output path is a NormalizeError naming both inputs. */
-export function sortByOutput<T extends { input: string; rel: string }>(files: T[]): T[] {
-  files.sort((a, b) => (a.rel < b.rel ? -1 : a.rel > b.rel ? 1 : 0));
+export function sortByOutput<T extends { input: FsPath; rel: FsPath }>(files: T[]): T[] {
+  files.sort((a, b) => byBytes(a.rel, b.rel));
   for (let i = 1; i < files.length; i++) {
-    if (files[i]!.rel === files[i - 1]!.rel) {
-      throw new NormalizeError(`${files[i - 1]!.input} and ${files[i]!.input} would both be written to ${files[i]!.rel}`);
+    if (byBytes(files[i]!.rel, files[i - 1]!.rel) === 0) {
+      throw new NormalizeError(`${shown(files[i - 1]!.input)} and ${shown(files[i]!.input)} would both be written to ${shown(files[i]!.rel)}`);
     }
   }
   return files;
@@ -61,61 +75,120 @@ function globRegExp(pattern: string): RegExp {
   return new RegExp(`^${re}$`);
 }
 
-/** Every regular file under `dir` (relative, `/`-separated, sorted), not descending into `skip` or hidden entries. */
-async function walk(dir: string, skip: string): Promise<string[]> {
-  const out: string[] = [];
-  const visit = async (d: string, prefix: string): Promise<void> => {
-    if (resolve(d) === skip) return;
-    const entries = await readdir(d, { withFileTypes: true });
-    for (const e of entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
-      if (e.name.startsWith('.')) continue;
-      if (e.isDirectory()) await visit(join(d, e.name), `${prefix}${e.name}/`);
-      else if (e.isFile()) out.push(`${prefix}${e.name}`);
+/** How a walk treats what it finds. */
+export interface WalkRules {
+  /** Whether a file of this (base) name is an input. */
+  accept: (name: string) => boolean;
+  /** Follow symbolic links (default true). */
+  follow: boolean;
+  /** The output directory's identity (`dev:ino`), never entered. */
+  skip: string | null;
+  warn: (message: string) => void;
+}
+
+const idOf = (st: Stats): string => `${st.dev}:${st.ino}`;
+
+/** Every file under `dir` that `rules` accept (relative, `/`-separated, in byte order), not descending into hidden entries. */
+async function walk(dir: FsPath, rules: WalkRules): Promise<FsPath[]> {
+  const out: FsPath[] = [];
+  const visit = async (d: FsPath, prefix: FsPath, above: Set<string>): Promise<void> => {
+    let entries: Dirent<Buffer>[];
+    try {
+      entries = await readdir(d, { withFileTypes: true, encoding: 'buffer' });
+    } catch (e) {
+      throw fsError(e, 'read the directory', d);
+    }
+    entries.sort((a, b) => Buffer.compare(a.name, b.name));
+    for (const e of entries) {
+      if (e.name[0] === 0x2e) continue; // hidden
+      const name = fromBytes(e.name);
+      const path = joinPath(d, name);
+      const rel = prefix.length ? joinPath(prefix, name) : name;
+      let isDir = e.isDirectory();
+      if (e.isSymbolicLink()) {
+        if (!rules.follow) {
+          rules.warn(`skipped the symbolic link ${shown(path)} (links are not followed)`);
+          continue;
+        }
+        const st = await stat(path).catch(() => null);
+        if (!st) {
+          rules.warn(`skipped the symbolic link ${shown(path)}: it leads nowhere`);
+          continue;
+        }
+        isDir = st.isDirectory();
+        if (!isDir && !st.isFile()) continue;
+      } else if (!isDir && !e.isFile()) continue;
+      if (isDir) {
+        const st = await stat(path).catch(() => null);
+        if (!st) continue;
+        const id = idOf(st);
+        if (id === rules.skip) continue;
+        if (above.has(id)) {
+          rules.warn(`skipped ${shown(path)}: a link back to a directory above it (a loop)`);
+          continue;
+        }
+        await visit(path, rel, new Set([...above, id]));
+      } else if (rules.accept(typeof name === 'string' ? name : name.toString('latin1'))) out.push(rel);
     }
   };
-  await visit(dir, '');
+  const top = await stat(dir);
+  await visit(dir, '', new Set([idOf(top)]));
   return out;
 }
 
 /**
  * The files of `inputs`, sorted by output path: a file as given (its output: its base name);
- * a directory walked recursively, keeping the names `accept` allows (outputs at the same
- * relative paths); a glob (`data/**\/*.npy`) matched under its directory part (outputs
- * relative to it). Hidden names and `outDir` itself are skipped. Two inputs that would write
- * the same output, or an input that matches nothing, is a NormalizeError.
+ * a directory walked recursively (outputs at the same relative paths); a glob (`data/**\/*.npy`)
+ * matched under its directory part (outputs relative to it). Two inputs that would write the
+ * same output, or an input that matches nothing, is a NormalizeError. A real file reached by
+ * two paths is read once, by the first.
  */
-export async function listInputs(inputs: readonly string[], outDir: string, accept: (name: string) => boolean): Promise<DatasetFile[]> {
-  const skip = resolve(outDir);
-  const found: { input: string; rel: string }[] = [];
+export async function listInputs(inputs: readonly string[], outDir: string, rules: Omit<WalkRules, 'skip'>): Promise<DatasetFile[]> {
+  const out = await stat(outDir).catch(() => null);
+  const r: WalkRules = { ...rules, skip: out ? idOf(out) : null };
+  const found: { input: FsPath; rel: FsPath }[] = [];
   for (const given of inputs) {
     if (isGlob(given)) {
       const parts = given.split(/[\\/]/);
       const fixed = parts.slice(0, parts.findIndex(isGlob));
-      const base = fixed.length === 0 ? '.' : fixed.join(sep) || sep;
+      const base = fixed.length === 0 ? '.' : fixed.join('/') || '/';
       const re = globRegExp(parts.slice(fixed.length).join('/'));
-      const matched = (await walk(base, skip).catch(() => [])).filter((r) => re.test(r));
+      const all = await walk(base, { ...r, accept: () => true }).catch(() => []);
+      const matched = all.filter((rel) => re.test(typeof rel === 'string' ? rel : rel.toString('latin1')));
       if (matched.length === 0) throw new NormalizeError(`${given}: no file matches`);
-      found.push(...matched.map((rel) => ({ input: join(base, rel), rel })));
+      found.push(...matched.map((rel) => ({ input: joinPath(base, rel), rel })));
       continue;
     }
-    let st;
+    let st: Stats;
     try {
       st = await stat(given);
     } catch (e) {
-      throw new NormalizeError(`cannot read ${given}: ${(e as Error).message}`);
+      throw fsError(e, 'read', given);
     }
     if (st.isDirectory()) {
-      if (resolve(given) === skip) throw new NormalizeError(`${given} is the output directory: choose an output directory apart from the inputs`);
-      const files = (await walk(given, skip)).filter((r) => accept(basename(r)));
+      if (idOf(st) === r.skip || resolve(given) === resolve(outDir)) throw new NormalizeError(`${given} is the output directory: choose an output directory apart from the inputs`);
+      const files = await walk(given, r);
       if (files.length === 0) throw new NormalizeError(`${given}: the directory has no input files`);
-      found.push(...files.map((rel) => ({ input: join(given, rel), rel })));
-    } else found.push({ input: given, rel: basename(given) });
+      found.push(...files.map((rel) => ({ input: joinPath(given, rel), rel })));
+    } else found.push({ input: given, rel: baseOf(given) });
   }
   sortByOutput(found);
-  return Promise.all(
-    found.map(async (f) => {
-      const st = await stat(f.input);
-      return { ...f, size: st.size, bytes: st.size, mtimeMs: st.mtimeMs };
-    }),
-  );
+  const seen = new Map<string, FsPath>();
+  const files: DatasetFile[] = [];
+  for (const f of found) {
+    let st: Stats;
+    try {
+      st = await stat(f.input);
+    } catch (e) {
+      throw fsError(e, 'read', f.input);
+    }
+    const first = seen.get(idOf(st));
+    if (first !== undefined) {
+      rules.warn(`skipped ${shown(f.input)}: it is the same file as ${shown(first)}, normalized once`);
+      continue;
+    }
+    seen.set(idOf(st), f.input);
+    files.push({ ...f, size: st.size, bytes: st.size, mtimeMs: st.mtimeMs });
+  }
+  return files;
 }

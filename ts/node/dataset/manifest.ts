@@ -1,12 +1,18 @@
 /**
  * The manifest of a dataset run: one JSON line per output, appended when the output has been
  * renamed into place, so that a line always names a complete file. Each shard writes its own
- * file in the output directory (`manifest.jsonl`, or `manifest.shard-I-of-N.jsonl` with a
- * shard), and a run reads them all to know what is already done.
+ * file in the output directory (`manifest.jsonl`, or `manifest.shard-I-of-N.jsonl`), under
+ * its lock; a run reads them all. Of several records of one output the newest wins (each says
+ * when it was recorded), and a record is trusted only while the output is the very file it
+ * recorded (size and modification time): a record left by an older run, of any shard count,
+ * cannot vouch for a file another run has since rewritten.
  * @module
  */
+import { constants } from 'node:fs';
 import { open, readdir, readFile, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
+import { writeAll } from '../atomic.js';
+import { fsError, meaningOf, NormalizeError } from '../errors.js';
 import type { DatasetRecord } from './types.js';
 
 /** The manifest's file name for shard `index` of `count`. */
@@ -14,10 +20,12 @@ export function manifestName(index: number, count: number): string {
   return count === 1 ? 'manifest.jsonl' : `manifest.shard-${index}-of-${count}.jsonl`;
 }
 
+/** The key of a record: its output path, or (a name that is not UTF-8) the bytes of it. */
+export const recordKey = (r: Pick<DatasetRecord, 'output' | 'outputBase64'>): string => (r.outputBase64 !== undefined ? `\0${r.outputBase64}` : r.output);
+
 /**
- * Every record in the manifests of `outDir` (all shards'), by output path; a later line
- * replaces an earlier one. A line that does not parse (the end of a file whose process was
- * killed while appending) is skipped.
+ * Every record in the manifests of `outDir` (all shards'), by {@link recordKey}: of several,
+ * the one recorded last. Lines that do not parse (a line cut by a killed run) are skipped.
  */
 export async function readManifests(outDir: string): Promise<Map<string, DatasetRecord>> {
   const done = new Map<string, DatasetRecord>();
@@ -29,43 +37,91 @@ export async function readManifests(outDir: string): Promise<Map<string, Dataset
   }
   for (const name of names) {
     for (const line of (await readFile(join(outDir, name), 'utf8')).split('\n')) {
+      let r: DatasetRecord;
       try {
-        const r = JSON.parse(line) as DatasetRecord;
-        if (typeof r.output === 'string') done.set(r.output, r);
+        r = JSON.parse(line) as DatasetRecord;
       } catch {
-        // an empty or torn line
+        continue; // an empty or cut line
       }
+      if (typeof r?.output !== 'string') continue;
+      const key = recordKey(r);
+      const before = done.get(key);
+      if (!before || (r.recordedAt ?? 0) >= (before.recordedAt ?? 0)) done.set(key, r);
     }
   }
   return done;
 }
 
-/** Appends records to one manifest file, each line with one write. */
+/** Appends records to one manifest file (its shard's lock held), each line with one write. */
 export class ManifestWriter {
-  private constructor(private readonly fh: FileHandle) {}
+  /** The append before: lines go out one at a time, each where the last ended. */
+  private last: Promise<unknown> = Promise.resolve();
 
-  /** Opens (creates) `path` for appending; a torn last line left by a killed run is ended first. */
+  private constructor(
+    private readonly fh: FileHandle,
+    readonly path: string,
+    private size: number,
+  ) {}
+
+  /** Opens (creates) `path`; a line cut by a killed run at its end is removed first. */
   static async open(path: string): Promise<ManifestWriter> {
-    const fh = await open(path, 'a+');
-    const { size } = await fh.stat();
-    if (size > 0) {
-      const last = Buffer.alloc(1);
-      await fh.read(last, 0, 1, size - 1);
-      if (last[0] !== 0x0a) await fh.write('\n');
+    let fh: FileHandle;
+    try {
+      fh = await open(path, constants.O_RDWR | constants.O_CREAT, 0o644);
+    } catch (e) {
+      throw fsError(e, 'write the manifest', path);
     }
-    return new ManifestWriter(fh);
+    let { size } = await fh.stat();
+    if (size > 0) {
+      // Back to just after the last newline: whatever follows it is a cut line.
+      const tail = Buffer.alloc(Math.min(size, 1 << 16));
+      let end = size;
+      for (;;) {
+        const from = Math.max(0, end - tail.length);
+        const n = (await fh.read(tail, 0, end - from, from)).bytesRead;
+        const nl = tail.subarray(0, n).lastIndexOf(0x0a);
+        if (nl >= 0) {
+          end = from + nl + 1;
+          break;
+        }
+        if (from === 0) {
+          end = 0;
+          break;
+        }
+        end = from;
+      }
+      if (end !== size) await fh.truncate(end);
+      size = end;
+    }
+    return new ManifestWriter(fh, path, size);
   }
 
   /**
    * Appends `record` as one line. Not flushed line by line: a line lost to a power failure only
-   * means its output is redone, while its output was flushed before the line was written.
+   * means its output is redone, while its output was flushed before the line was written. A
+   * write that fails (a full disk) is undone — the file is cut back to its last whole line —
+   * and rejects with a NormalizeError naming the manifest.
    */
-  async append(record: DatasetRecord): Promise<void> {
-    await this.fh.write(JSON.stringify(record) + '\n');
+  append(record: DatasetRecord): Promise<void> {
+    const p = this.last.then(() => this.write(record));
+    this.last = p.catch(() => {});
+    return p;
   }
 
-  /** Flushes (`fdatasync`) and closes the file. */
+  private async write(record: DatasetRecord): Promise<void> {
+    const line = Buffer.from(JSON.stringify(record) + '\n');
+    try {
+      await writeAll(this.fh, [line], this.size, this.path);
+    } catch (e) {
+      await this.fh.truncate(this.size).catch(() => {});
+      throw new NormalizeError(`${record.output} was written, but its line could not be added to ${this.path} (${meaningOf(e)}); the next run redoes it`);
+    }
+    this.size += line.length;
+  }
+
+  /** Flushes (`fdatasync`) and closes the file, after the appends under way. */
   async close(): Promise<void> {
+    await this.last;
     await this.fh.datasync().catch(() => {});
     await this.fh.close();
   }

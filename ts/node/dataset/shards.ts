@@ -10,20 +10,27 @@
  * too small to repay the extra output file that downstream readers must put back together.
  * @module
  */
-import { sortByOutput, type DatasetFile } from './inputs.js';
+import { bytesOf, fromBytes, type FsPath } from '../paths.js';
+import { byBytes, sortByOutput, type DatasetFile } from './inputs.js';
 
 /** Files at most this big (64 MiB) are never split, whatever the shard count. */
 export const SPLIT_BYTES = 64 << 20;
 
-const byRel = (a: DatasetFile, b: DatasetFile): number => (a.rel < b.rel ? -1 : a.rel > b.rel ? 1 : 0);
+const byRel = (a: DatasetFile, b: DatasetFile): number => byBytes(a.rel, b.rel);
+
+/** The stem and extension of an output path: `a/b.npy` → `a/b`, `.npy` (no extension: all stem). */
+export function stemOf(rel: FsPath): [stem: Buffer, ext: Buffer] {
+  const b = bytesOf(rel);
+  const slash = b.lastIndexOf(0x2f);
+  const dot = b.lastIndexOf(0x2e);
+  return dot > slash + 1 ? [b.subarray(0, dot), b.subarray(dot)] : [b, Buffer.alloc(0)];
+}
 
 /** The output path of part `k` of `count` of the output `rel`: `a/b.npy` → `a/b.part-1-of-4.npy`. */
-export function partName(rel: string, k: number, count: number): string {
-  const slash = rel.lastIndexOf('/');
-  const dot = rel.lastIndexOf('.');
-  const [stem, ext] = dot > slash + 1 ? [rel.slice(0, dot), rel.slice(dot)] : [rel, ''];
+export function partName(rel: FsPath, k: number, count: number): FsPath {
+  const [stem, ext] = stemOf(rel);
   const width = String(count).length;
-  return `${stem}.part-${String(k).padStart(width, '0')}-of-${count}${ext}`;
+  return fromBytes(Buffer.concat([stem, Buffer.from(`.part-${String(k).padStart(width, '0')}-of-${count}`), ext]));
 }
 
 /**
@@ -55,7 +62,7 @@ export async function splitLarge(
       const start = Math.floor((k * n) / parts);
       const end = Math.floor(((k + 1) * n) / parts);
       const bytes = Math.round((f.bytes * (end - start)) / n);
-      out.push({ ...f, rel: partName(f.rel, k, parts), bytes, part: { index: k, count: parts, start, end } });
+      out.push({ ...f, rel: partName(f.rel, k, parts), origin: f.rel, bytes, part: { index: k, count: parts, start, end } });
     }
   }
   return sortByOutput(out);

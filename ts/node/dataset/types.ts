@@ -3,10 +3,12 @@
  * @module
  */
 import type { Dtype } from '../../types.js';
+import type { FileDtype } from '../../dtypes.js';
+import type { FormatName } from '../formats/types.js';
 import type { NormalizeFileOptions } from '../types.js';
 
-/** Options of `normalizeDataset`: the per-file options of `normalizeFile` (not `rstd`, `inPlace`, `onProgress`), plus the run's. */
-export interface NormalizeDatasetOptions extends Omit<NormalizeFileOptions, 'rstd' | 'inPlace' | 'onProgress'> {
+/** Options of `normalizeDataset`: the per-file options of `normalizeFile` (not `rstd`, `inPlace`, `onProgress`, `range`), plus the run's. */
+export interface NormalizeDatasetOptions extends Omit<NormalizeFileOptions, 'rstd' | 'inPlace' | 'onProgress' | 'range'> {
   /**
    * This process's part of the dataset: shard `index` (0-based) of `count`. Processes given
    * the same inputs and indices 0..count-1 together write every output exactly once. Default
@@ -31,10 +33,33 @@ export interface NormalizeDatasetOptions extends Omit<NormalizeFileOptions, 'rst
    * (a file bigger than that runs alone). Default 16.
    */
   filesInFlight?: number;
+  /**
+   * Follow symbolic links in input directories (default true): each real file is read once,
+   * its output named by the link's path; a link that loops back is skipped with a warning.
+   * False: every link is skipped, each with a warning.
+   */
+  followSymlinks?: boolean;
+  /**
+   * Seconds to wait while another live run holds this shard of `outDir` (see the lock in
+   * docs/files.md). Default Infinity: as long as that run lives; 0: reject at once.
+   */
+  lockWait?: number;
+  /**
+   * Seconds after which a lock held from another machine whose heartbeat (every 5 s) has
+   * stopped is taken to be a dead run's, and taken over. Default 60. (On this machine a dead
+   * owner is seen at once, by its pid.)
+   */
+  lockStale?: number;
   /** Called as files are read and written. */
   onProgress?: (p: DatasetProgress) => void;
   /** Called once per input when it is written, skipped or fails. */
   onFile?: (event: DatasetFileEvent) => void;
+  /**
+   * Called with each warning: a symbolic link skipped, a file reached twice, a stale output of
+   * an earlier split removed, a wait for another run's lock. Default: none (they are also in
+   * the summary).
+   */
+  onWarning?: (message: string) => void;
 }
 
 /** One shard of a dataset: shard `index` of `count`. */
@@ -63,27 +88,37 @@ export interface DatasetProgress {
 
 /** One output as the manifest records it (one JSON line). */
 export interface DatasetRecord {
-  /** The input's path, absolute. */
+  /** The input's path, absolute (a name that is not UTF-8 shown escaped; its bytes in `inputBase64`). */
   input: string;
-  /** The output's path relative to the output directory (`/`-separated). */
+  /** The bytes of `input` (base64), when they are not UTF-8. */
+  inputBase64?: string;
+  /** The output's path relative to the output directory (`/`-separated; escaped as `input` is). */
   output: string;
+  /** The bytes of `output` (base64), when they are not UTF-8. */
+  outputBase64?: string;
+  /** When the line was written (ms since the epoch): of several lines for one output, the last wins. */
+  recordedAt: number;
   /** The input's size (bytes) and modification time (ms) when it was read: a changed input is redone. */
   inputSize: number;
   /** See inputSize. */
   inputMtimeMs: number;
   /** The output file's size in bytes (header included). */
   outputSize: number;
-  /** `'npy'` or `'raw'`. */
-  format: 'npy' | 'raw';
-  /** The data's dtype. */
-  dtype: Dtype;
+  /** The output file's modification time (ms): the record vouches for that file only, not one written since. */
+  outputMtimeMs: number;
+  /** The file's format. */
+  format: FormatName;
+  /** The input's dtype (of its first normalized array). */
+  dtype: FileDtype;
+  /** The output's dtype (of its first normalized array). */
+  outDtype: Dtype;
   /** Rows normalized and their length. */
   rows: number;
   /** See rows. */
   dim: number;
   /** The output's shape: the input's (npy), or `[rows, dim]`; a part's first axis is its range's length. */
   shape: number[];
-  /** The options the output was made with (a changed option redoes it); the weight as its path, size and time, or its SHA-256. */
+  /** The options the output was made with, defaults filled in (a changed option redoes it); the weight by the SHA-256 of the values used. */
   options: Record<string, unknown>;
   /** Seconds this file took. */
   seconds: number;
@@ -162,4 +197,6 @@ export interface DatasetSummary {
   threads: number;
   /** The manifest file this run appended to. */
   manifest: string;
+  /** What the run warned of (see `onWarning`). */
+  warnings: string[];
 }

@@ -8,25 +8,32 @@
  * @module
  */
 
+import { DTYPES, dtypeOfNpy, listed, type FileDtype } from '../../dtypes.js';
+import { NormalizeError } from '../errors.js';
+import { shown } from '../paths.js';
+import type { Source } from '../source.js';
+import type { ArrayOut, Contents, Format } from './types.js';
+
 /**
- * The element types this package reads and writes: little-endian float32 (`'<f4'`) and IEEE
- * binary16 (`'<f2'`, what NumPy writes for `np.float16` on a little-endian machine). NumPy
- * has no bfloat16: ml_dtypes' bfloat16 arrays are saved as an anonymous 2-byte void type
- * (`'<V2'`), which says nothing of what the bytes are, and is refused.
+ * The element types this package reads: little-endian float32 (`'<f4'`), IEEE binary16
+ * (`'<f2'`, what NumPy writes for `np.float16` on a little-endian machine) and float64
+ * (`'<f8'`, NumPy's default: read as float32). NumPy has no bfloat16: ml_dtypes' bfloat16
+ * arrays are saved as an anonymous 2-byte void type (`'<V2'`), which says nothing of what the
+ * bytes are, and is refused.
  */
-export type NpyDtype = 'float32' | 'float16';
+export type NpyDtype = 'float32' | 'float16' | 'float64';
+
+/** The dtypes NumPy names, that is, those this package reads from a `.npy`. */
+const NPY_DTYPES = (Object.keys(DTYPES) as FileDtype[]).filter((d): d is NpyDtype => DTYPES[d].npy !== null);
 
 /** Bytes per element of each {@link NpyDtype}. */
-export const NPY_ITEM_BYTES: Readonly<Record<NpyDtype, number>> = { float32: 4, float16: 2 };
-
-/** The `descr` this package writes for each {@link NpyDtype}. */
-const DESCR_OF: Readonly<Record<NpyDtype, string>> = { float32: '<f4', float16: '<f2' };
+export const NPY_ITEM_BYTES: Readonly<Record<NpyDtype, number>> = Object.fromEntries(NPY_DTYPES.map((d) => [d, DTYPES[d].bytes])) as Record<NpyDtype, number>;
 
 /** A parsed header. */
 export interface NpyHeader {
   /** `[major, minor]`. */
   version: [number, number];
-  /** The elements' dtype (`'<f4'`: float32, `'<f2'`: float16). */
+  /** The elements' dtype (`'<f4'`: float32, `'<f2'`: float16, `'<f8'`: float64). */
   dtype: NpyDtype;
   /** The array's shape (the last axis is the row). */
   shape: number[];
@@ -44,14 +51,11 @@ const MAGIC = [0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59]; // \x93NUMPY
 /** Bytes to read to be sure of having the prefix (magic, version, length). */
 export const NPY_PREFIX_BYTES = 12;
 
-/** Element types NumPy may name, with what this package says of them. */
-const DESCR: Record<string, NpyDtype | string> = {
-  '<f4': 'float32',
-  '<f2': 'float16',
-  '>f4': 'big-endian float32 (byte order ">"): only little-endian data is supported',
+/** Why element types NumPy may name, that look like floats, are refused. */
+const REFUSED: Record<string, string> = {
+  '>f4': 'big-endian float32 (byte order ">"): only little-endian data is supported; convert with arr.astype("<f4")',
   '>f2': 'big-endian float16, byte order ">": only little-endian data is supported; convert with arr.astype("<f2")',
-  '<f8': 'float64: only float32 and float16 are supported (convert with arr.astype(np.float32))',
-  '>f8': 'big-endian float64: only little-endian float32 and float16 are supported',
+  '>f8': 'big-endian float64: only little-endian data is supported; convert with arr.astype("<f8")',
   '<V2': 'a 2-byte void type, as ml_dtypes bfloat16 is saved: the header cannot say what it holds; write bfloat16 as raw bytes (arr.tofile) and give dtype bfloat16',
   '|V2': 'a 2-byte void type: the header cannot say what it holds; write bfloat16 as raw bytes (arr.tofile) and give dtype bfloat16',
 };
@@ -79,18 +83,28 @@ export function npyDataOffset(prefix: Uint8Array, name: string): number {
 /** NumPy's default `max_header_size`: np.load refuses longer headers as unsafe to parse. */
 const MAX_HEADER_CHARS = 10_000;
 
+/** A header as its text says, before this package's limits: any `descr`, any order, the shape exact. */
+export interface RawNpyHeader {
+  major: number;
+  minor: number;
+  descr: string;
+  fortran: boolean;
+  shape: bigint[];
+  dataOffset: number;
+  /** The header's text, for messages. */
+  text: string;
+}
+
 /**
- * Parses a whole header (`bytes` holds at least {@link npyDataOffset} bytes) of a file of
- * `fileSize` bytes, and checks that the data is exactly what the header says. The header is
- * read as NumPy reads it, or refused: exactly the keys `descr`, `fortran_order` and `shape`,
- * each once (NumPy would silently take the last of a repeated key), in the dict-literal
- * spelling NumPy writes. Throws an {@link NpyError} naming `name` and what is wrong; header
- * text in the message is escaped.
+ * Reads the dict of a whole header (`bytes` holds at least {@link npyDataOffset} bytes) as
+ * NumPy reads it, or refuses it: exactly the keys `descr`, `fortran_order` and `shape`, each
+ * once (NumPy would silently take the last of a repeated key), in the dict-literal spelling
+ * NumPy writes. `fileSize` (null: unknown, a stream) must hold the header.
  */
-export function parseNpyHeader(bytes: Uint8Array, fileSize: number, name: string): NpyHeader {
+export function readNpyDict(bytes: Uint8Array, fileSize: number | null, name: string): RawNpyHeader {
   const dataOffset = npyDataOffset(bytes, name);
-  if (fileSize < dataOffset || bytes.length < dataOffset) {
-    throw new NpyError(`${name}: truncated .npy header (it says ${dataOffset} bytes, the file has ${fileSize})`);
+  if ((fileSize !== null && fileSize < dataOffset) || bytes.length < dataOffset) {
+    throw new NpyError(`${name}: truncated .npy header (it says ${dataOffset} bytes, the file has ${fileSize ?? bytes.length})`);
   }
   const major = bytes[6]!;
   const start = major === 1 ? 10 : 12;
@@ -110,29 +124,55 @@ export function parseNpyHeader(bytes: Uint8Array, fileSize: number, name: string
   if (typeof descr !== 'string') throw new NpyError(`${name}: malformed .npy header (descr must be a string): ${quoted(text.trimEnd())}`);
   if (typeof fortran !== 'boolean') throw new NpyError(`${name}: malformed .npy header (fortran_order must be True or False): ${quoted(text.trimEnd())}`);
   if (!Array.isArray(shape)) throw new NpyError(`${name}: malformed .npy header (shape must be a tuple of integers): ${quoted(text.trimEnd())}`);
-  const kind = Object.hasOwn(DESCR, descr) ? DESCR[descr] : undefined;
-  if (kind !== 'float32' && kind !== 'float16') {
-    throw new NpyError(
-      `${name}: unsupported dtype ${quoted(descr)}${kind ? ` (${kind})` : ': only little-endian float32 ("<f4") and float16 ("<f2") are supported'}`,
-    );
+  if (shape.length > MAX_AXES) throw new NpyError(`${name}: the header's shape has ${shape.length} axes (NumPy arrays have at most ${MAX_AXES})`);
+  return { major, minor: bytes[7]!, descr, fortran, shape, dataOffset, text };
+}
+
+/** Whether `descr` names a float type: one of those read, or one refused with a reason (byte order, bfloat16's void). */
+export const isFloatDescr = (descr: string): boolean => dtypeOfNpy(descr) !== undefined || Object.hasOwn(REFUSED, descr);
+
+/**
+ * The header `h` as this package reads it: a float type it reads, C order, at least one axis,
+ * a size that is a safe integer, and (when `fileSize` is known) exactly that many bytes of
+ * data. An {@link NpyError} naming `name` and what is wrong otherwise.
+ */
+export function floatHeader(h: RawNpyHeader, fileSize: number | null, name: string): NpyHeader {
+  const dtype = dtypeOfNpy(h.descr) as NpyDtype | undefined;
+  if (dtype === undefined) {
+    const why = Object.hasOwn(REFUSED, h.descr) ? ` (${REFUSED[h.descr]})` : `: only little-endian ${listed(NPY_DTYPES.map((d) => `${d} ("${DTYPES[d].npy}")`), '')} are supported`;
+    throw new NpyError(`${name}: unsupported dtype ${quoted(h.descr)}${why}`);
   }
-  const dtype: NpyDtype = kind;
-  const item = NPY_ITEM_BYTES[dtype];
-  if (fortran) {
+  if (h.fortran) {
     throw new NpyError(`${name}: Fortran-order arrays are not supported (rows must be contiguous: save with np.ascontiguousarray)`);
   }
-  if (shape.length === 0) throw new NpyError(`${name}: a 0-d array has no rows to normalize`);
-  if (shape.length > MAX_AXES) throw new NpyError(`${name}: the header's shape has ${shape.length} axes (NumPy arrays have at most ${MAX_AXES})`);
-  const elems = shape.reduce((a, b) => a * b, 1);
-  const want = dataOffset + item * elems;
-  if (!Number.isSafeInteger(want)) throw new NpyError(`${name}: the header's shape (${shape.join(', ')}) is too large`);
-  if (fileSize !== want) {
+  if (h.shape.length === 0) throw new NpyError(`${name}: a 0-d array has no rows to normalize`);
+  const shown = h.shape.join(', ');
+  const item = BigInt(NPY_ITEM_BYTES[dtype]);
+  const dataBytes = h.shape.reduce((a, b) => a * b, 1n) * item;
+  if (BigInt(h.dataOffset) + dataBytes > BigInt(Number.MAX_SAFE_INTEGER) || h.shape.some((n) => n > BigInt(Number.MAX_SAFE_INTEGER))) {
+    throw new NpyError(`${name}: the header's shape (${shown}) is too large (${dataBytes} bytes of data)`);
+  }
+  const data = Number(dataBytes);
+  if (fileSize !== null && fileSize !== h.dataOffset + data) {
+    const have = fileSize - h.dataOffset;
     throw new NpyError(
-      `${name}: the header says shape (${shape.join(', ')}) of ${dtype}, ${item * elems} bytes of data, but the file has ` +
-        `${fileSize - dataOffset} (${fileSize < want ? 'truncated' : 'extra bytes at the end'})`,
+      `${name}: the header says shape (${shown}) of ${dtype}, ${data} bytes of data, but the file has ${have} ` +
+        `(${have < data ? 'truncated' : 'extra bytes at the end'})`,
     );
   }
-  return { version: [major, bytes[7]!], dtype, shape, dataOffset };
+  return { version: [h.major, h.minor], dtype, shape: h.shape.map(Number), dataOffset: h.dataOffset };
+}
+
+/**
+ * Parses a whole header (`bytes` holds at least {@link npyDataOffset} bytes) of a file of
+ * `fileSize` bytes, and checks that the data is exactly what the header says. The header is
+ * read as NumPy reads it, or refused: exactly the keys `descr`, `fortran_order` and `shape`,
+ * each once (NumPy would silently take the last of a repeated key), in the dict-literal
+ * spelling NumPy writes. Throws an {@link NpyError} naming `name` and what is wrong; header
+ * text in the message is escaped.
+ */
+export function parseNpyHeader(bytes: Uint8Array, fileSize: number, name: string): NpyHeader {
+  return floatHeader(readNpyDict(bytes, fileSize, name), fileSize, name);
 }
 
 /** `s` in double quotes, with everything but printable ASCII escaped: safe in a one-line message. */
@@ -142,7 +182,7 @@ export function quoted(s: string, max = 120): string {
 }
 
 /** A value of the header dict: a string, a bool, an integer, or a tuple of integers (the shape). */
-type HeaderValue = string | boolean | number | number[];
+type HeaderValue = string | boolean | bigint | bigint[];
 
 /**
  * Reads the header's dict literal: `{`, `'key': value` pairs separated by commas (a trailing
@@ -193,11 +233,12 @@ class HeaderReader {
     return this.integer();
   }
 
-  private integer(expected = 'a string, True, False, a non-negative decimal integer or a tuple'): number {
-    const m = /^(0|[1-9][0-9]*)(L?)(?![\w.])/.exec(this.text.slice(this.at, this.at + 40));
+  private integer(expected = 'a string, True, False, a non-negative decimal integer or a tuple'): bigint {
+    const m = /^(0|[1-9][0-9]*)(L?)(?![\w.])/.exec(this.text.slice(this.at, this.at + 400));
     if (!m || (m[2] && !this.longSuffix)) return this.fail(`expected ${expected}`);
     this.at += m[0].length;
-    return Number.parseInt(m[1]!, 10);
+    // Exact: a shape past 2^53 is refused by its digits, not by a rounded number.
+    return BigInt(m[1]!);
   }
 
   private string(): string {
@@ -210,9 +251,9 @@ class HeaderReader {
     return body;
   }
 
-  private tuple(): number[] {
+  private tuple(): bigint[] {
     this.expect('(');
-    const out: number[] = [];
+    const out: bigint[] = [];
     let comma = false;
     while (this.peek() !== ')') {
       out.push(this.integer('a non-negative decimal integer'));
@@ -251,12 +292,12 @@ const MAX_AXES = 64;
 
 /**
  * The header of a C-order little-endian array of `shape` (at most 64 axes, NumPy's limit) and
- * `dtype` (default float32; `'<f4'` or `'<f2'`, as NumPy writes them): version 1.0, padded with
- * spaces so that the data starts on a multiple of 64 bytes.
+ * `dtype` (default float32; written as NumPy names it: `'<f4'`, `'<f2'`, `'<f8'`): version 1.0,
+ * padded with spaces so that the data starts on a multiple of 64 bytes.
  */
 export function npyHeader(shape: readonly number[], dtype: NpyDtype = 'float32'): Uint8Array {
-  const descr = Object.hasOwn(DESCR_OF, dtype) ? DESCR_OF[dtype] : undefined;
-  if (descr === undefined) throw new TypeError(`npyHeader: dtype must be 'float32' or 'float16', got ${JSON.stringify(dtype)}`);
+  const descr = NPY_DTYPES.includes(dtype) ? DTYPES[dtype].npy : undefined;
+  if (!descr) throw new TypeError(`npyHeader: dtype must be ${listed(NPY_DTYPES)}, got ${JSON.stringify(dtype)}`);
   if (shape.length > MAX_AXES) throw new RangeError(`npyHeader: shape must have at most ${MAX_AXES} axes, got ${shape.length}`);
   const tuple = shape.length === 1 ? `(${shape[0]},)` : `(${shape.join(', ')})`;
   const dict = `{'descr': '${descr}', 'fortran_order': False, 'shape': ${tuple}, }`;
@@ -270,3 +311,53 @@ export function npyHeader(shape: readonly number[], dtype: NpyDtype = 'float32')
   for (let i = 0; i < body.length; i++) out[10 + i] = body.charCodeAt(i);
   return out;
 }
+
+/**
+ * Bytes read at once for a header: NumPy's headers are a few hundred bytes for every shape this
+ * can normalize, so one read almost always has all of it (each read is an I/O round trip,
+ * which for many small files is much of the cost).
+ */
+const HEAD_READ = 4096;
+
+/** Reads the whole header of the `.npy` at `pos` of `src` (a second read only for a header over {@link HEAD_READ}). */
+export async function readNpyHeaderBytes(src: Source, pos: number, name: string): Promise<Uint8Array> {
+  let head = new Uint8Array(HEAD_READ);
+  head = head.subarray(0, await src.read(head, pos));
+  const end = npyDataOffset(head.subarray(0, NPY_PREFIX_BYTES), name);
+  if (end > head.length && head.length === HEAD_READ) {
+    head = new Uint8Array(end);
+    head = head.subarray(0, await src.read(head, pos));
+  }
+  return head.subarray(0, Math.min(head.length, end));
+}
+
+/** An output's dtype as a `.npy` header names it; a NormalizeError for one NumPy has no name for. */
+export function npyDtypeOf(dtype: FileDtype, name: string): NpyDtype {
+  if (DTYPES[dtype].npy === null) {
+    throw new NormalizeError(`${name}: NumPy has no ${dtype} dtype, so a .npy cannot hold it (write float32 or float16, or a raw or safetensors file)`);
+  }
+  return dtype as NpyDtype;
+}
+
+/** The `.npy` format: one array, its header, its data. */
+export const npyFormat: Format = {
+  name: 'npy',
+  extensions: ['.npy'],
+  detect: (head) => MAGIC.every((b, i) => head[i] === b),
+  async read(src: Source): Promise<Contents> {
+    const name = shown(src.path);
+    try {
+      const h = floatHeader(readNpyDict(await readNpyHeaderBytes(src, 0, name), src.size, name), src.size, name);
+      const bytes = h.shape.reduce((a, b) => a * b, 1) * NPY_ITEM_BYTES[h.dtype];
+      return { format: 'npy', arrays: [{ name: '', dtype: h.dtype, typeName: DTYPES[h.dtype].npy!, shape: h.shape, source: src, offset: h.dataOffset, bytes }] };
+    } catch (e) {
+      throw e instanceof NpyError ? new NormalizeError(e.message) : e;
+    }
+  },
+  writer(arrays: readonly ArrayOut[], _meta, name: string) {
+    const a = arrays[0]!;
+    const head = npyHeader(a.shape, npyDtypeOf(a.dtype!, name));
+    const none = new Uint8Array(0);
+    return { start: () => head, before: () => none, after: () => none, end: () => none };
+  },
+};

@@ -1,0 +1,86 @@
+/**
+ * What a shard clears before it writes: temporary files its killed runs left, and outputs of an
+ * earlier plan that the current one no longer has — part files of another shard count or of a
+ * split the dataset's growth changed, or the whole output of a file now split (and the parts of
+ * one no longer split) — so that the parts of a file beside each other are always one plan's.
+ * Each input's leftovers are removed by one shard only: the one that writes its first output.
+ * @module
+ */
+import { mkdir, readdir, realpath, unlink } from 'node:fs/promises';
+import { removeStrays } from '../atomic.js';
+import { fsError, NormalizeError } from '../errors.js';
+import { baseOf, bytesOf, dirOf, fromBytes, joinPath, shown, type FsPath } from '../paths.js';
+import type { DatasetFile } from './inputs.js';
+import { stemOf } from './shards.js';
+
+/** The output path of the whole file an output belongs to (itself, or the file a part was cut from). */
+export const originOf = (f: DatasetFile): FsPath => f.origin ?? f.rel;
+
+/** Makes the directories of `files`' outputs and removes every temporary file left beside them (the caller holds their shard's lock). */
+export async function removeTemps(outDir: string, files: readonly DatasetFile[]): Promise<void> {
+  const byDir = new Map<string, { dir: FsPath; names: FsPath[] }>();
+  for (const f of files) {
+    const out = joinPath(outDir, f.rel);
+    const d = dirOf(out);
+    const key = bytesOf(d).toString('latin1');
+    if (!byDir.has(key)) byDir.set(key, { dir: d, names: [] });
+    byDir.get(key)!.names.push(baseOf(out));
+  }
+  for (const { dir, names } of byDir.values()) {
+    await mkdir(dir, { recursive: true }).catch((e: unknown) => {
+      throw fsError(e, 'make the directory', dir);
+    });
+    await removeStrays(dir, names, true);
+  }
+}
+
+/**
+ * Removes the outputs of earlier plans beside this shard's (see the module doc): `plan` is the
+ * whole dataset's outputs (every shard's), `mine` this shard's. Returns the paths removed.
+ */
+export async function removeStale(outDir: string, plan: readonly DatasetFile[], mine: readonly DatasetFile[]): Promise<FsPath[]> {
+  const current = new Set(plan.map((f) => bytesOf(f.rel).toString('latin1')));
+  const removed: FsPath[] = [];
+  const listed = new Map<string, Buffer[]>();
+  for (const f of mine) {
+    if (f.part && f.part.index !== 0) continue;
+    const origin = originOf(f);
+    const dir = dirOf(joinPath(outDir, origin));
+    const key = bytesOf(dir).toString('latin1');
+    if (!listed.has(key)) listed.set(key, await readdir(dir, { encoding: 'buffer' }).catch(() => []));
+    const [stem, ext] = stemOf(baseOf(origin));
+    const whole = bytesOf(baseOf(origin));
+    const prefix = Buffer.concat([stem, Buffer.from('.part-')]);
+    for (const n of listed.get(key)!) {
+      let ours = n.equals(whole);
+      if (!ours && n.length > prefix.length + ext.length && n.subarray(0, prefix.length).equals(prefix) && n.subarray(n.length - ext.length).equals(ext)) {
+        ours = /^\d+-of-\d+$/.test(n.subarray(prefix.length, n.length - ext.length).toString('latin1'));
+      }
+      const rel = dirOf(origin) === '.' ? fromBytes(n) : joinPath(dirOf(origin), fromBytes(n));
+      if (!ours || current.has(bytesOf(rel).toString('latin1'))) continue;
+      await unlink(joinPath(outDir, rel)).catch(() => {});
+      removed.push(rel);
+    }
+  }
+  return removed;
+}
+
+/**
+ * Refuses a run that would write an output over its own input (an output directory that is, or
+ * links to, an input's directory): checked once per directory, so that each file's
+ * normalization can skip its own check.
+ */
+export async function refuseOverwrites(outDir: string, files: readonly DatasetFile[]): Promise<void> {
+  const real = new Map<string, Promise<string>>();
+  const realOf = (d: FsPath) => {
+    const key = bytesOf(d).toString('latin1');
+    if (!real.has(key)) real.set(key, realpath(d, { encoding: 'buffer' }).then((b) => b.toString('latin1')));
+    return real.get(key)!;
+  };
+  for (const f of files) {
+    const out = joinPath(outDir, f.rel);
+    if (bytesOf(baseOf(out)).equals(bytesOf(baseOf(f.input))) && (await realOf(dirOf(out))) === (await realOf(dirOf(f.input)))) {
+      throw new NormalizeError(`${shown(f.input)} would be overwritten by its own output: choose an output directory apart from the inputs`);
+    }
+  }
+}

@@ -1,0 +1,225 @@
+/**
+ * One run at a time per output directory and shard: a lock file beside the shard's manifest
+ * (`manifest.lock`, or `manifest.shard-I-of-N.lock`), made with `link(2)` so that it appears
+ * whole or not at all, naming its owner — pid, host, the process's start time, a random nonce —
+ * and rewritten every few seconds by the owner (a heartbeat counter).
+ *
+ * A second run on a busy shard waits for it (or gives up after `lockWait` seconds). A lock
+ * whose owner is gone is taken over: on the same machine (host, boot and pid namespace) the
+ * owner's pid is checked, with its start time so that a reused pid does not count; from another
+ * machine (a shared file system) the heartbeat is watched, and a lock that has not changed for
+ * `lockStale` seconds is stale. Locks of another shard count on the same directory (whose
+ * shards overlap this one's) are refused.
+ * @module
+ */
+import { randomBytes } from 'node:crypto';
+import { readFileSync, readlinkSync } from 'node:fs';
+import { link, open, readdir, readFile, rename, unlink, writeFile, type FileHandle } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import { codeOf, fsError, NormalizeError } from '../errors.js';
+import { alive } from '../atomic.js';
+import { shown } from '../paths.js';
+import { join } from 'node:path';
+
+/** Seconds between heartbeats. */
+export const HEARTBEAT_S = 5;
+/** Default seconds after which a lock from another machine whose heartbeat stopped is stale: several missed heartbeats. */
+export const STALE_S = 60;
+/** A lock file's size: its JSON, padded, so that a heartbeat rewrites it in place with one write. */
+const LOCK_BYTES = 1024;
+
+/** Who holds a lock. */
+export interface LockOwner {
+  pid: number;
+  host: string;
+  /** This boot and pid namespace: a pid means the same process only where both are the same. */
+  machine: string;
+  /** The process's start (clock ticks since boot, from /proc), or null where unknown. */
+  started: number | null;
+  nonce: string;
+  /** `I/N`. */
+  shard: string;
+  /** When the lock was taken (ISO time). */
+  since: string;
+  beat: number;
+}
+
+/** The start time of process `pid` in clock ticks since boot (`/proc/PID/stat`, field 22), or null. */
+function startOf(pid: number): number | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]);
+  } catch {
+    return null;
+  }
+}
+
+let machineId: string | null = null;
+/** This machine: boot id and pid namespace (empty parts where /proc lacks them). */
+function machine(): string {
+  if (machineId === null) {
+    const read = (f: () => string) => {
+      try {
+        return f().trim();
+      } catch {
+        return '';
+      }
+    };
+    machineId = `${read(() => readFileSync('/proc/sys/kernel/random/boot_id', 'latin1'))}/${read(() => readlinkSync('/proc/self/ns/pid'))}`;
+  }
+  return machineId;
+}
+
+/** The lock file's name for shard `index` of `count`. */
+export const lockName = (index: number, count: number): string => (count === 1 ? 'manifest.lock' : `manifest.shard-${index}-of-${count}.lock`);
+
+/** The owner a lock file's text names, or null when it does not parse. */
+function ownerOf(text: string): LockOwner | null {
+  try {
+    const o = JSON.parse(text) as LockOwner;
+    return typeof o.pid === 'number' && typeof o.nonce === 'string' ? o : null;
+  } catch {
+    return null;
+  }
+}
+
+/** `pid N on HOST, shard I/N since TIME`: an owner as messages name it. */
+export const describeOwner = (o: LockOwner): string => `process ${o.pid} on ${o.host} (shard ${o.shard}, since ${o.since})`;
+
+/** How long the lock's liveness checks watch, and what they saw. */
+class Watch {
+  private seen = new Map<string, { text: string; at: number }>();
+  constructor(private readonly staleMs: number) {}
+
+  /** Whether the owner of the lock whose text is `text` is alive. */
+  alive(path: string, text: string, o: LockOwner | null): boolean {
+    if (o && o.machine === machine() && o.host === hostname()) {
+      return alive(o.pid) && (o.started === null || startOf(o.pid) === null || startOf(o.pid) === o.started);
+    }
+    // Another machine (or a lock that does not parse): alive while its text keeps changing.
+    const last = this.seen.get(path);
+    const now = Date.now();
+    if (!last || last.text !== text) {
+      this.seen.set(path, { text, at: now });
+      return true;
+    }
+    return now - last.at < this.staleMs;
+  }
+}
+
+/** A lock held: see the module doc. */
+export class ShardLock {
+  private timer: ReturnType<typeof setInterval> | null = null;
+  /** Set when another run took the lock over (this run was thought dead): the run must stop. */
+  lost: LockOwner | null = null;
+
+  private constructor(
+    readonly path: string,
+    private readonly me: LockOwner,
+    private readonly fh: FileHandle,
+  ) {}
+
+  /**
+   * Takes the lock of shard `index`/`count` over `outDir`: waits while a live owner holds it
+   * (calling `onWait` once with it), for at most `waitS` seconds (Infinity: as long as it
+   * lives); takes over a dead owner's. A NormalizeError naming the owner when the wait ends, or
+   * when a live run of another shard count writes the directory.
+   */
+  static async acquire(outDir: string, index: number, count: number, o: { waitS: number; staleS: number; signal?: AbortSignal; onWait?: (owner: LockOwner) => void }): Promise<ShardLock> {
+    const path = join(outDir, lockName(index, count));
+    const me: LockOwner = {
+      pid: process.pid, host: hostname(), machine: machine(), started: startOf(process.pid), nonce: randomBytes(8).toString('hex'),
+      shard: `${index}/${count}`, since: new Date().toISOString(), beat: 0,
+    };
+    const watch = new Watch(o.staleS * 1000);
+    const t0 = Date.now();
+    let told = false;
+    for (;;) {
+      o.signal?.throwIfAborted();
+      const mine = join(outDir, `.${lockName(index, count)}.${me.nonce}`);
+      await writeFile(mine, text(me)).catch((e: unknown) => {
+        throw fsError(e, 'write in', outDir);
+      });
+      const got = await link(mine, path).then(() => true, (e: unknown) => {
+        if (codeOf(e) === 'EEXIST') return false;
+        throw fsError(e, 'lock', path);
+      }).finally(() => unlink(mine).catch(() => {}));
+      if (got) {
+        const lock = new ShardLock(path, me, await open(path, 'r+'));
+        await lock.refuseOtherCounts(outDir, count, watch).catch(async (e: unknown) => {
+          await lock.release();
+          throw e;
+        });
+        lock.timer = setInterval(() => void lock.beat(), HEARTBEAT_S * 1000);
+        lock.timer.unref?.();
+        return lock;
+      }
+      const held = await readFile(path, 'utf8').catch(() => null);
+      if (held === null) continue; // released meanwhile
+      const owner = ownerOf(held);
+      if (!watch.alive(path, held, owner)) {
+        await takeOver(path, held);
+        continue;
+      }
+      if (Date.now() - t0 >= o.waitS * 1000) {
+        throw new NormalizeError(`shard ${me.shard} of ${shown(outDir)} is being written by ${owner ? describeOwner(owner) : 'another run'}; try again when it ends`, 'EBUSY');
+      }
+      if (!told && owner) o.onWait?.(owner);
+      told = true;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+
+  /** Refuses to run beside a live lock of another shard count. */
+  private async refuseOtherCounts(outDir: string, count: number, watch: Watch): Promise<void> {
+    for (const n of await readdir(outDir)) {
+      const m = /^manifest(?:\.shard-\d+-of-(\d+))?\.lock$/.exec(n);
+      if (!m || Number(m[1] ?? 1) === count) continue;
+      const p = join(outDir, n);
+      const held = await readFile(p, 'utf8').catch(() => null);
+      const owner = held === null ? null : ownerOf(held);
+      if (held !== null && owner && watch.alive(p, held, owner)) {
+        throw new NormalizeError(
+          `${shown(outDir)} is being written by ${describeOwner(owner)}: runs with different shard counts share outputs, so they must not run at once`,
+        );
+      }
+    }
+  }
+
+  /** Rewrites the lock with the next beat; notes a takeover. */
+  private async beat(): Promise<void> {
+    this.me.beat++;
+    await this.fh.write(text(this.me), 0, 'utf8').catch(() => {});
+    const held = await readFile(this.path, 'utf8').catch(() => null);
+    const owner = held === null ? null : ownerOf(held);
+    if (owner && owner.nonce !== this.me.nonce) this.lost = owner;
+  }
+
+  /** Gives the lock up (only if it is still this run's). */
+  async release(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.fh.close().catch(() => {});
+    const held = await readFile(this.path, 'utf8').catch(() => null);
+    if (held !== null && ownerOf(held)?.nonce === this.me.nonce) await unlink(this.path).catch(() => {});
+  }
+}
+
+/** A lock's text: its owner's JSON, padded to a fixed size. */
+const text = (o: LockOwner): string => JSON.stringify(o).padEnd(LOCK_BYTES - 1, ' ') + '\n';
+
+/**
+ * Removes the stale lock at `path` whose text was `held`, unless it changed meanwhile (another
+ * run took it over first): moved aside, checked, and put back if it is not the stale one.
+ */
+async function takeOver(path: string, held: string): Promise<void> {
+  const aside = `${path}.stale-${randomBytes(4).toString('hex')}`;
+  try {
+    await rename(path, aside);
+  } catch {
+    return; // gone already
+  }
+  const moved = await readFile(aside, 'utf8').catch(() => null);
+  if (moved !== null && moved !== held) await link(aside, path).catch(() => {});
+  await unlink(aside).catch(() => {});
+}

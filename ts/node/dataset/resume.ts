@@ -1,0 +1,60 @@
+/**
+ * What a dataset run may skip: the settings an output depends on (defaults filled in, the
+ * weight by the hash of its values), the record a written output gets, and whether a record
+ * still vouches for an output.
+ * @module
+ */
+import { createHash } from 'node:crypto';
+import { stat } from 'node:fs/promises';
+import { DEFAULT_EPS } from '../../check/scalars.js';
+import type { FloatArray } from '../../types.js';
+import { joinPath, recordPath, type FsPath } from '../paths.js';
+import type { NormalizeSummary } from '../types.js';
+import type { LoadedWeight } from '../weight.js';
+import type { DatasetFile } from './inputs.js';
+import type { DatasetRecord, NormalizeDatasetOptions } from './types.js';
+
+/** `p` made absolute (bytes kept). */
+export const absolute = (p: FsPath): FsPath => (p[0] === '/' || p[0] === 0x2f ? p : joinPath(process.cwd(), p));
+
+/**
+ * The options an output depends on, as the manifest records them: defaults filled in (so that
+ * giving a default changes nothing), the weight as the SHA-256 of the values used and their
+ * dtype (so that a weight file replaced, even at the same path, size and time, redoes all).
+ */
+export function settingsOf(o: NormalizeDatasetOptions, weight: LoadedWeight | null): Record<string, unknown> {
+  let w: unknown = null;
+  if (weight) w = { sha256: weight.sha256, dtype: weight.dtype };
+  else if (o.weight) {
+    const a = o.weight as FloatArray;
+    w = { sha256: createHash('sha256').update(new Uint8Array(a.buffer, a.byteOffset, a.byteLength)).digest('hex'), dtype: o.weightDtype ?? null };
+  }
+  return {
+    weight: w, dtype: o.dtype ?? null, outDtype: o.outDtype ?? null, castingMode: o.castingMode ?? 'none', dim: o.dim ?? null, eps: o.eps ?? DEFAULT_EPS,
+    offset: o.offset ?? 0, partial: o.partial ?? 1, format: o.format ?? null, tensors: o.tensors ?? null,
+  };
+}
+
+/** Whether record `r` vouches for `f`'s output at `out` with these settings: same input, part and settings, and the output still the very file recorded. */
+export async function isDone(r: DatasetRecord | undefined, f: DatasetFile, out: FsPath, settings: string, checksum: boolean): Promise<boolean> {
+  if (!r || r.inputSize !== f.size || r.inputMtimeMs !== f.mtimeMs) return false;
+  const input = recordPath(absolute(f.input));
+  if (r.input !== input.text || r.inputBase64 !== input.base64) return false;
+  if (JSON.stringify(r.part) !== JSON.stringify(f.part)) return false;
+  if (JSON.stringify(r.options) !== settings || (checksum && !r.sha256)) return false;
+  const st = await stat(out).catch(() => null);
+  return st !== null && st.isFile() && st.size === r.outputSize && st.mtimeMs === r.outputMtimeMs;
+}
+
+/** The record of `f`'s output, written as `s` says, its file now `outputMtimeMs`. */
+export function recordOf(f: DatasetFile, s: NormalizeSummary, settings: Record<string, unknown>, outputMtimeMs: number, seconds: number): DatasetRecord {
+  const input = recordPath(absolute(f.input));
+  const output = recordPath(f.rel);
+  return {
+    input: input.text, ...(input.base64 !== undefined && { inputBase64: input.base64 }),
+    output: output.text, ...(output.base64 !== undefined && { outputBase64: output.base64 }),
+    recordedAt: Date.now(), inputSize: f.size, inputMtimeMs: f.mtimeMs, outputSize: s.outputBytes, outputMtimeMs,
+    format: s.format, dtype: s.dtype, outDtype: s.outDtype, rows: s.rows, dim: s.dim, shape: s.shape, options: settings,
+    seconds: Math.round(seconds * 1e6) / 1e6, ...(s.sha256 && { sha256: s.sha256 }), ...(f.part && { part: f.part }),
+  };
+}

@@ -1,0 +1,54 @@
+/**
+ * The formats, and telling which one a file is by its first bytes — never by its name.
+ * @module
+ */
+import { NormalizeError } from '../errors.js';
+import { shown } from '../paths.js';
+import type { Source } from '../source.js';
+import { npyFormat } from './npy.js';
+import { npzFormat } from './npz.js';
+import { rawFormat } from './raw.js';
+import { safetensorsFormat } from './safetensors.js';
+import type { Format, FormatName } from './types.js';
+
+export type { ArrayIn, ArrayOut, Contents, Format, FormatName, FormatWriter } from './types.js';
+
+/** Every format, the ones a file's bytes can identify first. */
+export const FORMATS: readonly Format[] = [npyFormat, npzFormat, safetensorsFormat, rawFormat];
+
+/** The names of {@link FORMATS}. */
+export const FORMAT_NAMES: readonly FormatName[] = FORMATS.map((f) => f.name);
+
+/** The format named `name`. */
+export const formatNamed = (name: FormatName): Format => FORMATS.find((f) => f.name === name)!;
+
+/** Whether a directory walk takes a file of this name (an extension some format has), or every file (`raw`). */
+export function takesName(name: string, format: FormatName | undefined): boolean {
+  if (format === 'raw') return true;
+  const lower = name.toLowerCase();
+  return FORMATS.some((f) => (format === undefined || f.name === format) && f.extensions.some((e) => lower.endsWith(e)));
+}
+
+/** The first bytes of a file as a message shows them: text when they are printable, else hex. */
+function described(head: Uint8Array): string {
+  if (head.length === 0) return 'it is empty';
+  const printable = head.every((c) => c >= 0x20 && c < 0x7f);
+  const text = printable ? JSON.stringify(Buffer.from(head).toString('latin1')) : Buffer.from(head).toString('hex').replace(/(..)(?!$)/g, '$1 ');
+  return `it starts with ${text}`;
+}
+
+/**
+ * The format of `src`: `given`, or the one its first bytes identify. A NormalizeError naming
+ * the file and what it starts with when none does (raw data is read only when asked for).
+ */
+export async function formatOf(src: Source, given: FormatName | undefined): Promise<Format> {
+  if (given !== undefined) return formatNamed(given);
+  const head = new Uint8Array(16);
+  const n = await src.read(head, 0);
+  const found = FORMATS.find((f) => f.detect(head.subarray(0, n)));
+  if (found) return found;
+  throw new NormalizeError(
+    `${shown(src.path)}: not a NumPy .npy, an .npz or a safetensors file (${described(head.subarray(0, Math.min(n, 8)))}); ` +
+      'raw little-endian data is read with options.format raw and options.dim',
+  );
+}

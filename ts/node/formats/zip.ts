@@ -1,0 +1,298 @@
+/**
+ * The ZIP container (PKWARE's APPNOTE), as far as `.npz` files need it: reading the central
+ * directory (ZIP64 included) and members stored or deflated (inflated with `node:zlib`, their
+ * CRC-32 checked at the end); writing members stored, each followed by a data descriptor
+ * with its CRC-32 (so that no byte is written twice: outputs may be streams), ZIP64 records
+ * where a size or an offset needs them, and a fixed time stamp (1980-01-01), so that the same
+ * arrays give the same bytes.
+ * @module
+ */
+import { createInflateRaw, crc32 } from 'node:zlib';
+import { pipeline, Readable } from 'node:stream';
+import { NormalizeError } from '../errors.js';
+import { Sequential, type Source } from '../source.js';
+
+/** A member, as the central directory describes it. */
+export interface ZipMember {
+  name: string;
+  method: number;
+  flags: number;
+  crc: number;
+  compressed: number;
+  size: number;
+  /** Where its local header starts. */
+  local: number;
+}
+
+const U32 = 0xffffffff;
+const U16 = 0xffff;
+
+/** CP437's upper half, the names of members without the UTF-8 flag (as Python's zipfile decodes them). */
+const CP437 =
+  'ÇüéâäàåçêëèïîìÄÅÉæÆôöòûùÿÖÜ¢£¥₧ƒáíóúñÑªº¿⌐¬½¼¡«»░▒▓│┤╡╢╖╕╣║╗╝╜╛┐└┴┬├─┼╞╟╚╔╩╦╠═╬╧╨╤╥╙╘╒╓╫╪┘┌█▄▌▐▀αßΓπΣσµτΦΘΩδ∞φε∩≡±≥≤⌠⌡÷≈°∙·√ⁿ²■\u00a0';
+
+function nameOf(b: Uint8Array, utf8: boolean): string {
+  if (utf8) return new TextDecoder('utf-8').decode(b);
+  let s = '';
+  for (const c of b) s += c < 0x80 ? String.fromCharCode(c) : CP437[c - 0x80];
+  return s;
+}
+
+/** Reads `n` bytes at `pos` of `src`, all of them or a NormalizeError saying the zip is cut. */
+async function readExact(src: Source, pos: number, n: number, name: string): Promise<DataView> {
+  const b = new Uint8Array(n);
+  if ((await src.read(b, pos)) !== n) throw new NormalizeError(`${name}: a truncated zip file`);
+  return new DataView(b.buffer);
+}
+
+/** The members of the zip `src` (a regular file), in the order of their data; a NormalizeError naming `name` if it is not a readable zip. */
+export async function readMembers(src: Source, name: string): Promise<ZipMember[]> {
+  const size = src.size!;
+  const tailLen = Math.min(size, 22 + U16);
+  const tail = await readExact(src, size - tailLen, tailLen, name);
+  let eocd = -1;
+  for (let i = tailLen - 22; i >= 0; i--) if (tail.getUint32(i, true) === 0x06054b50) { eocd = i; break; }
+  if (eocd < 0) throw new NormalizeError(`${name}: not a zip file (no end of central directory)`);
+  let count = tail.getUint16(eocd + 10, true);
+  let cdSize = tail.getUint32(eocd + 12, true);
+  let cdAt = tail.getUint32(eocd + 16, true);
+  if (count === U16 || cdSize === U32 || cdAt === U32) {
+    const locAt = size - tailLen + eocd - 20;
+    const loc = await readExact(src, locAt, 20, name);
+    if (loc.getUint32(0, true) !== 0x07064b50) throw new NormalizeError(`${name}: a ZIP64 archive without its locator`);
+    const rec = await readExact(src, Number(loc.getBigUint64(8, true)), 56, name);
+    if (rec.getUint32(0, true) !== 0x06064b50) throw new NormalizeError(`${name}: a damaged ZIP64 end of central directory`);
+    count = Number(rec.getBigUint64(32, true));
+    cdSize = Number(rec.getBigUint64(40, true));
+    cdAt = Number(rec.getBigUint64(48, true));
+  }
+  const cd = await readExact(src, cdAt, cdSize, name);
+  const out: ZipMember[] = [];
+  for (let p = 0, k = 0; k < count; k++) {
+    if (p + 46 > cdSize || cd.getUint32(p, true) !== 0x02014b50) throw new NormalizeError(`${name}: a damaged zip central directory`);
+    const flags = cd.getUint16(p + 8, true);
+    const nameLen = cd.getUint16(p + 28, true);
+    const extraLen = cd.getUint16(p + 30, true);
+    const m: ZipMember = {
+      name: nameOf(new Uint8Array(cd.buffer, p + 46, nameLen), (flags & 0x800) !== 0),
+      method: cd.getUint16(p + 10, true),
+      flags,
+      crc: cd.getUint32(p + 16, true),
+      compressed: cd.getUint32(p + 20, true),
+      size: cd.getUint32(p + 24, true),
+      local: cd.getUint32(p + 42, true),
+    };
+    // ZIP64: the fields that overflowed, in this order, in extra field 0x0001.
+    for (let e = p + 46 + nameLen; e + 4 <= p + 46 + nameLen + extraLen; ) {
+      const id = cd.getUint16(e, true);
+      const len = cd.getUint16(e + 2, true);
+      if (id === 0x0001) {
+        let f = e + 4;
+        for (const key of ['size', 'compressed', 'local'] as const) {
+          if (m[key] === U32 && f + 8 <= e + 4 + len) {
+            m[key] = Number(cd.getBigUint64(f, true));
+            f += 8;
+          }
+        }
+      }
+      e += 4 + len;
+    }
+    out.push(m);
+    p += 46 + nameLen + extraLen + cd.getUint16(p + 32, true);
+  }
+  return out.sort((a, b) => a.local - b.local);
+}
+
+/** Where member `m`'s data starts (after its local header); a NormalizeError for what cannot be read. */
+export async function dataStart(src: Source, m: ZipMember, name: string): Promise<number> {
+  const where = `${name}: member ${JSON.stringify(m.name)}`;
+  if (m.flags & 1) throw new NormalizeError(`${where} is encrypted`);
+  if (m.method !== 0 && m.method !== 8) throw new NormalizeError(`${where} is compressed with method ${m.method}; only stored (0) and deflated (8) members are read`);
+  const h = await readExact(src, m.local, 30, name);
+  if (h.getUint32(0, true) !== 0x04034b50) throw new NormalizeError(`${where}: a damaged local header`);
+  return m.local + 30 + h.getUint16(26, true) + h.getUint16(28, true);
+}
+
+/** A deflated member, inflated as it is read (a stream: front to back); its CRC-32 and size checked at its end. */
+export class InflateSource extends Sequential {
+  private out: AsyncIterator<Buffer> | null = null;
+  private pending: Uint8Array = new Uint8Array(0);
+  private crc = 0;
+  private total = 0;
+
+  constructor(
+    private readonly file: Source,
+    private readonly start: number,
+    private readonly m: ZipMember,
+    private readonly where: string,
+  ) {
+    super(file.path, file.stats);
+  }
+
+  protected async pull(into: Uint8Array, off: number, len: number): Promise<number> {
+    while (this.pending.length === 0) {
+      this.out ??= this.inflate();
+      let r: IteratorResult<Buffer>;
+      try {
+        r = await this.out.next();
+      } catch (e) {
+        throw e instanceof NormalizeError ? e : new NormalizeError(`${this.where}: its deflated data is damaged (${(e as Error).message})`);
+      }
+      if (r.done) {
+        if (this.total !== this.m.size || this.crc >>> 0 !== this.m.crc >>> 0) {
+          throw new NormalizeError(`${this.where}: its data does not match the zip directory (CRC-32 or size): the file is damaged`);
+        }
+        return 0;
+      }
+      this.pending = r.value;
+      this.crc = crc32(r.value, this.crc);
+      this.total += r.value.length;
+    }
+    const n = Math.min(len, this.pending.length);
+    into.set(this.pending.subarray(0, n), off);
+    this.pending = this.pending.subarray(n);
+    return n;
+  }
+
+  private inflate(): AsyncIterator<Buffer> {
+    const { file, start, where } = this;
+    const end = start + this.m.compressed;
+    const compressed = Readable.from(
+      (async function* () {
+        for (let pos = start; pos < end; ) {
+          const b = Buffer.alloc(Math.min(1 << 20, end - pos));
+          const n = await file.read(b, pos);
+          if (n === 0) throw new NormalizeError(`${where}: the zip file is truncated`);
+          pos += n;
+          yield b.subarray(0, n);
+        }
+      })(),
+    );
+    return pipeline(compressed, createInflateRaw(), () => {})[Symbol.asyncIterator]();
+  }
+
+  async close(): Promise<void> {}
+}
+
+/** A writer of stored members (see the module doc): it makes every byte around their data and tracks positions. */
+export class ZipWriter {
+  private at = 0;
+  private readonly dir: Uint8Array[] = [];
+  private crc = 0;
+  private entry: { name: Uint8Array; size: number; local: number; zip64: boolean; utf8: boolean } | null = null;
+
+  /** The local header of a member of `size` bytes (data and all), starting where the last one ended. */
+  begin(name: string, size: number): Uint8Array {
+    const utf8 = /[^\x20-\x7e]/.test(name);
+    const nameBytes = Buffer.from(name, 'utf8');
+    const zip64 = size >= U32;
+    const h = new DataView(new ArrayBuffer(30 + nameBytes.length + (zip64 ? 20 : 0)));
+    h.setUint32(0, 0x04034b50, true);
+    h.setUint16(4, zip64 ? 45 : 20, true);
+    h.setUint16(6, 0x08 | (utf8 ? 0x800 : 0), true); // bit 3: sizes and CRC in a data descriptor
+    h.setUint16(12, 0x21, true); // 1980-01-01
+    h.setUint32(18, zip64 ? U32 : size, true);
+    h.setUint32(22, zip64 ? U32 : size, true);
+    h.setUint16(26, nameBytes.length, true);
+    h.setUint16(28, zip64 ? 20 : 0, true);
+    new Uint8Array(h.buffer).set(nameBytes, 30);
+    if (zip64) {
+      h.setUint16(30 + nameBytes.length, 1, true);
+      h.setUint16(32 + nameBytes.length, 16, true);
+      h.setBigUint64(34 + nameBytes.length, BigInt(size), true);
+      h.setBigUint64(42 + nameBytes.length, BigInt(size), true);
+    }
+    this.entry = { name: nameBytes, size, local: this.at, zip64, utf8 };
+    this.crc = 0;
+    this.at += h.byteLength + size;
+    return new Uint8Array(h.buffer);
+  }
+
+  /** Sees the member's bytes in order (its CRC-32). */
+  data(bytes: Uint8Array): void {
+    this.crc = crc32(bytes, this.crc);
+  }
+
+  /** The member's data descriptor; its central directory record is kept for {@link end}. */
+  finish(): Uint8Array {
+    const e = this.entry!;
+    const d = new DataView(new ArrayBuffer(e.zip64 ? 24 : 16));
+    d.setUint32(0, 0x08074b50, true);
+    d.setUint32(4, this.crc >>> 0, true);
+    if (e.zip64) {
+      d.setBigUint64(8, BigInt(e.size), true);
+      d.setBigUint64(16, BigInt(e.size), true);
+    } else {
+      d.setUint32(8, e.size, true);
+      d.setUint32(12, e.size, true);
+    }
+    this.at += d.byteLength;
+    const far = e.local >= U32;
+    const extra = (e.zip64 ? 16 : 0) + (far ? 8 : 0);
+    const c = new DataView(new ArrayBuffer(46 + e.name.length + (extra ? 4 + extra : 0)));
+    c.setUint32(0, 0x02014b50, true);
+    c.setUint16(4, (3 << 8) | 45, true); // made on Unix
+    c.setUint16(6, e.zip64 || far ? 45 : 20, true);
+    c.setUint16(8, 0x08 | (e.utf8 ? 0x800 : 0), true);
+    c.setUint16(14, 0x21, true);
+    c.setUint32(16, this.crc >>> 0, true);
+    c.setUint32(20, e.zip64 ? U32 : e.size, true);
+    c.setUint32(24, e.zip64 ? U32 : e.size, true);
+    c.setUint16(28, e.name.length, true);
+    c.setUint16(30, extra ? 4 + extra : 0, true);
+    c.setUint32(38, 0o100644 << 16, true);
+    c.setUint32(42, far ? U32 : e.local, true);
+    new Uint8Array(c.buffer).set(e.name, 46);
+    if (extra) {
+      let f = 46 + e.name.length;
+      c.setUint16(f, 1, true);
+      c.setUint16(f + 2, extra, true);
+      f += 4;
+      if (e.zip64) {
+        c.setBigUint64(f, BigInt(e.size), true);
+        c.setBigUint64(f + 8, BigInt(e.size), true);
+        f += 16;
+      }
+      if (far) c.setBigUint64(f, BigInt(e.local), true);
+    }
+    this.dir.push(new Uint8Array(c.buffer));
+    return new Uint8Array(d.buffer);
+  }
+
+  /** The central directory and its end records (ZIP64 ones where needed). */
+  end(): Uint8Array {
+    const cdAt = this.at;
+    const cdSize = this.dir.reduce((a, b) => a + b.length, 0);
+    const n = this.dir.length;
+    const zip64 = n >= U16 || cdAt >= U32 || cdSize >= U32;
+    const tail = new DataView(new ArrayBuffer((zip64 ? 76 : 0) + 22));
+    let p = 0;
+    if (zip64) {
+      tail.setUint32(0, 0x06064b50, true);
+      tail.setBigUint64(4, 44n, true);
+      tail.setUint16(12, (3 << 8) | 45, true);
+      tail.setUint16(14, 45, true);
+      tail.setBigUint64(24, BigInt(n), true);
+      tail.setBigUint64(32, BigInt(n), true);
+      tail.setBigUint64(40, BigInt(cdSize), true);
+      tail.setBigUint64(48, BigInt(cdAt), true);
+      tail.setUint32(56, 0x07064b50, true);
+      tail.setBigUint64(64, BigInt(cdAt + cdSize), true);
+      tail.setUint32(72, 1, true);
+      p = 76;
+    }
+    tail.setUint32(p, 0x06054b50, true);
+    tail.setUint16(p + 8, Math.min(n, U16), true);
+    tail.setUint16(p + 10, Math.min(n, U16), true);
+    tail.setUint32(p + 12, Math.min(cdSize, U32), true);
+    tail.setUint32(p + 16, Math.min(cdAt, U32), true);
+    const out = new Uint8Array(cdSize + tail.byteLength);
+    let q = 0;
+    for (const d of this.dir) {
+      out.set(d, q);
+      q += d.length;
+    }
+    out.set(new Uint8Array(tail.buffer), q);
+    return out;
+  }
+}

@@ -1,0 +1,111 @@
+/**
+ * What a file's normalization does with each of its arrays: which are normalized (every float
+ * array, or those `options.tensors` names) and which are copied as they are; each one's row
+ * length, rows, the dtype read, computed in and written, and its shape in the output. Decided
+ * from the header alone, before anything is written.
+ * @module
+ */
+import type { Dtype } from '../types.js';
+import { DTYPES, type FileDtype } from '../dtypes.js';
+import { NormalizeError } from './errors.js';
+import type { FileArgs } from './file-args.js';
+import type { ArrayIn, ArrayOut, Contents } from './formats/index.js';
+
+/** The longest row the kernels take (their `dim` is a 32-bit count). */
+export const MAX_DIM = 0xffffffff;
+
+/** One array of the input, and what becomes of it. */
+export interface ArrayPlan {
+  input: ArrayIn;
+  /** What the output holds for it. */
+  out: ArrayOut;
+  /** Null: copied as it is. */
+  norm: {
+    dim: number;
+    /** Rows to read (null: until a stream ends) and the first of them. */
+    rows: number | null;
+    first: number;
+    inDtype: FileDtype;
+    computeDtype: Dtype;
+    outDtype: Dtype;
+  } | null;
+}
+
+const product = (s: readonly number[]): number => s.reduce((a, b) => a * b, 1);
+
+/** Rows and output shape of `shape` cut to `range` of its first axis (a 1-D array is one row, index 0). */
+function sliceOf(shape: readonly number[], rows: number, range: FileArgs['range'], name: string): { first: number; rows: number; shape: number[] } {
+  if (range === undefined) return { first: 0, rows, shape: [...shape] };
+  const [start, end] = range;
+  const lead = shape.length > 1 ? shape[0]! : 1;
+  if (end > lead) throw new RangeError(`normalizeFile: options.range [${start}, ${end}] must end by ${lead}, the length of the first axis of ${name}`);
+  const per = lead === 0 ? 0 : rows / lead;
+  return { first: start * per, rows: (end - start) * per, shape: shape.length > 1 ? [end - start, ...shape.slice(1)] : [...shape] };
+}
+
+/**
+ * The plan for `contents` (see the module doc); `weightLength` is the weight's, if any. A
+ * NormalizeError naming the file and the array for anything that cannot be done.
+ */
+export function planArrays(contents: Contents, a: FileArgs, weightLength: number | null, name: string): ArrayPlan[] {
+  const many = contents.format === 'npz' || contents.format === 'safetensors';
+  const label = (x: ArrayIn) => (many ? `${name}: array ${JSON.stringify(x.name)}` : name);
+  const floats = contents.arrays.filter((x) => x.dtype !== null && !x.whole && x.shape.length > 0);
+  let chosen: Set<ArrayIn>;
+  if (a.tensors !== undefined) {
+    if (!many) throw new RangeError(`normalizeFile: options.tensors names arrays of an .npz or safetensors file; ${name} is ${contents.format}`);
+    chosen = new Set();
+    for (const t of a.tensors) {
+      const x = contents.arrays.find((y) => y.name === t);
+      if (!x) throw new NormalizeError(`${name} has no array named ${JSON.stringify(t)} (it has ${contents.arrays.map((y) => JSON.stringify(y.name)).join(', ') || 'none'})`);
+      if (!floats.includes(x)) throw new NormalizeError(`${label(x)} is ${x.typeName}${x.shape.length === 0 ? ' with no axes' : ''}: only float arrays of at least one axis are normalized`);
+      chosen.add(x);
+    }
+  } else chosen = new Set(floats);
+  if (chosen.size === 0) {
+    const all = contents.arrays.map((x) => `${JSON.stringify(x.name)} (${x.typeName})`).join(', ');
+    throw new NormalizeError(`${name} holds no float array to normalize${all ? ` (it has ${all})` : ' (it is empty)'}`);
+  }
+  if (a.range !== undefined && many) throw new RangeError(`normalizeFile: options.range needs a one-array file (.npy or raw); ${name} is ${contents.format}`);
+  return contents.arrays.map((x): ArrayPlan => {
+    if (!chosen.has(x)) {
+      return { input: x, norm: null, out: { name: x.name, dtype: x.dtype, typeName: x.typeName, shape: x.shape, bytes: x.bytes ?? 0, ...(x.whole && { whole: true }) } };
+    }
+    const inDtype = x.dtype!;
+    const dim = x.shape[x.shape.length - 1]!;
+    const where = label(x);
+    if (contents.format !== 'raw') {
+      if (a.dtype !== undefined && a.dtype !== inDtype) {
+        throw new NormalizeError(`${where}: the header says ${inDtype} ('${x.typeName}'), but options.dtype ${a.dtype} was given`);
+      }
+      if (a.dim !== undefined && a.dim !== dim) throw new NormalizeError(`${where}: its rows have ${dim} elements (last axis of shape (${x.shape.join(', ')})), but options.dim ${a.dim} was given`);
+    }
+    if (dim === 0) throw new NormalizeError(`${where}: its rows are empty (shape (${x.shape.join(', ')}))`);
+    if (dim > MAX_DIM) throw new NormalizeError(`${where}: its rows have ${dim} elements; the kernels take rows of at most ${MAX_DIM}`);
+    if (weightLength !== null && weightLength !== dim) throw new NormalizeError(`the weight has ${weightLength} elements, but the rows of ${where} have ${dim}`);
+    const outDtype: Dtype = a.outDtype ?? (inDtype === 'float64' ? 'float32' : inDtype);
+    const computeDtype: Dtype = outDtype === inDtype ? outDtype : 'float32';
+    if (a.o.castingMode === 'llama' && computeDtype !== inDtype && inDtype !== 'float32') {
+      throw new RangeError(`normalizeFile: options.castingMode 'llama' rounds to the input's dtype (${inDtype}), so options.outDtype must be ${inDtype} too, got ${outDtype}`);
+    }
+    if (x.bytes === null) {
+      return { input: x, out: { name: x.name, dtype: outDtype, typeName: outDtype, shape: x.shape, bytes: 0 }, norm: { dim, rows: null, first: 0, inDtype, computeDtype, outDtype } };
+    }
+    const s = sliceOf(x.shape, product(x.shape.slice(0, -1)), a.range, name);
+    return {
+      input: x,
+      out: { name: x.name, dtype: outDtype, typeName: outDtype, shape: s.shape, bytes: s.rows * dim * DTYPES[outDtype].bytes },
+      norm: { dim, rows: s.rows, first: s.first, inDtype, computeDtype, outDtype },
+    };
+  });
+}
+
+/** The arrays of the rstd file of `plans`: one float32 per row of each normalized array. */
+export function rstdArrays(plans: readonly ArrayPlan[]): ArrayOut[] {
+  return plans
+    .filter((p) => p.norm)
+    .map((p) => {
+      const shape = p.out.shape.length > 1 ? p.out.shape.slice(0, -1) : [1];
+      return { name: p.out.name, dtype: 'float32', typeName: 'float32', shape, bytes: (p.norm!.rows ?? 0) * 4 };
+    });
+}

@@ -1,0 +1,143 @@
+/**
+ * Where an output goes, decided before anything is computed:
+ * - a new or regular file: an {@link AtomicFile} beside it, renamed over it when complete;
+ * - a symbolic link: followed to the file it names, which is replaced the same way (the link
+ *   stays a link);
+ * - `-` (standard output), a FIFO, a character device (`/dev/null`), `/dev/stdout` and other
+ *   descriptors: written through, front to back, as a stream — not atomic: what was written
+ *   before an error stays written;
+ * - a directory, a block device or a socket: refused.
+ * @module
+ */
+import { write as writeCb, type Stats } from 'node:fs';
+import { lstat, open, readlink, stat, type FileHandle } from 'node:fs/promises';
+import { promisify } from 'node:util';
+import { AtomicFile, writeAll } from './atomic.js';
+import { codeOf, fsError, NormalizeError } from './errors.js';
+import { bytesOf, dirOf, fromBytes, joinPath, shown, type FsPath } from './paths.js';
+
+const writeFd = promisify(writeCb);
+
+/** An output being written: an AtomicFile, or a {@link StreamSink}. */
+export type Sink = AtomicFile | StreamSink;
+
+/** An output written through as a stream (see the module doc): positions must follow one another. */
+export class StreamSink {
+  readonly seekable = false;
+  private at = 0;
+  private closed = false;
+
+  constructor(
+    /** The path as given (`-`: standard output). */
+    readonly target: FsPath,
+    private readonly fh: FileHandle | null,
+  ) {}
+
+  /** Writes `parts` at `pos`, which must be where the last write ended. */
+  async write(parts: readonly Uint8Array[], pos: number): Promise<void> {
+    if (pos !== this.at) throw new Error(`internal: a stream output written at ${pos} after ${this.at} bytes`);
+    if (this.fh) await writeAll(this.fh, parts, null, this.target);
+    else for (const p of parts) await writeStdout(p, this.target);
+    this.at += parts.reduce((a, b) => a + b.length, 0);
+  }
+
+  /** Closes it (nothing to flush: a stream has no file to sync). */
+  async flush(): Promise<void> {
+    await this.abort();
+  }
+
+  /** Nothing: what was written is there. */
+  async publish(): Promise<void> {}
+
+  /** Closes the descriptor (standard output stays open). */
+  async abort(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.fh?.close().catch(() => {});
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.abort();
+  }
+}
+
+/** Writes all of `b` to descriptor 1, waiting out EAGAIN (standard output may be non-blocking). */
+async function writeStdout(b: Uint8Array, name: FsPath): Promise<void> {
+  let put = 0;
+  while (put < b.length) {
+    try {
+      put += (await writeFd(1, b, put, b.length - put, null)).bytesWritten;
+    } catch (e) {
+      if (codeOf(e) !== 'EAGAIN') throw fsError(e, 'write', name);
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  }
+}
+
+/** Paths that name an open descriptor of this process: always written through. */
+const DESCRIPTOR = /^\/(dev\/(stdout|stderr|fd\/\d+)|proc\/(self|\d+)\/fd\/\d+)$/;
+
+/** How `path` is written: `file` (atomically, at `target`, the end of its links) or `stream`. */
+export interface OutputPlan {
+  readonly kind: 'file' | 'stream';
+  /** The file written: the path, or what its links lead to. */
+  readonly target: FsPath;
+}
+
+/**
+ * Where `path` leads, following symbolic links one by one (a link to a missing file leads to
+ * that file's path): the end of the chain and its stats, or null when nothing is there.
+ */
+async function endOfLinks(path: FsPath): Promise<{ target: FsPath; st: Stats | null }> {
+  let p = path;
+  for (let hops = 0; hops < 40; hops++) {
+    let st: Stats;
+    try {
+      st = await lstat(p);
+    } catch (e) {
+      if (codeOf(e) === 'ENOENT') return { target: p, st: null };
+      throw fsError(e, 'write', path);
+    }
+    if (!st.isSymbolicLink()) return { target: p, st };
+    const to = await readlink(p, { encoding: 'buffer' });
+    p = to[0] === 0x2f ? fromBytes(to) : joinPath(dirOf(p), fromBytes(to));
+  }
+  throw new NormalizeError(`cannot write ${shown(path)}: too many levels of symbolic links`);
+}
+
+/**
+ * Decides how `path` is written (see the module doc); `what` names it in messages (`output`,
+ * `options.rstd`). A NormalizeError for a directory, a block device or a socket.
+ */
+export async function planOutput(path: FsPath, what: string): Promise<OutputPlan> {
+  if (path === '-') return { kind: 'stream', target: '-' };
+  if (typeof path === 'string' && DESCRIPTOR.test(path)) return { kind: 'stream', target: path };
+  const { target, st } = await endOfLinks(path);
+  const via = bytesOf(target).equals(bytesOf(path)) ? '' : ` (where the link ${shown(path)} leads)`;
+  if (st === null || st.isFile()) return { kind: 'file', target };
+  if (st.isDirectory()) throw new NormalizeError(`${what} ${shown(target)}${via} is a directory: give a file name`);
+  if (st.isFIFO() || st.isCharacterDevice()) return { kind: 'stream', target };
+  const kind = st.isBlockDevice() ? 'a block device' : st.isSocket() ? 'a socket' : 'not a file';
+  throw new NormalizeError(`${what} ${shown(target)}${via} is ${kind}: refused (give a regular file, a FIFO, a character device or - for standard output)`);
+}
+
+/** Opens the output `plan` describes. */
+export async function openSink(plan: OutputPlan): Promise<Sink> {
+  if (plan.kind === 'file') return AtomicFile.create(plan.target);
+  if (plan.target === '-') return new StreamSink('-', null);
+  try {
+    return new StreamSink(plan.target, await open(plan.target, 'w'));
+  } catch (e) {
+    throw fsError(e, 'write', plan.target);
+  }
+}
+
+/** Whether the files at `a` and `b` are one (by device and inode; false when either is missing). */
+export async function sameInode(a: FsPath, b: FsPath): Promise<boolean> {
+  try {
+    const [sa, sb] = await Promise.all([stat(a), stat(b)]);
+    return sa.dev === sb.dev && sa.ino === sb.ino;
+  } catch {
+    return false;
+  }
+}

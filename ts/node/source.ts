@@ -1,0 +1,204 @@
+/**
+ * An input opened for reading: a regular file read at any offset, or a stream — standard input
+ * (`-`), a pipe, a FIFO, a character device — read once from start to end. Both answer
+ * `read(into, pos)`; a stream takes positions in increasing order only (bytes between are read
+ * and dropped), so that a format reader that reads forward works on either.
+ * @module
+ */
+import { fstat, read as readCb, type Stats } from 'node:fs';
+import { open, type FileHandle } from 'node:fs/promises';
+import { promisify } from 'node:util';
+import { codeOf, fsError, NormalizeError } from './errors.js';
+import { shown, type FsPath } from './paths.js';
+
+const readFd = promisify(readCb);
+const fstatFd = promisify(fstat);
+
+/** See the module doc. */
+export interface Source {
+  /** The path as given (`-` for standard input). */
+  readonly path: FsPath;
+  /** Whether any offset can be read (a regular file); false for a stream. */
+  readonly seekable: boolean;
+  /** The size in bytes, or null for a stream. */
+  readonly size: number | null;
+  /** The file's identity and time when opened (regular files). */
+  readonly stats: Stats;
+  /**
+   * Reads `into.length` bytes at `pos` (fewer only at the end); resolves to the count. A stream
+   * needs `pos` at or past what it has read so far.
+   */
+  read(into: Uint8Array, pos: number): Promise<number>;
+  /** Closes the file (not standard input). */
+  close(): Promise<void>;
+}
+
+/** Reads of one descriptor: `pos` null reads on from where the last read ended. */
+type RawRead = (into: Uint8Array, off: number, len: number, pos: number | null) => Promise<number>;
+
+class FileSource implements Source {
+  readonly seekable = true;
+  constructor(
+    readonly path: FsPath,
+    readonly stats: Stats,
+    private readonly raw: RawRead,
+    private readonly done: () => Promise<void>,
+  ) {}
+
+  get size(): number {
+    return this.stats.size;
+  }
+
+  async read(into: Uint8Array, pos: number): Promise<number> {
+    let got = 0;
+    while (got < into.length) {
+      const n = await this.raw(into, got, into.length - got, pos + got);
+      if (n === 0) break;
+      got += n;
+    }
+    return got;
+  }
+
+  close(): Promise<void> {
+    return this.done();
+  }
+}
+
+/** Bytes at the start of a stream kept for reading again (headers are read twice: a prefix, then all). */
+const REPLAY_BYTES = 1 << 20;
+
+/**
+ * A source read front to back (see the module doc): reads run one at a time in the order
+ * asked; the first {@link REPLAY_BYTES} bytes are kept, so that a header may be read again.
+ */
+export abstract class Sequential implements Source {
+  readonly seekable = false;
+  readonly size = null;
+  /** Bytes pulled so far. */
+  private at = 0;
+  private kept = new Uint8Array(0);
+  /** The read before this one. */
+  private last: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    readonly path: FsPath,
+    readonly stats: Stats,
+  ) {}
+
+  /** Reads the next bytes into `into` at `off` (at most `len`); 0 at the end. */
+  protected abstract pull(into: Uint8Array, off: number, len: number): Promise<number>;
+
+  abstract close(): Promise<void>;
+
+  read(into: Uint8Array, pos: number): Promise<number> {
+    const p = this.last.then(() => this.readNow(into, pos));
+    this.last = p.catch(() => {});
+    return p;
+  }
+
+  private async readNow(into: Uint8Array, pos: number): Promise<number> {
+    let got = 0;
+    if (pos < this.at) {
+      if (pos + Math.min(into.length, this.at - pos) > this.kept.length) {
+        throw new NormalizeError(`${shown(this.path)} is a stream (a pipe, FIFO, device or compressed member): it is read once, front to back, and this needs to go back`);
+      }
+      got = Math.min(into.length, this.at - pos);
+      into.set(this.kept.subarray(pos, pos + got));
+    }
+    let skip = pos + got - this.at;
+    const scratch = skip > 0 ? new Uint8Array(Math.min(skip, 1 << 20)) : null;
+    while (skip > 0) {
+      const n = await this.pullKept(scratch!, 0, Math.min(skip, scratch!.length));
+      if (n === 0) return 0;
+      skip -= n;
+    }
+    while (got < into.length) {
+      const n = await this.pullKept(into, got, into.length - got);
+      if (n === 0) break;
+      got += n;
+    }
+    return got;
+  }
+
+  /** {@link pull}, keeping what falls in the first REPLAY_BYTES. */
+  private async pullKept(into: Uint8Array, off: number, len: number): Promise<number> {
+    const n = await this.pull(into, off, len);
+    if (this.at < REPLAY_BYTES && n > 0) {
+      const keep = into.subarray(off, off + Math.min(n, REPLAY_BYTES - this.at));
+      const grown = new Uint8Array(this.kept.length + keep.length);
+      grown.set(this.kept);
+      grown.set(keep, this.kept.length);
+      this.kept = grown;
+    }
+    this.at += n;
+    return n;
+  }
+}
+
+/** A pipe, FIFO or device read with `read(2)` from where the last read ended. */
+class StreamSource extends Sequential {
+  constructor(
+    path: FsPath,
+    stats: Stats,
+    private readonly raw: RawRead,
+    private readonly done: () => Promise<void>,
+  ) {
+    super(path, stats);
+  }
+
+  /** One read; EAGAIN (a non-blocking descriptor with nothing yet) waits and retries. */
+  protected async pull(into: Uint8Array, off: number, len: number): Promise<number> {
+    for (;;) {
+      try {
+        return await this.raw(into, off, len, null);
+      } catch (e) {
+        if (codeOf(e) !== 'EAGAIN') throw fsError(e, 'read', this.path);
+        await new Promise((r) => setTimeout(r, 5));
+      }
+    }
+  }
+
+  close(): Promise<void> {
+    return this.done();
+  }
+}
+
+/** A Source over an open descriptor with these stats (a stream unless a regular file). */
+function sourceOf(path: FsPath, st: Stats, raw: RawRead, close: () => Promise<void>): Source {
+  if (st.isDirectory()) throw new NormalizeError(`cannot read ${shown(path)}: it is a directory`);
+  return st.isFile() ? new FileSource(path, st, raw, close) : new StreamSource(path, st, raw, close);
+}
+
+/**
+ * Opens `path` for reading (`-`: standard input): a NormalizeError naming it when it cannot be
+ * read, or is a directory.
+ */
+export async function openSource(path: FsPath): Promise<Source> {
+  if (path === '-') {
+    const st = await fstatFd(0).catch((e: unknown) => {
+      throw fsError(e, 'read', 'standard input');
+    });
+    const raw: RawRead = async (into, off, len, pos) => (await readFd(0, into, off, len, pos)).bytesRead;
+    return sourceOf('-', st, raw, async () => {});
+  }
+  let fh: FileHandle;
+  try {
+    fh = await open(path, 'r');
+  } catch (e) {
+    throw fsError(e, 'read', path);
+  }
+  try {
+    const st = await fh.stat();
+    const raw: RawRead = async (into, off, len, pos) => {
+      try {
+        return (await fh.read(into, off, len, pos)).bytesRead;
+      } catch (e) {
+        throw codeOf(e) === 'EAGAIN' ? e : fsError(e, 'read', path);
+      }
+    };
+    return sourceOf(path, st, raw, () => fh.close().catch(() => {}));
+  } catch (e) {
+    await fh.close().catch(() => {});
+    throw e;
+  }
+}
