@@ -329,7 +329,7 @@ describe('a file split between shards', () => {
       expect(rs[rs.length - 1]!.part!.end).toBe(ref.shape[0]);
       for (let k = 1; k < rs.length; k++) expect(rs[k]!.part!.start).toBe(rs[k - 1]!.part!.end);
       const datas = rs.map((r) => {
-        expect(r.output.endsWith(partName(rel.split('/').pop()!, r.part!.index, r.part!.count))).toBe(true);
+        expect(r.output.endsWith(String(partName(rel.split('/').pop()!, r.part!.index, r.part!.count)))).toBe(true);
         const p = npyParts(readFileSync(join(out, r.output)));
         expect(p.shape).toEqual([r.part!.end - r.part!.start, ...ref.shape.slice(1)]);
         expect(r.shape).toEqual(p.shape);

@@ -116,7 +116,7 @@ describe('.npz written by NumPy', () => {
     const b = Buffer.from(readFileSync(join(FIX, 'savez-compressed.npz')));
     // A byte inside the first member's compressed data.
     const start = 30 + b.readUInt16LE(26) + b.readUInt16LE(28);
-    b[start + 40] ^= 0x55;
+    b[start + 40] = b[start + 40]! ^ 0x55;
     writeFileSync(join(dir, 'damaged.npz'), b);
     const err = await normalizeFile(join(dir, 'damaged.npz'), join(dir, 'damaged-out.npz')).catch((e: Error) => e);
     expect(err).toBeInstanceOf(NormalizeError);

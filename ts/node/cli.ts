@@ -98,7 +98,8 @@ export async function main(argv: string[]): Promise<number> {
   });
   try {
     // The summary must not mix with data written to standard output.
-    return await run(cmd, ac.signal, cmd.output === '-' ? process.stderr : process.stdout);
+    const toStdout = cmd.output !== undefined && /^(-|\/dev\/stdout|\/dev\/fd\/1|\/proc\/self\/fd\/1)$/.test(cmd.output);
+    return await run(cmd, ac.signal, toStdout ? process.stderr : process.stdout);
   } catch (e) {
     if (process.stderr.isTTY) clearStatus();
     if (stoppedBy) {

@@ -10,13 +10,13 @@
  * @module
  */
 import { write as writeCb, type Stats } from 'node:fs';
-import { lstat, open, readlink, stat, type FileHandle } from 'node:fs/promises';
+import { lstat, mkdir, open, readlink, stat, type FileHandle } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import { AtomicFile, writeAll } from './atomic.js';
 import { codeOf, fsError, NormalizeError } from './errors.js';
 import { bytesOf, dirOf, fromBytes, joinPath, shown, type FsPath } from './paths.js';
 
-const writeFd = promisify(writeCb);
+const writeCbP = promisify(writeCb);
 
 /** An output being written: an AtomicFile, or a {@link StreamSink}. */
 export type Sink = AtomicFile | StreamSink;
@@ -30,14 +30,15 @@ export class StreamSink {
   constructor(
     /** The path as given (`-`: standard output). */
     readonly target: FsPath,
-    private readonly fh: FileHandle | null,
+    /** The file opened, or the descriptor of this process written (standard output, `/dev/fd/N`). */
+    private readonly fh: FileHandle | number,
   ) {}
 
   /** Writes `parts` at `pos`, which must be where the last write ended. */
   async write(parts: readonly Uint8Array[], pos: number): Promise<void> {
     if (pos !== this.at) throw new Error(`internal: a stream output written at ${pos} after ${this.at} bytes`);
-    if (this.fh) await writeAll(this.fh, parts, null, this.target);
-    else for (const p of parts) await writeStdout(p, this.target);
+    if (typeof this.fh !== 'number') await writeAll(this.fh, parts, null, this.target);
+    else for (const p of parts) await writeFd(this.fh, p, this.target);
     this.at += parts.reduce((a, b) => a + b.length, 0);
   }
 
@@ -49,11 +50,11 @@ export class StreamSink {
   /** Nothing: what was written is there. */
   async publish(): Promise<void> {}
 
-  /** Closes the descriptor (standard output stays open). */
+  /** Closes the file (a descriptor of this process stays open). */
   async abort(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await this.fh?.close().catch(() => {});
+    if (typeof this.fh !== 'number') await this.fh.close().catch(() => {});
   }
 
   [Symbol.asyncDispose](): Promise<void> {
@@ -61,12 +62,12 @@ export class StreamSink {
   }
 }
 
-/** Writes all of `b` to descriptor 1, waiting out EAGAIN (standard output may be non-blocking). */
-async function writeStdout(b: Uint8Array, name: FsPath): Promise<void> {
+/** Writes all of `b` to descriptor `fd`, waiting out EAGAIN (standard output may be non-blocking). */
+async function writeFd(fd: number, b: Uint8Array, name: FsPath): Promise<void> {
   let put = 0;
   while (put < b.length) {
     try {
-      put += (await writeFd(1, b, put, b.length - put, null)).bytesWritten;
+      put += (await writeCbP(fd, b, put, b.length - put, null)).bytesWritten;
     } catch (e) {
       if (codeOf(e) !== 'EAGAIN') throw fsError(e, 'write', name);
       await new Promise((r) => setTimeout(r, 5));
@@ -74,8 +75,19 @@ async function writeStdout(b: Uint8Array, name: FsPath): Promise<void> {
   }
 }
 
-/** Paths that name an open descriptor of this process: always written through. */
-const DESCRIPTOR = /^\/(dev\/(stdout|stderr|fd\/\d+)|proc\/(self|\d+)\/fd\/\d+)$/;
+/**
+ * The descriptor of this process a path names (`/dev/stdout`, `/dev/fd/N`, `/proc/self/fd/N`),
+ * or -1: written through that descriptor (opening the path again fails for a socket, and would
+ * truncate a file the shell opened for appending).
+ */
+function descriptorOf(path: FsPath): number {
+  if (typeof path !== 'string') return -1;
+  const m = /^\/(?:dev\/(stdout|stderr)|dev\/fd\/(\d+)|proc\/self\/fd\/(\d+)|proc\/(\d+)\/fd\/(\d+))$/.exec(path);
+  if (!m) return -1;
+  if (m[1]) return m[1] === 'stdout' ? 1 : 2;
+  if (m[4] && Number(m[4]) !== process.pid) return -1;
+  return Number(m[2] ?? m[3] ?? m[5]);
+}
 
 /** How `path` is written: `file` (atomically, at `target`, the end of its links) or `stream`. */
 export interface OutputPlan {
@@ -110,8 +122,7 @@ async function endOfLinks(path: FsPath): Promise<{ target: FsPath; st: Stats | n
  * `options.rstd`). A NormalizeError for a directory, a block device or a socket.
  */
 export async function planOutput(path: FsPath, what: string): Promise<OutputPlan> {
-  if (path === '-') return { kind: 'stream', target: '-' };
-  if (typeof path === 'string' && DESCRIPTOR.test(path)) return { kind: 'stream', target: path };
+  if (path === '-' || descriptorOf(path) >= 0) return { kind: 'stream', target: path };
   const { target, st } = await endOfLinks(path);
   const via = bytesOf(target).equals(bytesOf(path)) ? '' : ` (where the link ${shown(path)} leads)`;
   if (st === null || st.isFile()) return { kind: 'file', target };
@@ -124,11 +135,34 @@ export async function planOutput(path: FsPath, what: string): Promise<OutputPlan
 /** Opens the output `plan` describes. */
 export async function openSink(plan: OutputPlan): Promise<Sink> {
   if (plan.kind === 'file') return AtomicFile.create(plan.target);
-  if (plan.target === '-') return new StreamSink('-', null);
+  if (plan.target === '-') return new StreamSink('-', 1);
+  const fd = descriptorOf(plan.target);
+  if (fd >= 0) return new StreamSink(plan.target, fd);
   try {
     return new StreamSink(plan.target, await open(plan.target, 'w'));
   } catch (e) {
     throw fsError(e, 'write', plan.target);
+  }
+}
+
+/**
+ * Makes the directory `path` and those above it, as `mkdir -p` does, but through a link to a
+ * directory not made yet (its target is made), and with the real reason when one cannot be
+ * made (a read-only file system, not the "no such file" a recursive mkdir reports). `what`
+ * names it in the message.
+ */
+export async function makeDirs(path: FsPath, what = 'the directory'): Promise<void> {
+  const { target, st } = await endOfLinks(path);
+  if (st) {
+    if (st.isDirectory()) return;
+    throw new NormalizeError(`cannot make ${what} ${shown(path)}: a file of that name is there`);
+  }
+  const up = dirOf(target);
+  if (!bytesOf(up).equals(bytesOf(target))) await makeDirs(up, what);
+  try {
+    await mkdir(target);
+  } catch (e) {
+    if (codeOf(e) !== 'EEXIST') throw fsError(e, `make ${what}`, path);
   }
 }
 

@@ -163,6 +163,13 @@ class StreamSource extends Sequential {
   }
 }
 
+/** The descriptor of this process a path names (`/dev/stdin`, `/dev/fd/N`, `/proc/self/fd/N`), or -1. */
+function descriptorOf(path: FsPath): number {
+  if (typeof path !== 'string') return -1;
+  const m = /^\/(?:dev\/(stdin)|dev\/fd\/(\d+)|proc\/self\/fd\/(\d+))$/.exec(path);
+  return m ? (m[1] ? 0 : Number(m[2] ?? m[3])) : -1;
+}
+
 /** A Source over an open descriptor with these stats (a stream unless a regular file). */
 function sourceOf(path: FsPath, st: Stats, raw: RawRead, close: () => Promise<void>): Source {
   if (st.isDirectory()) throw new NormalizeError(`cannot read ${shown(path)}: it is a directory`);
@@ -174,12 +181,14 @@ function sourceOf(path: FsPath, st: Stats, raw: RawRead, close: () => Promise<vo
  * read, or is a directory.
  */
 export async function openSource(path: FsPath): Promise<Source> {
-  if (path === '-') {
-    const st = await fstatFd(0).catch((e: unknown) => {
-      throw fsError(e, 'read', 'standard input');
+  const fd = path === '-' ? 0 : descriptorOf(path);
+  if (fd >= 0) {
+    // A descriptor of this process: read it, not the path again (reopening fails for a socket).
+    const st = await fstatFd(fd).catch((e: unknown) => {
+      throw fsError(e, 'read', path === '-' ? 'standard input' : path);
     });
-    const raw: RawRead = async (into, off, len, pos) => (await readFd(0, into, off, len, pos)).bytesRead;
-    return sourceOf('-', st, raw, async () => {});
+    const raw: RawRead = async (into, off, len, pos) => (await readFd(fd, into, off, len, pos)).bytesRead;
+    return sourceOf(path, st, raw, async () => {});
   }
   let fh: FileHandle;
   try {

@@ -6,9 +6,10 @@
  * Each input's leftovers are removed by one shard only: the one that writes its first output.
  * @module
  */
-import { mkdir, readdir, realpath, unlink } from 'node:fs/promises';
+import { readdir, realpath, unlink } from 'node:fs/promises';
 import { removeStrays } from '../atomic.js';
-import { fsError, NormalizeError } from '../errors.js';
+import { NormalizeError } from '../errors.js';
+import { makeDirs } from '../sink.js';
 import { baseOf, bytesOf, dirOf, fromBytes, joinPath, shown, type FsPath } from '../paths.js';
 import type { DatasetFile } from './inputs.js';
 import { stemOf } from './shards.js';
@@ -27,9 +28,7 @@ export async function removeTemps(outDir: string, files: readonly DatasetFile[])
     byDir.get(key)!.names.push(baseOf(out));
   }
   for (const { dir, names } of byDir.values()) {
-    await mkdir(dir, { recursive: true }).catch((e: unknown) => {
-      throw fsError(e, 'make the directory', dir);
-    });
+    await makeDirs(dir);
     await removeStrays(dir, names, true);
   }
 }

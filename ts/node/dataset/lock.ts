@@ -1,6 +1,6 @@
 /**
  * One run at a time per output directory and shard: a lock file beside the shard's manifest
- * (`manifest.lock`, or `manifest.shard-I-of-N.lock`), made with `link(2)` so that it appears
+ * (`rmsnorm.lock`, or `rmsnorm.shard-I-of-N.lock`), made with `link(2)` so that it appears
  * whole or not at all, naming its owner — pid, host, the process's start time, a random nonce —
  * and rewritten every few seconds by the owner (a heartbeat counter).
  *
@@ -71,7 +71,7 @@ function machine(): string {
 }
 
 /** The lock file's name for shard `index` of `count`. */
-export const lockName = (index: number, count: number): string => (count === 1 ? 'manifest.lock' : `manifest.shard-${index}-of-${count}.lock`);
+export const lockName = (index: number, count: number): string => (count === 1 ? 'rmsnorm.lock' : `rmsnorm.shard-${index}-of-${count}.lock`);
 
 /** The owner a lock file's text names, or null when it does not parse. */
 function ownerOf(text: string): LockOwner | null {
@@ -83,8 +83,8 @@ function ownerOf(text: string): LockOwner | null {
   }
 }
 
-/** `pid N on HOST, shard I/N since TIME`: an owner as messages name it. */
-export const describeOwner = (o: LockOwner): string => `process ${o.pid} on ${o.host} (shard ${o.shard}, since ${o.since})`;
+/** `process N on HOST (shard I/N, since TIME)`: an owner as messages name it (no shard for an unsharded run). */
+export const describeOwner = (o: LockOwner): string => `process ${o.pid} on ${o.host} (${o.shard === '0/1' ? '' : `shard ${o.shard}, `}since ${o.since})`;
 
 /** How long the lock's liveness checks watch, and what they saw. */
 class Watch {
@@ -162,7 +162,7 @@ export class ShardLock {
         continue;
       }
       if (Date.now() - t0 >= o.waitS * 1000) {
-        throw new NormalizeError(`shard ${me.shard} of ${shown(outDir)} is being written by ${owner ? describeOwner(owner) : 'another run'}; try again when it ends`, 'EBUSY');
+        throw new NormalizeError(`${count === 1 ? '' : `shard ${me.shard} of `}${shown(outDir)} is being written by ${owner ? describeOwner(owner) : 'another run'}; try again when it ends`, 'EBUSY');
       }
       if (!told && owner) o.onWait?.(owner);
       told = true;
@@ -173,7 +173,7 @@ export class ShardLock {
   /** Refuses to run beside a live lock of another shard count. */
   private async refuseOtherCounts(outDir: string, count: number, watch: Watch): Promise<void> {
     for (const n of await readdir(outDir)) {
-      const m = /^manifest(?:\.shard-\d+-of-(\d+))?\.lock$/.exec(n);
+      const m = /^rmsnorm(?:\.shard-\d+-of-(\d+))?\.lock$/.exec(n);
       if (!m || Number(m[1] ?? 1) === count) continue;
       const p = join(outDir, n);
       const held = await readFile(p, 'utf8').catch(() => null);

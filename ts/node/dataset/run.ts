@@ -13,12 +13,13 @@
  * what is not recorded.
  * @module
  */
-import { mkdir, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createPool } from '../../index.js';
 import { describe } from '../../check/arrays.js';
 import { DTYPES } from '../../dtypes.js';
-import { NormalizeError, fsError } from '../errors.js';
+import { NormalizeError } from '../errors.js';
+import { makeDirs } from '../sink.js';
 import { CHUNK_BYTES, SLOTS } from '../chunks.js';
 import { checkFileOptions, FILE_KEYS, isPath } from '../file-args.js';
 import { normalizeFileWith } from '../file.js';
@@ -133,12 +134,10 @@ export async function normalizeDataset(inputs: string | readonly string[], outDi
     warnings.push(m);
     o.onWarning?.(m);
   };
-  await mkdir(outDir, { recursive: true }).catch((e: unknown) => {
-    throw fsError(e, 'make the output directory', outDir);
-  });
+  await makeDirs(outDir, 'the output directory');
   const lock = await ShardLock.acquire(outDir, index, count, {
     waitS: o.lockWait ?? Infinity, staleS: o.lockStale ?? STALE_S, signal: o.signal,
-    onWait: (owner) => warn(`waiting for ${describeOwner(owner)}, which is writing shard ${index}/${count} of ${outDir}`),
+    onWait: (owner) => warn(`waiting for ${describeOwner(owner)}, which is writing ${count === 1 ? '' : `shard ${index}/${count} of `}${outDir}`),
   });
   try {
     return await runLocked(list, outDir, o, index, count, lock, warn, warnings, t0);
