@@ -7,7 +7,7 @@
  * SIGTERM (143) or SIGHUP (129) — the temporary outputs are removed.
  * @module
  */
-import { readFileSync } from 'node:fs';
+import { fstatSync, readFileSync, statSync } from 'node:fs';
 import { clearLine, cursorTo } from 'node:readline';
 import { constants } from 'node:os';
 import { normalizeFile } from './file.js';
@@ -69,6 +69,18 @@ async function run(cmd: Command, signal: AbortSignal, out: NodeJS.WriteStream): 
   return 0;
 }
 
+/** Whether `output` is this process's standard output, by whatever path (`-`, `/dev/stdout`, a link, the file it was redirected to). */
+function writesStdout(output: string | undefined): boolean {
+  if (output === undefined) return false;
+  if (output === '-') return true;
+  try {
+    const [a, b] = [fstatSync(1), statSync(output)];
+    return a.dev === b.dev && a.ino === b.ino;
+  } catch {
+    return false;
+  }
+}
+
 /** Runs the command with `argv` (without node and the script); resolves to the exit code. */
 export async function main(argv: string[]): Promise<number> {
   let cmd: Command;
@@ -98,8 +110,7 @@ export async function main(argv: string[]): Promise<number> {
   });
   try {
     // The summary must not mix with data written to standard output.
-    const toStdout = cmd.output !== undefined && /^(-|\/dev\/stdout|\/dev\/fd\/1|\/proc\/self\/fd\/1)$/.test(cmd.output);
-    return await run(cmd, ac.signal, toStdout ? process.stderr : process.stdout);
+    return await run(cmd, ac.signal, writesStdout(cmd.output) ? process.stderr : process.stdout);
   } catch (e) {
     if (process.stderr.isTTY) clearStatus();
     if (stoppedBy) {

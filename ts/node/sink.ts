@@ -110,7 +110,7 @@ async function endOfLinks(path: FsPath): Promise<{ target: FsPath; st: Stats | n
       if (codeOf(e) === 'ENOENT') return { target: p, st: null };
       throw fsError(e, 'write', path);
     }
-    if (!st.isSymbolicLink()) return { target: p, st };
+    if (!st.isSymbolicLink() || descriptorOf(p) >= 0) return { target: p, st };
     const to = await readlink(p, { encoding: 'buffer' });
     p = to[0] === 0x2f ? fromBytes(to) : joinPath(dirOf(p), fromBytes(to));
   }
@@ -124,6 +124,7 @@ async function endOfLinks(path: FsPath): Promise<{ target: FsPath; st: Stats | n
 export async function planOutput(path: FsPath, what: string): Promise<OutputPlan> {
   if (path === '-' || descriptorOf(path) >= 0) return { kind: 'stream', target: path };
   const { target, st } = await endOfLinks(path);
+  if (descriptorOf(target) >= 0) return { kind: 'stream', target }; // a link to /dev/stdout or /proc/self/fd/N
   const via = bytesOf(target).equals(bytesOf(path)) ? '' : ` (where the link ${shown(path)} leads)`;
   if (st === null || st.isFile()) return { kind: 'file', target };
   if (st.isDirectory()) throw new NormalizeError(`${what} ${shown(target)}${via} is a directory: give a file name`);
