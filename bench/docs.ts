@@ -165,7 +165,7 @@ interface FileJson {
 }
 
 /** A section with a table of seconds and GB/s over `bytes` of data, and the RSS growth under it. */
-function secondsTable(title: string, intro: string, bytes: number, rows: [string, number][], rssGrowthMiB: number): string {
+function secondsTable(title: string, intro: string, bytes: number, rows: [string, number, number?][], rssGrowthMiB: number): string {
   return [
     `## ${title}`,
     '',
@@ -173,7 +173,7 @@ function secondsTable(title: string, intro: string, bytes: number, rows: [string
     '',
     '| | seconds | GB/s |',
     '|---|---:|---:|',
-    ...rows.map(([what, s]) => `| ${what} | ${s.toFixed(2)} | ${(bytes / s / 1e9).toFixed(2)} |`),
+    ...rows.map(([what, s, b = bytes]) => `| ${what} | ${s.toFixed(2)} | ${(b / s / 1e9).toFixed(2)} |`),
     '',
     `The process's resident memory grew by ${rssGrowthMiB.toFixed(0)} MiB.`,
     '',
@@ -199,11 +199,12 @@ function file(json: FileJson | null): string {
 interface DatasetJson {
   date: string;
   files: number;
-  rowsPerFile: number;
+  maxRows: number;
   dim: number;
   bytes: number;
+  oneFileBytes: number;
   threads: number;
-  seconds: { cpR: number; normalizeDataset: number; notFlushed: number };
+  seconds: { cpR: number; oneFile: number; normalizeDataset: number; notFlushed: number };
   rssGrowthMiB: number;
 }
 
@@ -211,10 +212,12 @@ function dataset(json: DatasetJson | null): string {
   if (!json) return '';
   return secondsTable(
     'Datasets',
-    `${json.files} \`.npy\` files of ${json.rowsPerFile} × ${json.dim} float32 (${(json.bytes / 2 ** 30).toFixed(2)} GiB) in the page cache; ${json.date.slice(0, 10)}. \`npm run bench:file\`.`,
+    `${json.files} \`.npy\` files in nested folders, of 1 to ${json.maxRows} rows × ${json.dim} (one in three float16, the rest float32; ` +
+      `${(json.bytes / 1e9).toFixed(2)} GB of data) in the page cache, against one file of the same bytes; ${json.date.slice(0, 10)}. \`npm run bench:file\`.`,
     json.bytes,
     [
       ['`cp -r`', json.seconds.cpR],
+      [`\`normalizeFile\` of one file of the same bytes, ${json.threads} threads, flushed`, json.seconds.oneFile, json.oneFileBytes],
       [`\`normalizeDataset\`, ${json.threads} threads, each output flushed, manifest`, json.seconds.normalizeDataset],
       ['the same with `durable: false` (`--no-fsync`): outputs not flushed', json.seconds.notFlushed],
     ],

@@ -11,7 +11,8 @@
  * 4. A plain-JS implementation: read a 16 MiB chunk, normalize it with the naive loop, write it;
  *    fsync at the end.
  * 5. Checks SAMPLE (64) random rows of OUT against the float64 reference.
- * 6. The dataset benchmark (bench/dataset.ts): 2000 files of 1 MiB against `cp -r`.
+ * 6. The dataset benchmark (bench/dataset.ts): a few hundred files of mixed sizes against one
+ *    file of the same bytes and `cp -r`.
  *
  * Run: `npm run bench:file` (env ROWS, DIM, THREADS, BENCH_DIR: where the files go, default
  * the OS temp dir; it needs 3 × the file's size free). Writes bench/results/file.json.

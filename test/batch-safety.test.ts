@@ -303,6 +303,22 @@ describe('without shared memory (the pool on one thread)', () => {
     expectReference(out);
   }, 120_000);
 
+  it('createNormalizeStream gives the same bytes', () => {
+    const n = NAMES[2]!;
+    const raw = join(root, 'stream-in.f32');
+    writeFileSync(raw, readFileSync(join(DATA, n)).subarray(128));
+    const out = join(root, 'stream-out.f32');
+    const script = `
+      import { createReadStream, createWriteStream } from 'node:fs';
+      import { pipeline } from 'node:stream/promises';
+      import { createNormalizeStream } from ${JSON.stringify(new URL('../dist/node/index.js', import.meta.url).href)};
+      if (typeof SharedArrayBuffer !== 'undefined') throw new Error('shared memory is there');
+      await pipeline(createReadStream(${JSON.stringify(raw)}, { highWaterMark: 1000 }), createNormalizeStream({ dim: ${DIM} }), createWriteStream(${JSON.stringify(out)}));`;
+    const r = spawnSync(process.execPath, [...NO_SAB, '--input-type=module', '-e', script], { encoding: 'utf8' });
+    expect(r.status, r.stderr).toBe(0);
+    expect(readFileSync(out).equals(readFileSync(join(REF, n)).subarray(128))).toBe(true);
+  });
+
   it('a stream from a pipe, and a file, give the same bytes', () => {
     const n = NAMES[5]!;
     const sh = (cmd: string) => spawnSync('sh', ['-c', cmd], { encoding: 'utf8' });
