@@ -21,16 +21,16 @@ export interface DtypeFacts {
   readonly safetensors: string;
 }
 
-/** Every dtype a file may hold, by name: the three the kernels store, and float64 (read as float32). */
+/** A dtype a file may hold: the three the kernels store, and float64 (read as float32). */
+export type FileDtype = 'float32' | 'float16' | 'bfloat16' | 'float64';
+
+/** Every dtype a file may hold, by name. */
 export const DTYPES = {
   float32: { code: CODE.float32, bytes: 4, array: 'Float32Array', npy: '<f4', safetensors: 'F32' },
   float16: { code: CODE.float16, bytes: 2, array: 'Uint16Array', npy: '<f2', safetensors: 'F16' },
   bfloat16: { code: CODE.bfloat16, bytes: 2, array: 'Uint16Array', npy: null, safetensors: 'BF16' },
   float64: { code: -1, bytes: 8, array: 'Float64Array', npy: '<f8', safetensors: 'F64' },
-} as const satisfies Record<string, DtypeFacts>;
-
-/** A dtype a file may hold. */
-export type FileDtype = keyof typeof DTYPES;
+} as const satisfies Record<FileDtype, DtypeFacts>;
 
 /** The dtypes the kernels store (and an output may have), in code order. */
 export const KERNEL_DTYPES = (Object.keys(DTYPES) as FileDtype[]).filter((d): d is Dtype => DTYPES[d].code >= 0).sort((a, b) => DTYPES[a].code - DTYPES[b].code);

@@ -8,7 +8,7 @@
  */
 import { Transform, type TransformCallback } from 'node:stream';
 import { loadRmsNorm, type RmsNorm } from '../index.js';
-import { DTYPE_NAMES } from '../check/arrays.js';
+import { DTYPES, KERNEL_DTYPES } from '../dtypes.js';
 import { checkForward } from '../check/calls.js';
 import { options as checkOptions } from '../check/options.js';
 import type { CastingMode, Dtype, FloatArray } from '../types.js';
@@ -59,7 +59,7 @@ class NormalizeStream extends Transform {
 
   constructor(private readonly o: Settled) {
     super();
-    this.item = o.dtype === 'float32' ? 4 : 2;
+    this.item = DTYPES[o.dtype].bytes;
     this.rowBytes = this.item * o.dim;
   }
 
@@ -128,7 +128,7 @@ export function createNormalizeStream(options: NormalizeStreamOptions): Transfor
     dim: a.dim,
     weight,
     dtype,
-    weightDtype: DTYPE_NAMES[a.params.wdt]!,
+    weightDtype: KERNEL_DTYPES[a.params.wdt]!,
     castingMode: o.castingMode,
     eps: o.eps,
     offset: o.offset,

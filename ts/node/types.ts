@@ -132,8 +132,8 @@ export interface NormalizeSummary {
   dim: number;
   /** The output's shape (of the first normalized array): the input's, or `[rows, dim]` (raw), its first axis cut to `options.range`. */
   shape: number[];
-  /** Each array normalized: its name (`''` in a one-array format), dtypes, output shape, rows and row length. */
-  arrays: { name: string; dtype: FileDtype; outDtype: Dtype; shape: number[]; rows: number; dim: number }[];
+  /** Each array normalized. */
+  arrays: NormalizedArray[];
   /** The arrays of a container copied as they are (not float, or not named by `tensors`). */
   copied: string[];
   /** Bytes of data read from the arrays normalized, headers not counted. */
@@ -148,4 +148,20 @@ export interface NormalizeSummary {
   threads: number;
   /** With `options.checksum`: the SHA-256 of the whole output file (header included), hex. */
   sha256?: string;
+}
+
+/** One array a {@link normalizeFile} call normalized. */
+export interface NormalizedArray {
+  /** Its name in the file (an `.npz` member without `.npy`, a safetensors tensor); `''` in a one-array format. */
+  name: string;
+  /** What the input held. */
+  dtype: FileDtype;
+  /** What the output holds. */
+  outDtype: Dtype;
+  /** Its shape in the output. */
+  shape: number[];
+  /** Rows normalized (every axis but the last). */
+  rows: number;
+  /** Row length (the last axis). */
+  dim: number;
 }
