@@ -31,7 +31,7 @@ const secs = (t0: number) => (performance.now() - t0) / 1000;
 export async function benchDataset(): Promise<Record<string, unknown>> {
   const FILES = Number(process.env.FILES ?? 300);
   const MAX_ROWS = Number(process.env.MAX_ROWS ?? 5000);
-  const DIM = Number(process.env.DIM ?? 1024);
+  const DIM = Number(process.env.DIM ?? 2048);
   const THREADS = Number(process.env.THREADS ?? 2);
   const SAMPLE = 16;
   const root = mkdtempSync(join(process.env.BENCH_DIR ?? os.tmpdir(), 'rmsnorm-bench-dataset-'));

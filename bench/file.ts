@@ -97,7 +97,7 @@ try {
   let summary!: Awaited<ReturnType<typeof normalizeFile>>;
   for (let k = 0; k < 2; k++) {
     t0 = performance.now();
-    summary = await normalizeFile(IN, OUT, { dim: DIM, threads: THREADS });
+    summary = await normalizeFile(IN, OUT, { format: 'raw', dim: DIM, threads: THREADS });
     runs.push(secs(t0));
     execFileSync('sync');
   }
