@@ -77,4 +77,4 @@ if [ $fail -ne 0 ]; then
   echo "check-tools: FAILED (see above); run: bash scripts/setup.sh" >&2
   exit 1
 fi
-echo "check-tools: ok (rustc $rv, rust-lld, rust-src, chromium, firefox-esr from Debian; wasm-bindgen $wb, wasm-pack $wp)" >&2
+echo "check-tools: ok (rustc $rv, rust-lld, rust-src, chromium, firefox-esr, WebKit, Xvfb from Debian; wasm-bindgen $wb, wasm-pack $wp)" >&2

@@ -15,6 +15,11 @@ DEB_TOOLS=(
   # Firefox for the browser tests, driven by puppeteer-core over WebDriver BiDi (Playwright's
   # Firefox is a patched build of its own that cannot be downloaded here; Debian's ESR is stock).
   firefox-esr:firefox-esr
+  # WebKit (Safari's engine) for the browser tests: WebKitGTK's MiniBrowser, its W3C WebDriver
+  # server, and an X server to show it on (MiniBrowser has no headless mode).
+  /usr/lib/x86_64-linux-gnu/webkit2gtk-4.1/MiniBrowser:libwebkit2gtk-4.1-0
+  WebKitWebDriver:webkit2gtk-driver
+  Xvfb:xvfb
 )
 # Packages with no program of their own to check: the std sources -Z build-std compiles.
 DEB_EXTRA=(rust-web-src)

@@ -105,3 +105,26 @@ describe('without relaxed SIMD (Node 20 without its flag)', () => {
     expect(r.poolBuild).toBe('simd-threads');
   });
 });
+
+describe('without shared memory (Node started without SharedArrayBuffer)', () => {
+  it('a forced threads build is refused alike by init() and createPool(), naming shared memory; createPool() without a build runs in single mode', async () => {
+    const script = `
+      const lib = await import(${JSON.stringify(join(ROOT, 'dist', 'index.js'))});
+      const out = {};
+      for (const build of ['simd-threads', 'simd-relaxed-threads']) {
+        try { await lib.init({ build }); out['init ' + build] = 'loaded'; } catch (e) { out['init ' + build] = e.constructor.name + ': ' + e.message; }
+        try { await lib.createPool({ build }); out['pool ' + build] = 'created'; } catch (e) { out['pool ' + build] = e.constructor.name + ': ' + e.message; }
+      }
+      const pool = await lib.createPool({ threads: 2 });
+      out.mode = pool.mode;
+      await pool.destroy();
+      console.log(JSON.stringify(out));
+    `;
+    const { stdout } = await promisify(execFile)(process.execPath, [...process.execArgv.filter((a) => a.includes('relaxed')), '--no-harmony-sharedarraybuffer', '--input-type=module', '-e', script]);
+    const r = JSON.parse(stdout) as Record<string, string>;
+    const needs = 'needs shared memory \\(SharedArrayBuffer: this Node was started without it\\), which this engine lacks';
+    expect(r['init simd-threads']).toMatch(new RegExp(`^RangeError: loadRmsNorm: build 'simd-threads' ${needs}; it runs 'simd'`));
+    expect(r['pool simd-threads']).toMatch(new RegExp(`^RangeError: createPool: options\\.build 'simd-threads' ${needs}$`));
+    expect(r.mode).toBe('single');
+  });
+});

@@ -224,7 +224,8 @@ export type { PoolCallOptions, PoolOptions, RmsNormPool } from './pool/api.js';
  *   `'simd-relaxed-threads'` or `'simd-threads'` (same bits), default the first where the
  *   engine has relaxed SIMD, else the second (`pool.build` says which runs).
  * @throws RangeError / TypeError (as a rejected promise) for bad options, or a `build` this
- *   engine cannot run.
+ *   engine cannot run (the message says what it lacks: relaxed SIMD, or shared memory — a
+ *   forced threads build never quietly runs in 'single' mode).
  */
 export function createPool(options?: PoolOptions): Promise<RmsNormPool> {
   return createPoolWith(options, loadRmsNorm);

@@ -2,7 +2,7 @@
  * Finding, compiling and instantiating one of the wasm builds, in Node or a browser.
  * @module
  */
-import { isNode, relaxedSimdSupported, simdSupported, threadsAvailable } from './platform.js';
+import { sharedMemoryMissing, isNode, relaxedSimdSupported, simdSupported, threadsAvailable } from './platform.js';
 
 /**
  * The wasm builds (see build.sh): `simd` and `simd-threads` run wherever SIMD128 does (the
@@ -60,7 +60,7 @@ export function missingFor(build: Build): string | null {
   if (t.relaxed && !relaxedSimdSupported()) {
     return 'relaxed SIMD (Node 20 has it with --experimental-wasm-relaxed-simd; Node 22+, Deno, Chromium 114+ and Firefox 145+ by default)';
   }
-  if (t.shared && !threadsAvailable()) return 'shared memory (a browser page must be cross-origin isolated)';
+  if (t.shared && !threadsAvailable()) return sharedMemoryMissing();
   return null;
 }
 

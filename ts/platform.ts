@@ -22,6 +22,23 @@ export function threadsAvailable(): boolean {
   }
 }
 
+/**
+ * What a threads build lacks here, in words for an error message (call only when
+ * {@link threadsAvailable} is false): a page that is not cross-origin isolated, or an engine
+ * that gives this page (or this Node) no shared memory although it is.
+ */
+export function sharedMemoryMissing(): string {
+  if (!isNode && (globalThis as { crossOriginIsolated?: boolean }).crossOriginIsolated !== true) {
+    return 'shared memory (a page has it only when cross-origin isolated: served with COOP/COEP headers)';
+  }
+  if (typeof SharedArrayBuffer !== 'function') {
+    return isNode
+      ? 'shared memory (SharedArrayBuffer: this Node was started without it)'
+      : 'shared memory (SharedArrayBuffer: this engine does not give it to this page, although the page is cross-origin isolated)';
+  }
+  return 'shared memory (a WebAssembly.Memory with shared: true could not be made)';
+}
+
 // (func (result v128) v128.const 0): validates only where SIMD128 is implemented.
 const SIMD_PROBE = new Uint8Array([
   0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 22, 1, 20, 0, 253, 12,

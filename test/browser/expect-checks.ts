@@ -55,9 +55,13 @@ export interface EngineSummary {
   engine: string;
   /** Whether the engine validates relaxed SIMD. */
   relaxed: boolean;
+  /** Whether the page has shared memory (threads). */
+  shared: boolean;
   /** What `init()` and `createPool()` loaded without a `build`. */
   defaults: { build: string; poolBuild: string };
   runs: Record<string, CheckSummary>;
+  /** Builds the engine cannot run: what `loadRmsNorm` and `createPool` said when asked for them. */
+  refused: Record<string, string>;
 }
 
 /**
@@ -69,21 +73,34 @@ export interface EngineSummary {
  */
 export function expectEngineChecksPass(r: EngineSummary, ref: EngineSummary): void {
   const plain = r.relaxed ? ['simd', 'simd-relaxed'] : ['simd'];
-  expect(Object.keys(r.runs).sort()).toEqual(plain.flatMap((b) => [b, `${b}-threads`]).sort());
+  expect(Object.keys(r.runs).sort()).toEqual(plain.flatMap((b) => (r.shared ? [b, `${b}-threads`] : [b])).sort());
   const want = ref.runs.simd!;
+  const b = r.relaxed ? 'simd-relaxed' : 'simd';
   for (const [build, s] of Object.entries(r.runs)) {
     expect(s.build, build).toBe(build);
     const isPlain = plain.includes(build);
     expectChecksPass(s, isPlain);
     if (isPlain) {
-      expect(s.mode, build).toBe('threads');
-      expect(s.poolBuild, build).toBe(`${build}-threads`);
+      expect(s.mode, build).toBe(r.shared ? 'threads' : 'single');
+      // In 'single' mode the pool runs the default build's plain twin.
+      expect(s.poolBuild, build).toBe(r.shared ? `${build}-threads` : b);
       expect(s.hash, `${build}: pool vs sync`).toBe(s.syncHash);
     }
     expect(s.syncHash, `${build}: float32`).toBe(want.syncHash);
     expect(s.halfHash, `${build}: half precision`).toEqual(want.halfHash);
     expect(s.halfLayerSame, `${build}: createRmsNorm on half data`).toBe(true);
   }
-  const b = r.relaxed ? 'simd-relaxed' : 'simd';
-  expect(r.defaults).toEqual({ build: b, poolBuild: `${b}-threads` });
+  expect(r.defaults).toEqual({ build: b, poolBuild: r.shared ? `${b}-threads` : b });
+  // Every build it cannot run was refused by both, each saying what the engine lacks.
+  const cannot = [...(r.relaxed ? [] : ['simd-relaxed', 'simd-relaxed-threads']), ...(r.shared ? [] : plain.map((p) => `${p}-threads`))];
+  expect(Object.keys(r.refused).sort()).toEqual(cannot.sort());
+  for (const [build, text] of Object.entries(r.refused)) {
+    for (const line of text.split('\n')) {
+      expect(line, build).toMatch(new RegExp(`^RangeError: (loadRmsNorm: build|createPool: options\\.build) '${build}' needs .*, which this engine lacks`));
+    }
+    if (!r.shared && plain.includes(build.replace(/-threads$/, '')) && build.endsWith('-threads')) {
+      expect(text.split('\n'), `${build}: the sync API and the pool refuse it alike`).toHaveLength(2);
+      expect(text, build).toMatch(/needs shared memory/);
+    }
+  }
 }

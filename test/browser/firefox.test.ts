@@ -12,7 +12,7 @@ import { promisify } from 'node:util';
 import type { Browser } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { expectEngineChecksPass, type EngineSummary } from './expect-checks.js';
-import { firefoxResult, launchFirefox } from './firefox.js';
+import { firefoxResult, launchFirefox } from '../../demo/firefox.js';
 import { REPO } from './pack.js';
 import { CSP, serveStatic, type StaticServer } from '../../demo/static-server.js';
 

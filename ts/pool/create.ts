@@ -14,9 +14,10 @@ import { Pool } from './pool.js';
  * `loadRmsNorm` of that build) are used in place; any other Float32Array streams through the
  * pool's 32 MiB window (place.ts).
  *
- * Where SharedArrayBuffer is unavailable (a page without COOP/COEP headers) the pool is
- * created in `mode: 'single'`: no workers, calls run on the calling thread with the threads
- * build's plain twin, same API and results.
+ * Where SharedArrayBuffer is unavailable (a page without COOP/COEP headers) and no build is
+ * asked for, the pool is created in `mode: 'single'`: no workers, calls run on the calling
+ * thread with the threads build's plain twin, same API and results. A build asked for that
+ * cannot run here is a RangeError saying what the engine lacks, as for `loadRmsNorm`.
  *
  * @param options `threads`: threads per job (default: logical core count); `build`: the
  *   threads build (default: the twin of the sync API's default build).
@@ -26,8 +27,9 @@ export async function createPool(
   load: (build: Build) => Promise<RmsNorm>,
 ): Promise<RmsNormPool> {
   const { threads: t, build } = checkCreateOptions(options);
-  // What a forced build needs besides shared memory (whose absence means 'single' mode).
-  const missing = build ? missingFor(twinOf(build)!) : null;
+  // A build asked for runs, or the call fails, as loadRmsNorm does; without one, an engine
+  // without shared memory gets 'single' mode.
+  const missing = build ? missingFor(build) : null;
   if (missing) throw new RangeError(`createPool: options.build '${build}' needs ${missing}, which this engine lacks`);
   // `plain` runs the calls on plain arrays that the pool does inline: non-shared memory
   // copies them faster (load.ts, defaultBuild).
