@@ -147,6 +147,67 @@ describe('createRmsNorm', () => {
   });
 });
 
+describe('the layer in a decoder block: out, the fused residual add, dresidual', () => {
+  const dim = 64;
+  const w = testWeight(dim, 3);
+
+  it.each(['float32', 'bfloat16'] as const)('%s: forward(x, { residual }) and backward(dy, h, { rstd, dresidual }) have the one-off calls\' bits', (dtype) => {
+    const half = dtype !== 'float32';
+    const cast = (a: Float32Array) => (half ? float32ToHalf(a, dtype) : a);
+    const layer = createRmsNorm(w, { dtype, eps: 1e-5 });
+    for (const rows of [1, 5, 40]) {
+      const x = cast(testRows(rows, dim, 10 + rows));
+      const r0 = cast(testRows(rows, dim, 20 + rows));
+      const dy = cast(randn(rows * dim, 30 + rows));
+      const dres = cast(randn(rows * dim, 40 + rows));
+      const opt = { dtype, eps: 1e-5 } as const;
+      const wantH = r0.slice();
+      const wantRstd = new Float32Array(rows);
+      const wantY = rmsNorm(x, w, { ...opt, residual: wantH, rstd: wantRstd } as never);
+      const residual = r0.slice();
+      const y = layer.forward(x, { residual } as never);
+      expect(sameBits(y, wantY), `y, ${rows} rows`).toBe(true);
+      expect(sameBits(residual, wantH), 'h written into the residual').toBe(true);
+      expect(sameBits(layer.rstd, wantRstd)).toBe(true);
+      const h2 = new (half ? Uint16Array : Float32Array)(rows * dim);
+      const out = new (half ? Uint16Array : Float32Array)(rows * dim);
+      expect(layer.forward(x, { residual: r0, residualOut: h2, out } as never)).toBe(out);
+      expect(sameBits(out, wantY) && sameBits(h2, wantH), 'residualOut and out').toBe(true);
+      const want = rmsNormBackward(dy, wantH, w, { ...opt, rstd: wantRstd, dresidual: dres } as never);
+      const b = layer.backward(dy, wantH, { rstd: layer.rstd, dresidual: dres } as never);
+      expect(sameBits(b.dx, want.dx) && sameBits(b.dweight!, want.dweight!), `backward, ${rows} rows`).toBe(true);
+    }
+    layer.free();
+  });
+
+  it("dresidual may be the layer's last dx (the gradient flowing down the residual stream)", () => {
+    const rows = 8;
+    const layer = createRmsNorm(w);
+    const x = testRows(rows, dim, 5);
+    const dy = randn(rows * dim, 6);
+    const first = layer.backward(dy, x).dx;
+    const copy = first.slice();
+    const want = rmsNormBackward(dy, x, w, { dresidual: copy });
+    expect(firstBitDiff(layer.backward(dy, x, { dresidual: first }).dx, want.dx)).toBe(-1);
+    layer.free();
+  });
+
+  it('unknown options and bad arrays are refused on every method, before anything is written', () => {
+    const layer = createRmsNorm(w);
+    const x = testRows(2, dim, 7);
+    const residual = testRows(2, dim, 8);
+    const before = residual.slice();
+    expect(String(thrown(() => layer.forward(x, { residul: residual } as never)))).toMatch(/^TypeError: layer\.forward: unknown option "residul" \(known: out, residual, residualOut\)$/);
+    expect(String(thrown(() => layer.forward(x, { residual: residual.subarray(1) })))).toMatch(/^RangeError: layer\.forward: options\.residual\.length must be 128/);
+    expect(String(thrown(() => layer.forward(x, { residualOut: residual })))).toMatch(/^TypeError: layer\.forward: options\.residualOut was given without options\.residual/);
+    expect(String(thrown(() => layer.forward(x, { residual, out: residual })))).toMatch(/^RangeError: layer\.forward: options\.out and options\.residual \(which receives x \+ residual\) must not overlap$/);
+    expect(String(thrown(() => layer.backward(x, x, { dresidul: x } as never)))).toMatch(/^TypeError: layer\.backward: unknown option "dresidul" \(known: rstd, dresidual\)$/);
+    expect(String(thrown(() => layer.backward(x, x, { dresidual: new Float32Array(3) })))).toMatch(/^RangeError: layer\.backward: options\.dresidual\.length must be 128/);
+    expect(sameBits(residual, before)).toBe(true);
+    layer.free();
+  });
+});
+
 describe('createRmsNorm with half-precision activations', () => {
   const dim = 200;
   const w32 = testWeight(dim, 11);

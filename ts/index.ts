@@ -32,7 +32,7 @@ export type {
   RmsNormOptions,
 } from './types.js';
 export { RmsNorm } from './rmsnorm.js';
-export type { RmsNormLayer, RmsNormLayerBackwardOptions, RmsNormLayerOptions } from './layer.js';
+export type { RmsNormLayer, RmsNormLayerBackwardOptions, RmsNormLayerForwardOptions, RmsNormLayerOptions } from './layer.js';
 export { relaxedSimdSupported, simdSupported, threadsAvailable } from './platform.js';
 export { DEFAULT_EPS, statOf } from './check/scalars.js';
 

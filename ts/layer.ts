@@ -8,7 +8,7 @@
  */
 import type { F32Buffer, U16Buffer } from './memory.js';
 import { DTYPE_NAMES, KIND_F16, KIND_F32, kindOf, rowsOf, typed } from './check/arrays.js';
-import { checkLayerOptions, checkLayerRstd, type BackwardArgs, type ForwardArgs } from './check/calls.js';
+import { checkLayerBackward, checkLayerForward, checkLayerOptions, type BackwardArgs, type ForwardArgs } from './check/calls.js';
 import { Dtype as DT } from './abi.js';
 import type { Params } from './ops.js';
 import type { CastingMode, Dtype, FloatArray, RmsNormBackwardResult } from './types.js';
@@ -50,10 +50,30 @@ export interface RmsNormLayerOptions {
   castingMode?: CastingMode;
 }
 
+/** Options of {@link RmsNormLayer.forward}. */
+export interface RmsNormLayerForwardOptions<T extends FloatArray = Float32Array> {
+  /** Destination of y, `x.length` elements of the layer's dtype (may be `x`). Default: the layer's own array, reused. */
+  out?: T;
+  /**
+   * Fused residual add, as {@link rmsNorm}'s: the row normalized is `h = x + residual`, and `h`
+   * is written into `residual` itself (the updated residual stream of a transformer block) or
+   * into `residualOut`. `x.length` elements of the layer's dtype.
+   */
+  residual?: T;
+  /** With `residual`: where `h` goes instead of `residual` (may be `x`). */
+  residualOut?: T;
+}
+
 /** Options of {@link RmsNormLayer.backward}. */
-export interface RmsNormLayerBackwardOptions {
+export interface RmsNormLayerBackwardOptions<T extends FloatArray = Float32Array> {
   /** The forward's rstd (e.g. `layer.rstd` right after `forward(x)`); recomputed when absent. */
   rstd?: Float32Array;
+  /**
+   * With a fused residual add: the gradient arriving on the residual stream `h`, `x.length`
+   * elements of the layer's dtype, added to `dx` (which is then the gradient of both `x` and
+   * the residual); pass the forward's `h` as `x`. May be the layer's last `dx`.
+   */
+  dresidual?: T;
 }
 
 /**
@@ -121,23 +141,27 @@ export class RmsNormLayer<W extends FloatArray = Float32Array> {
   /**
    * Forward over `x` (`rows × dim` elements of the layer's `dtype`, any number of rows).
    * Returns the layer's output array (`x.length` elements, of `x`'s type), valid until the
-   * next `forward`; {@link rstd} then holds one rstd per row.
-   * @throws TypeError / RangeError on a bad `x`, before anything is written.
+   * next `forward` — or `options.out`; {@link rstd} then holds one rstd per row.
+   * @param options `out` (where y goes), `residual` and `residualOut` (the fused residual add,
+   *   as {@link rmsNorm}'s): see {@link RmsNormLayerForwardOptions}. Unknown keys are a TypeError.
+   * @throws TypeError / RangeError on a bad `x` or option, before anything is written.
    */
-  forward<T extends FloatArray = Float32Array>(x: T): T {
+  forward<T extends FloatArray = Float32Array>(x: T, options?: RmsNormLayerForwardOptions<T>): T {
     const xa = this.rows('forward', 'x', x);
     const rows = xa.length / this.dim;
-    const y = this.y.take(x.length);
     const rstd = this.rstdOut.take(rows) as Float32Array;
+    const weight = this.weight();
+    const f = checkLayerForward('layer.forward', options, xa, this.act, weight, rstd);
+    const y = f.out ?? this.y.take(x.length);
     const { dim } = this;
     // The outputs are the layer's own plain arrays: apart from x unless x is one of them (a
-    // result passed back in), which one buffer read tells.
+    // result passed back in), which one buffer read tells. Arrays the caller gives are checked.
     const xb = xa.buffer;
-    const outputsApart = xb !== this.y.buffer && xb !== this.rstdOut.buffer;
+    const outputsApart = f.out === null && f.residual === null && xb !== this.y.buffer && xb !== this.rstdOut.buffer;
     const xKind = kindOf(x);
-    const a = { x: xa, weight: this.weight(), out: y, outGiven: y, rstd, residual: null, h: null, rows, dim, params: this.fwd, xKind, outputsApart };
+    const a = { x: xa, weight, out: y, outGiven: f.outGiven ?? y, rstd, residual: f.residual, h: f.h, rows, dim, params: this.fwd, xKind, outputsApart };
     this.rn.forwardChecked(a, 'layer.forward');
-    return this.y.given(xKind) as T;
+    return (f.outGiven ?? this.y.given(xKind)) as T;
   }
 
   /** The rstd of each row of the last {@link forward} (valid until the next one). */
@@ -150,24 +174,27 @@ export class RmsNormLayer<W extends FloatArray = Float32Array> {
    * Backward for `dy` and the forward's input `x` (both `rows × dim`, of the layer's `dtype`).
    * Returns the layer's `dx` (of `dy`'s type) and `dweight` (the weight's dtype and type; null
    * without a weight), valid until the next `backward`.
-   * @param options `rstd`: the forward's (`layer.rstd`), else recomputed from `x`.
+   * @param options `rstd`: the forward's (`layer.rstd`), else recomputed from `x`;
+   *   `dresidual`: the gradient on the residual stream of a fused residual add, added to `dx`
+   *   (see {@link RmsNormLayerBackwardOptions}). Unknown keys are a TypeError.
    * @throws TypeError / RangeError on bad arguments, before anything is written.
    */
-  backward<T extends FloatArray = Float32Array>(dy: T, x: T, options?: RmsNormLayerBackwardOptions): RmsNormBackwardResult<T, W> {
+  backward<T extends FloatArray = Float32Array>(dy: T, x: T, options?: RmsNormLayerBackwardOptions<T>): RmsNormBackwardResult<T, W> {
     const xa = this.rows('backward', 'x', x);
     const dya = this.rows('backward', 'dy', dy);
     if (dya.length !== xa.length) throw new RangeError(`layer.backward: dy.length (${dya.length}) must equal x.length (${xa.length})`);
     const rows = xa.length / this.dim;
-    const rstd = checkLayerRstd('layer.backward', options, rows);
+    const { rstd, dresidual } = checkLayerBackward('layer.backward', options, xa, this.act, rows);
     const dx = this.dx.take(xa.length);
     const weight = this.w ? this.weight() : null;
     const { dim } = this;
     const dweight = this.dw?.placed ?? null;
     // dx and dweight are the layer's own: apart unless an input is one of its arrays.
-    const outputsApart = !this.owns(dya.buffer) && !this.owns(xa.buffer) && (rstd === null || !this.owns(rstd.buffer));
+    const outputsApart =
+      !this.owns(dya.buffer) && !this.owns(xa.buffer) && (rstd === null || !this.owns(rstd.buffer)) && (dresidual === null || !this.owns(dresidual.buffer));
     const xKind = kindOf(dy);
     const a = {
-      dy: dya, x: xa, weight, rstd, dresidual: null, dx, dxGiven: dx, dweight, dweightGiven: dweight,
+      dy: dya, x: xa, weight, rstd, dresidual, dx, dxGiven: dx, dweight, dweightGiven: dweight,
       rows, dim, params: this.bwd, xKind, wKind: KIND_F32, outputsApart,
     };
     this.rn.backwardChecked(a, 'layer.backward');

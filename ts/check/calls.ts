@@ -85,11 +85,25 @@ export function checkForward(
   const offset = offsetOf(fn, o.offset, w);
   const stat = partialOf(fn, o.partial, dim);
   const dtypes = act | castingBits(fn, o.castingMode);
-  const residual = optTyped(fn, 'options.residual', o.residual, xa.length, 'x.length', act, DTN);
+  const { residual, h } = fusedAdd(fn, o, xa, act, DTN, out, rstd, w);
+  const outGiven = out === null ? null : (o.out as FloatArray);
+  const params: Params = { eps: e, offset, stat, dtypes, wdt };
+  return { x: xa, weight: w, out, outGiven, rstd, residual, h, rows, dim, params, xKind: kindOf(x), outputsApart: false };
+}
+
+/**
+ * The fused residual add's arrays of a forward (`options.residual`, `options.residualOut`),
+ * checked against x and the outputs: the residual and where `h = x + residual` goes (the
+ * residual itself by default), both null without one. `dtn` names what says their dtype.
+ */
+function fusedAdd(
+  fn: string, o: Readonly<Record<string, unknown>>, xa: Data, act: number, dtn: string, out: Data | null, rstd: Float32Array | null, w: Data | null,
+): { residual: Data | null; h: Data | null } {
+  const residual = optTyped(fn, 'options.residual', o.residual, xa.length, 'x.length', act, dtn);
   if (residual === null && o.residualOut !== undefined) {
     throw new TypeError(`${fn}: options.residualOut was given without options.residual (it receives x + residual)`);
   }
-  const given = optTyped(fn, 'options.residualOut', o.residualOut, xa.length, 'x.length', act, DTN);
+  const given = optTyped(fn, 'options.residualOut', o.residualOut, xa.length, 'x.length', act, dtn);
   const h = given ?? residual;
   if (h !== null) {
     // The plain forward's out may overlap x anyhow (that input is copied aside first); the
@@ -102,9 +116,7 @@ export function checkForward(
     disjointOrSame(fn, hn, h, 'weight', w, false);
     disjointOrSame(fn, 'options.out', out, 'options.residual', given ? residual : null, false);
   }
-  const outGiven = out === null ? null : (o.out as FloatArray);
-  const params: Params = { eps: e, offset, stat, dtypes, wdt };
-  return { x: xa, weight: w, out, outGiven, rstd, residual, h, rows, dim, params, xKind: kindOf(x), outputsApart: false };
+  return { residual, h };
 }
 
 /** Checks a backward call; `extraKeys` as in {@link checkForward}. */
@@ -185,9 +197,39 @@ export function checkLayerOptions(fn: string, weight: unknown, opts: unknown): L
   return { weight: w, dim, act, forward, backward };
 }
 
-const LAYER_BACKWARD_KEYS: readonly string[] = ['rstd'];
+const LAYER_FORWARD_KEYS: readonly string[] = ['out', 'residual', 'residualOut'];
+const LAYER_BACKWARD_KEYS: readonly string[] = ['rstd', 'dresidual'];
+const LAYER_DTN = "the layer's dtype";
 
-/** The rstd option of a layer's backward (one float per row), or null. */
-export function checkLayerRstd(fn: string, opts: unknown, rows: number): Float32Array | null {
-  return optF32(fn, 'options.rstd', options(fn, opts, LAYER_BACKWARD_KEYS).rstd, rows, 'one per row');
+/** A layer forward's options: `out` (null: the layer's own array) and the fused residual add's arrays. */
+export interface LayerForwardArgs {
+  out: Data | null;
+  outGiven: FloatArray | null;
+  residual: Data | null;
+  h: Data | null;
+}
+const NO_LAYER_FORWARD: LayerForwardArgs = Object.freeze({ out: null, outGiven: null, residual: null, h: null });
+
+/**
+ * A layer forward's options (`out`, `residual`, `residualOut`, as {@link rmsNorm}'s), checked
+ * against its `x` (of the layer's dtype `act`), its weight and its own `rstd`; unknown keys
+ * are a TypeError. No options: nothing to check.
+ */
+export function checkLayerForward(fn: string, opts: unknown, xa: Data, act: number, w: Data | null, rstd: Float32Array): LayerForwardArgs {
+  if (opts === undefined) return NO_LAYER_FORWARD;
+  const o = options(fn, opts, LAYER_FORWARD_KEYS);
+  const out = optTyped(fn, 'options.out', o.out, xa.length, 'x.length', act, LAYER_DTN);
+  distinctOutputs(fn, 'options.out', out, 'the layer\'s rstd', rstd);
+  const { residual, h } = fusedAdd(fn, o, xa, act, LAYER_DTN, out, rstd, w);
+  return { out, outGiven: out === null ? null : (o.out as FloatArray), residual, h };
+}
+
+/** A layer backward's options: the forward's rstd (one float per row) and the gradient arriving on the residual stream, each or null. */
+export function checkLayerBackward(fn: string, opts: unknown, xa: Data, act: number, rows: number): { rstd: Float32Array | null; dresidual: Data | null } {
+  if (opts === undefined) return { rstd: null, dresidual: null };
+  const o = options(fn, opts, LAYER_BACKWARD_KEYS);
+  return {
+    rstd: optF32(fn, 'options.rstd', o.rstd, rows, 'one per row'),
+    dresidual: optTyped(fn, 'options.dresidual', o.dresidual, xa.length, 'x.length', act, LAYER_DTN),
+  };
 }
