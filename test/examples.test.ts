@@ -29,7 +29,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('examples/', () => {
   it('has the programs the README points to', () => {
-    for (const f of ['one-off.mjs', 'layer-loop.mjs', 'training-step.mjs', 'zero-copy.mjs', 'pool.mjs', 'half-precision.mjs', 'variants.mjs', 'cli.mjs']) {
+    for (const f of ['one-off.mjs', 'layer-loop.mjs', 'decoder.mjs', 'training-step.mjs', 'zero-copy.mjs', 'pool.mjs', 'half-precision.mjs', 'variants.mjs', 'cli.mjs']) {
       expect(files).toContain(f);
     }
   });

@@ -152,6 +152,27 @@ describe.each(RUNS)('$name', ({ engine, shared }) => {
     }, 120_000);
   });
 
+  describe('examples/decoder.mjs', () => {
+    test('in a page, unchanged: the residual stream through the layer\'s fused add, as under Node', async () => {
+      await cp(join(EXAMPLES, 'decoder.mjs'), join(plain, 'decoder.mjs'));
+      const html = readFileSync(join(plain, 'index.html'), 'utf8').replace('./main.js', './decoder.mjs').replace(/<pre id="out">.*<\/pre>/, '');
+      await writeFile(join(plain, 'decoder.html'), html);
+      const { stdout } = await run(process.execPath, ['decoder.mjs'], { cwd: plain, timeout: 60_000 });
+      const page = await browser.newPage();
+      try {
+        await page.goto((await servePlain(true)) + 'decoder.html');
+        await waitFor(page, 'document.body.dataset.state !== undefined', 60_000);
+        expect(await page.evaluate<string>('document.body.dataset.state')).toBe('done');
+        const text = await page.evaluate<string>('document.body.textContent');
+        const last = (t: string) => t.trim().split('\n').pop();
+        expect(last(text)).toBe(last(stdout));
+        expect(last(text)).toMatch(/max error against float64 below 1e-5$/);
+      } finally {
+        await page.close();
+      }
+    }, 120_000);
+  });
+
   describe('the HTML blocks of the README and docs/ run in a page', () => {
     const blocks = PAGES.flatMap((page) => {
       const text = readFileSync(join(REPO, page), 'utf8');
