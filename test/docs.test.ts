@@ -74,6 +74,30 @@ describe('no internal vocabulary where users read', () => {
 });
 
 /**
+ * Every paragraph a user reads ends as a sentence does: a paragraph (or the last item of a list
+ * whose other items end with a period) that stops mid-sentence is text cut by an edit.
+ */
+describe('no paragraph stops mid-sentence', () => {
+  const pages = FILES.filter((f) => f.endsWith('.md'));
+  it.each(pages)('%s', (f) => {
+    const text = readFileSync(new URL(`../${f}`, import.meta.url), 'utf8')
+      .replace(/^```[\s\S]*?^```/gm, '')
+      .replace(/<!--[\s\S]*?-->/g, '');
+    const ends = (line: string) => /[.:!?)`]$|\*\*$/.test(line.trim());
+    for (const para of text.split(/\n\s*\n/)) {
+      const lines = para.trim().split('\n');
+      const last = lines[lines.length - 1]!.trim();
+      if (!last || /^(#|\||<|!\[)/.test(last)) continue;
+      const items = para.split(/\n(?=\s*(?:[-*]|\d+\.) )/).map((i) => i.trim());
+      const isList = /^(?:[-*]|\d+\.) /.test(items[0]!);
+      // A list of fragments (links with a few words each) ends none of its items with a period.
+      if (isList && !items.some((i) => /[.!?]$/.test(i))) continue;
+      expect(ends(last), `${f}: a paragraph stops at "…${last.slice(-60)}"`).toBe(true);
+    }
+  });
+});
+
+/**
  * The configuration blocks of docs/web-app.md cannot be run here (no nginx, Apache or hosting
  * service), so each is compared with what the tests do run: the Vite config is the Vite
  * example's file, and every server's headers are those the browser tests serve pages with.
