@@ -49,6 +49,8 @@ build() {
       --out-dir "../wasm/$variant" --out-name rmsnorm_wasm \
       -- -Z build-std=std,panic_abort "$@"
   rm -f "wasm/$variant/.gitignore"
+  # The name, producers and target_features sections: read by nothing at run time.
+  node scripts/strip-wasm.mjs "wasm/$variant/rmsnorm_wasm_bg.wasm"
 }
 
 variants=("$@")

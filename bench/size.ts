@@ -1,32 +1,56 @@
 /**
- * `npm run bench:size`: what a page downloads, per wasm build of the package: the .wasm file and
- * its JavaScript glue, raw and gzip-compressed (level 9, what a server's static compression
- * gives at most). Writes bench/results/size.json and regenerates docs/benchmarks.md.
+ * `npm run bench:size`: what a page downloads, per wasm build, measured on the files of the
+ * packed tarball (`npm pack`), as a user gets them: the .wasm file and its JavaScript glue, raw
+ * and gzip-compressed (level 9, what a server's static compression gives at most). Writes
+ * bench/results/size.json and regenerates docs/benchmarks.md; test/browser/pack.test.ts checks
+ * that the committed figures are those of the tarball the build makes.
  * @module
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { BUILDS } from '../ts/load.js';
 import { writeBenchmarks } from './docs.js';
 
-const WASM = new URL('../wasm/', import.meta.url);
+const REPO = fileURLToPath(new URL('..', import.meta.url));
 
 /** Bytes of one file, raw and gzipped. */
-function sizeOf(path: URL): { bytes: number; gzipBytes: number } {
-  const b = readFileSync(path);
+function sizeOf(b: Buffer): { bytes: number; gzipBytes: number } {
   return { bytes: b.length, gzipBytes: gzipSync(b, { level: 9 }).length };
 }
 
-/** Per build: the module and the glue, raw and gzipped. */
-export function buildSizes(): Record<string, { wasm: { bytes: number; gzipBytes: number }; glue: { bytes: number; gzipBytes: number } }> {
+/** What each build weighs. */
+export type BuildSizes = Record<string, { wasm: { bytes: number; gzipBytes: number }; glue: { bytes: number; gzipBytes: number } }>;
+
+/** Per build, the module and the glue in the unpacked tarball at `root` (its `package/` folder). */
+export function buildSizes(root: string): BuildSizes {
   return Object.fromEntries(
-    BUILDS.map((b) => [b, { wasm: sizeOf(new URL(`${b}/rmsnorm_wasm_bg.wasm`, WASM)), glue: sizeOf(new URL(`${b}/rmsnorm_wasm.js`, WASM)) }]),
+    BUILDS.map((b) => [
+      b,
+      { wasm: sizeOf(readFileSync(join(root, 'wasm', b, 'rmsnorm_wasm_bg.wasm'))), glue: sizeOf(readFileSync(join(root, 'wasm', b, 'rmsnorm_wasm.js'))) },
+    ]),
   );
 }
 
+/** Packs the repository as built (no scripts), unpacks the tarball, and measures it. */
+export function packedSizes(): BuildSizes {
+  const dir = mkdtempSync(join(tmpdir(), 'rmsnorm-size-'));
+  try {
+    const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.toLowerCase().startsWith('npm_')));
+    const out = execFileSync('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', dir], { cwd: REPO, env, encoding: 'utf8', maxBuffer: 64 << 20 });
+    const tarball = join(dir, (JSON.parse(out) as { filename: string }[])[0]!.filename);
+    execFileSync('tar', ['xzf', tarball, '-C', dir]);
+    return buildSizes(join(dir, 'package'));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  const builds = buildSizes();
+  const builds = packedSizes();
   const out = fileURLToPath(new URL('results/size.json', import.meta.url));
   writeFileSync(out, JSON.stringify({ date: new Date().toISOString(), builds }, null, 2) + '\n');
   for (const [b, s] of Object.entries(builds)) {

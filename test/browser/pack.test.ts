@@ -11,12 +11,14 @@
  * range where `require('rmsnorm-wasm')` works (require() of ES modules: 20.19+, 22.12+), the
  * README states the same range, and the packed entry point really loads through require().
  */
+import { readFileSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
 import { dirname, join, posix } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { BUILDS } from '../../ts/load.js';
 import { packRepo, REPO, run, type Packed } from './pack.js';
+import { buildSizes } from '../../bench/size.js';
 
 const WASM_FILES = ['rmsnorm_wasm.js', 'rmsnorm_wasm.d.ts', 'rmsnorm_wasm_bg.wasm', 'rmsnorm_wasm_bg.wasm.d.ts'];
 
@@ -226,6 +228,19 @@ describe('npm pack', () => {
       expect(Object.getOwnPropertySymbols(Object.getPrototypeOf(pool))).toEqual([Symbol.asyncDispose]);
     } finally {
       await pool.destroy();
+    }
+  }, 60_000);
+
+  test('the download sizes in docs/benchmarks.md are those of the packed builds (bench/results/size.json, from npm run bench:size)', async () => {
+    const unpacked = join(packed.dir, 'for-sizes');
+    await mkdir(unpacked);
+    await run('tar', ['xzf', packed.tarball, '-C', unpacked]);
+    const committed = JSON.parse(readFileSync(join(REPO, 'bench', 'results', 'size.json'), 'utf8')) as { builds: unknown };
+    expect(buildSizes(join(unpacked, 'package'))).toEqual(committed.builds);
+    // No build ships what nothing reads at run time: the name section and the other custom ones.
+    for (const b of Object.keys(committed.builds as object)) {
+      const wasm = readFileSync(join(unpacked, 'package', 'wasm', b, 'rmsnorm_wasm_bg.wasm'));
+      expect(WebAssembly.Module.customSections(new WebAssembly.Module(wasm), 'name'), b).toEqual([]);
     }
   }, 60_000);
 
