@@ -89,9 +89,14 @@ function ratios(run: RunJson): string {
   return lines.join('\n');
 }
 
+/** The engines bench:browser runs, and their names in a page's text. */
+const ENGINE_TITLES: Record<string, string> = { chromium: 'Chromium', firefox: 'Firefox', webkit: 'WebKit' };
+
 function machine(run: RunJson): string {
   const m = run.machine;
-  const where = run.browser ? `${run.browser.name} ${run.browser.version} (headless${run.browser.crossOriginIsolated ? ', cross-origin isolated' : ''})` : `Node ${run.node} (V8 ${run.v8})`;
+  const b = run.browser;
+  const how = b && b.name === 'webkit' ? 'MiniBrowser under Xvfb' : 'headless';
+  const where = b ? `${ENGINE_TITLES[b.name] ?? b.name} ${b.version} (${how}${b.crossOriginIsolated ? ', cross-origin isolated' : ''})` : `Node ${run.node} (V8 ${run.v8})`;
   const builds = run.builds ? `; builds: \`init()\` ${run.builds.init}, pool ${run.builds.pool}` : '';
   return `${m.cpu}, ${m.cores} cores, ${m.memoryGB} GiB; ${where}${builds}; ${run.date.slice(0, 10)}.`;
 }
@@ -247,10 +252,74 @@ function size(json: SizeJson | null): string {
   ].join('\n');
 }
 
+/** A run's median per-call time (ms) of one contender at one shape, or null. */
+const medianOf = (run: RunJson, shape: string, contender: string, op = 'forward'): number | null =>
+  run.rows.find((r) => r.shape === shape && r.op === op && r.contender === contender)?.medianMs ?? null;
+
+/** The browsers side by side: each engine's default call and layer against its plain-JS loop. */
+function browsersSideBySide(runs: [string, RunJson][]): string {
+  if (runs.length === 0) return '';
+  const shapes = runs[0]![1].shapes;
+  const head = runs.map(([e]) => ENGINE_TITLES[e]);
+  const lines = [
+    '## The browsers side by side',
+    '',
+    'The forward, float32, per engine (the tables below give every contender): how many times',
+    "faster than the page's own plain-JS loop, which allocates its result as the default call does.",
+    '',
+    `| rows × dim | ${head.map((h) => `${h}: default call`).join(' | ')} | ${head.map((h) => `${h}: layer`).join(' | ')} |`,
+    `|---|${runs.map(() => '---:').join('|')}|${runs.map(() => '---:').join('|')}|`,
+  ];
+  for (const s of shapes) {
+    const cell = (run: RunJson, c: string) => {
+      const js = medianOf(run, s, 'js-naive');
+      const t = medianOf(run, s, c);
+      return js && t ? `${(js / t).toFixed(2)}×` : '';
+    };
+    lines.push(`| ${s.replace('x', ' × ')} | ${runs.map(([, r]) => cell(r, 'wasm-default')).join(' | ')} | ${runs.map(([, r]) => cell(r, 'wasm-layer')).join(' | ')} |`);
+  }
+  return lines.join('\n') + '\n';
+}
+
+interface OneOffJson {
+  date: string;
+  engines: Record<string, { version: string; build: string; rows: { shape: string; us: Record<string, number> }[] }>;
+}
+
+/** Where the default call's time goes in each engine (demo/one-off.js). */
+function oneOff(json: OneOffJson | null): string {
+  if (!json) return '';
+  const cols: [string, string][] = [
+    ['plainJs', 'plain JS'], ['default', 'default call'], ['out', 'out given'], ['layer', 'layer'], ['zeroCopy', 'zero-copy'],
+    ['newArray', 'new array'], ['newWrite', 'new array, written'], ['copy', 'copy'],
+  ];
+  const us = (v: number | undefined) => (v === undefined ? '' : v < 10 ? v.toFixed(2) : v < 100 ? v.toFixed(1) : v.toFixed(0));
+  const out = [
+    '## What the one-off call costs in a page',
+    '',
+    '`rmsNorm(x, w)` on plain arrays allocates its result, copies `x` into wasm memory, runs the',
+    'kernel and copies `y` out into the new array. Beside it, per engine, in µs per call: the',
+    'plain-JS loop (allocating its result too), the same call into an array the page keeps',
+    '(`out`), the layer, zero-copy, and the pieces: `new Float32Array(n)` alone, the same written',
+    'once (`.set(x)`: its pages touched the first time), and one copy into an array the page',
+    `keeps. \`npm run bench:browser\` (demo/one-off.js), ${json.date.slice(0, 10)}.`,
+    '',
+  ];
+  for (const [e, r] of Object.entries(json.engines)) {
+    out.push(`**${ENGINE_TITLES[e] ?? e} ${r.version}** (build \`${r.build}\`)`, '');
+    out.push(`| rows × dim | ${cols.map(([, h]) => h).join(' | ')} |`, `|---|${cols.map(() => '---:').join('|')}|`);
+    for (const row of r.rows) out.push(`| ${row.shape.replace('x', ' × ')} | ${cols.map(([k]) => us(row.us[k])).join(' | ')} |`);
+    out.push('');
+  }
+  return out.join('\n');
+}
+
 /** The page, from the results as they are. */
 export function renderBenchmarks(): string {
   const node = read<RunJson>('latest.json');
-  const browser = read<RunJson>('browser.json');
+  const browsers = Object.keys(ENGINE_TITLES)
+    .map((e) => [e, read<RunJson>(`browser-${e}.json`)] as [string, RunJson | null])
+    .filter((x): x is [string, RunJson] => x[1] !== null);
   const out = [
     [
     '# Benchmarks',
@@ -270,18 +339,22 @@ export function renderBenchmarks(): string {
   ].join('\n'),
   ];
   if (node) out.push(runSection('Node', node, 'npm run bench', true));
-  if (browser) out.push(runSection('Browser', browser, 'npm run bench:browser', true));
+  out.push(browsersSideBySide(browsers));
+  for (const [e, run] of browsers) out.push(runSection(ENGINE_TITLES[e]!, run, 'npm run bench:browser', true));
+  out.push(oneOff(read('one-off-browser.json')));
   const half = read<{ rows: PairRow[]; date: string; build?: string; node?: string }>('half.json');
   const halfOn = half?.build ? ` on the \`${half.build}\` build, Node ${half.node}` : '';
   out.push(pairs('Half precision', `float16 and bfloat16 storage against float32, and the default call against a plain-JS loop on the same data, \`npm run bench:half\`${halfOn}`, half));
-  const hb = read<{ rows: PairRow[]; date: string; browser: { version: string }; builds: string[] }>('half-browser.json');
-  out.push(
-    pairs(
-      'Half precision in the browser',
-      `The same pairs in Chromium ${hb?.browser.version ?? ''} (headless) on each SIMD build it runs (${(hb?.builds ?? []).join(', ')}), zero-copy, and the relaxed-SIMD build against the plain one on the same half data, \`npm run bench:browser\``,
-      hb,
-    ),
-  );
+  for (const e of Object.keys(ENGINE_TITLES)) {
+    const hb = read<{ rows: PairRow[]; date: string; browser: { version: string }; builds: string[] }>(`half-browser-${e}.json`);
+    out.push(
+      pairs(
+        `Half precision in ${ENGINE_TITLES[e]}`,
+        `The same pairs in ${ENGINE_TITLES[e]} ${hb?.browser.version ?? ''} on each SIMD build it runs (${(hb?.builds ?? []).join(', ')}), zero-copy${(hb?.builds.length ?? 0) > 1 ? ', and the relaxed-SIMD build against the plain one on the same half data' : ''}, \`npm run bench:browser\``,
+        hb,
+      ),
+    );
+  }
   out.push(pool(read('pool.json')));
   out.push(file(read('file.json')));
   out.push(dataset(read('dataset.json')));

@@ -9,6 +9,7 @@
 import * as lib from '../dist/index.js';
 import { benchKernels } from './bench-kernels.js';
 import { halfPairs } from './half-pairs.js';
+import { breakdown } from './one-off.js';
 import { clockResolution, contenders, derive, makeCase, measure, ortWebContender, parseShape, reference } from './runner.js';
 
 const $ = (/** @type {string} */ id) => /** @type {HTMLElement} */ (document.getElementById(id));
@@ -100,15 +101,15 @@ const fmt = (v, d = 2) => (v == null ? '—' : v >= 100 ? v.toFixed(0) : v.toFix
  * node_modules (it fetches its own .wasm from there). Once per page: a second thread count
  * would be ignored by onnxruntime-web.
  * @param {number} threads
- * @param {(rows: number, dim: number) => Promise<string>} modelFor the case's ONNX model, base64
+ * @param {string} modelUrl where the server gives each case's ONNX model (`?rows=R&dim=D`)
  */
-async function ortContender(threads, modelFor) {
+async function ortContender(threads, modelUrl) {
   const dist = new URL('../node_modules/onnxruntime-web/dist/', import.meta.url).href;
   const ort = await import(`${dist}ort.min.mjs`);
   ort.env.wasm.wasmPaths = dist;
   ort.env.wasm.numThreads = threads;
   ort.env.logLevel = 'error';
-  return ortWebContender(ort, threads, async (c) => Uint8Array.from(atob(await modelFor(c.rows, c.dim)), (ch) => ch.charCodeAt(0)));
+  return ortWebContender(ort, threads, async (c) => new Uint8Array(await (await fetch(`${modelUrl}?rows=${c.rows}&dim=${c.dim}`)).arrayBuffer()));
 }
 
 /**
@@ -116,7 +117,7 @@ async function ortContender(threads, modelFor) {
  * With `ort` (the headless benchmark, which builds the models), onnxruntime-web with that many
  * threads is a contender too; `only` keeps the contenders of those families.
  * @param {{ shapes?: string[], ops?: string[], budgetMs?: number, only?: string[],
- *   ort?: { threads: number, modelFor: (rows: number, dim: number) => Promise<string> },
+ *   ort?: { threads: number, modelUrl: string },
  *   onRow?: (r: any, i: number, n: number) => void }} [cfg]
  * @returns {Promise<any[]>} rows in bench/types.ts `Row` format, derived columns filled
  */
@@ -129,7 +130,7 @@ async function run(cfg = {}) {
   // ≥ 200 clock steps per batch, so that coarse clocks cost < 0.5% per sample.
   const minBatchMs = Math.max(1, 200 * env.clockResolutionMs);
   const all = contenders(ctx);
-  if (cfg.ort) all.push(await ortContender(cfg.ort.threads, cfg.ort.modelFor));
+  if (cfg.ort) all.push(await ortContender(cfg.ort.threads, cfg.ort.modelUrl));
   const list = all.filter((k) => ops.includes(k.op) && (!cfg.only || cfg.only.includes(k.family)));
   const rows = [];
   const total = shapes.length * list.length;
@@ -312,4 +313,4 @@ ready.then(
  * The scripting interface: `await rmsnormDemo.ready`, then `await rmsnormDemo.run({ shapes, ops,
  * budgetMs })`, or `await rmsnormDemo.halfPairs({ shapes, rounds, budgetMs })` (half-pairs.js).
  */
-Object.assign(globalThis, { rmsnormDemo: { ready, env, run, halfPairs: (cfg) => halfPairs(lib, cfg) } });
+Object.assign(globalThis, { rmsnormDemo: { ready, env, run, halfPairs: (cfg) => halfPairs(lib, cfg), oneOff: (cfg) => breakdown(lib, cfg) } });

@@ -3,6 +3,7 @@
  * off, to show single mode) and the CSP docs/web-app.md recommends; `/` redirects to the page.
  * @module
  */
+import type { ServerResponse } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { CSP, serveStatic, type StaticServer } from './static-server.js';
 
@@ -15,6 +16,8 @@ export interface DemoServerOptions {
   port?: number;
   /** Send COOP/COEP (default true): the pool gets threads. */
   isolated?: boolean;
+  /** More routes, as serveStatic's: true when answered. */
+  routes?: (path: string, res: ServerResponse, url: URL) => boolean;
 }
 
 /** Starts the server; the page is at `${server.url}demo/`. */
@@ -24,10 +27,12 @@ export function startDemoServer(options: DemoServerOptions = {}): Promise<Static
     port: options.port ?? 0,
     isolated: options.isolated ?? true,
     headers: { 'Content-Security-Policy': CSP },
-    routes(path, res) {
-      if (path !== '/') return false;
-      res.writeHead(302, { Location: '/demo/' }).end();
-      return true;
+    routes(path, res, _body, url) {
+      if (path === '/') {
+        res.writeHead(302, { Location: '/demo/' }).end();
+        return true;
+      }
+      return options.routes?.(path, res, url) ?? false;
     },
   });
 }

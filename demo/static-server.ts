@@ -51,7 +51,7 @@ export interface ServeOptions {
   /** Port to listen on (default 0: a random free port). */
   port?: number;
   /** Extra routes, checked before the file system: return true when handled. */
-  routes?: (path: string, res: ServerResponse, body: () => Promise<Buffer>) => boolean | Promise<boolean>;
+  routes?: (path: string, res: ServerResponse, body: () => Promise<Buffer>, url: URL) => boolean | Promise<boolean>;
 }
 
 /** A running server: `url` ends with `/`; `close()` also drops kept-alive connections. */
@@ -85,7 +85,7 @@ export async function serveStatic(options: ServeOptions): Promise<StaticServer> 
           req.on('end', () => ok(Buffer.concat(chunks)));
           req.on('error', fail);
         });
-      if (options.routes && (await options.routes(path, res, body))) return;
+      if (options.routes && (await options.routes(path, res, body, url))) return;
       if (req.method !== 'GET' && req.method !== 'HEAD') {
         res.writeHead(405).end();
         return;
