@@ -17,7 +17,7 @@
  *   --budget        sampling time per contender and shape, ms (default 500)
  *   --no-isolation  serve without COOP/COEP: the pool runs in single mode
  *   --half-shapes   ROWSxDIM list of the half-precision pairs (default 4096x4096,1024x5120,64x4096)
- *   --one-off-shapes ROWSxDIM list of the one-off breakdown (default 1x896,1x2048,8x1024,64x4096,256x4096)
+ *   --one-off-shapes ROWSxDIM list of the one-off breakdown (default 1x896,1x2048,8x1024,64x4096,256x4096,1024x5120)
  *
  * Tables go to stdout, progress to stderr.
  * @module
@@ -71,7 +71,7 @@ const oneOffShapes = args['one-off-shapes']
   ? parseShapes(args['one-off-shapes']).map(shapeName)
   : quick
     ? ['1x896', '8x1024']
-    : ['1x896', '1x2048', '8x1024', '64x4096', '256x4096'];
+    : ['1x896', '1x2048', '8x1024', '64x4096', '256x4096', '1024x5120'];
 const log = (s: string) => process.stderr.write(s + '\n');
 const LONG = 60 * 60_000;
 

@@ -8,7 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { BENCHMARKS_MD, README_MD, readmeWithResults, renderBenchmarks } from '../bench/docs.js';
+import { BENCHMARKS_MD, PERFORMANCE_MD, performanceWithOneOff, README_MD, readmeWithResults, renderBenchmarks } from '../bench/docs.js';
 import { CSP, ISOLATION_HEADERS, MIME } from '../demo/static-server.js';
 
 const REPO = fileURLToPath(new URL('..', import.meta.url));
@@ -22,6 +22,12 @@ describe('docs/benchmarks.md', () => {
     const readme = readFileSync(README_MD, 'utf8');
     expect(readme).toContain('<!-- results:start');
     expect(readme).toBe(readmeWithResults(readme));
+  });
+
+  it("docs/performance.md's section on the one-off call in a page is what the committed results make", () => {
+    const md = readFileSync(PERFORMANCE_MD, 'utf8');
+    expect(md).toContain('<!-- one-off:start');
+    expect(md).toBe(performanceWithOneOff(md));
   });
 
   it('shows every shape of the Node run with its default call and plain-JS times', () => {
