@@ -1,6 +1,7 @@
 // Writes ts/abi.ts from crate/src/abi.rs: the wasm boundary's status codes (with their
-// meanings), storage type codes and casting flags, so that TypeScript never copies them by
-// hand. `node scripts/gen-abi.mjs` rewrites the file; `--check` exits 1 when it is out of date
+// meanings), the storage types and their facts, the casting flags, the gate codes, the layout
+// of a call's parameter block and each operation's operand order, so that TypeScript never
+// copies them by hand. `node scripts/gen-abi.mjs` rewrites the file; `--check` exits 1 when it is out of date
 // (test/abi.test.ts runs that).
 import { readFileSync, writeFileSync } from 'node:fs';
 
@@ -20,7 +21,20 @@ export function parseAbi(src) {
     name: m[2],
     value: Number(m[3]),
   }));
-  return { enums, consts };
+  const block = /((?:\/\/\/.*\n)+)#\[repr\(C\)\]\n(?:#\[.*\]\n)*pub struct Params \{\n([\s\S]*?)\n\}/.exec(src);
+  if (!block) throw new Error(`${RUST}: no #[repr(C)] struct Params`);
+  const params = {
+    doc: docOf(block[1]),
+    fields: [...block[2].matchAll(/\/\/\/ (.*)\n\s*pub (\w+): (u32|f32),/g)].map((f, word) => ({ doc: f[1], name: f[2], float: f[3] === 'f32', word })),
+  };
+  const table = /pub const DTYPES: [^=]*= \[([\s\S]*?)\n\];/.exec(src);
+  if (!table) throw new Error(`${RUST}: no DTYPES table`);
+  const dtypes = [...table[1].matchAll(/DtypeFacts \{([^}]*)\}/g)].map((m) =>
+    Object.fromEntries(
+      [...m[1].matchAll(/(\w+): ("[^"]*"|true|false|\d+)/g)].map(([, k, v]) => [k, v.startsWith('"') ? JSON.parse(v) : v === 'true' || v === 'false' ? v === 'true' : Number(v)]),
+    ),
+  );
+  return { enums, consts, params, dtypes };
 }
 
 const docOf = (lines) => lines.trim().split('\n').map((l) => l.replace(/^\/\/\/ ?/, '')).join(' ').replace(/\[`(\w+)`\]/g, '{@link $1}');
@@ -28,19 +42,21 @@ const q = (s) => `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
 
 /** The text of ts/abi.ts for `src` (abi.rs). */
 export function renderAbi(src) {
-  const { enums, consts } = parseAbi(src);
+  const { enums, consts, params, dtypes } = parseAbi(src);
   const out = [
     `// Written by scripts/gen-abi.mjs from ${RUST}: edit that file, then run \`node scripts/gen-abi.mjs\`.`,
     '/**',
-    ' * The wasm boundary\'s codes, as the Rust side defines them: status codes and their meanings,',
-    ' * storage type codes, casting flags.',
+    ' * The wasm boundary, as the Rust side defines it: status codes and their meanings, storage',
+    ' * types and their facts, casting flags, gate codes, the parameter block of a call and each',
+    ' * operation\'s operand order.',
     ' * @module',
     ' */',
     '',
   ];
   for (const e of enums) {
-    // Dtype's keys are the dtype names users write ('float32'); the others keep Rust's names.
-    const key = (n) => (e.name === 'Dtype' ? n.toLowerCase() : n);
+    // Dtype's and Gate's keys are the names users write ('float32', 'after'); operands are
+    // named as in the API ('x', 'dresidual'); status codes keep Rust's names.
+    const key = (n) => (e.name === 'Dtype' || e.name === 'Gate' ? n.toLowerCase() : e.name.endsWith('Operand') ? n[0].toLowerCase() + n.slice(1) : n);
     out.push(`/** ${e.doc} */`, `export const ${e.name} = {`);
     for (const v of e.variants) out.push(`  /** ${v.doc} */`, `  ${key(v.name)}: ${v.value},`);
     out.push('} as const;', '');
@@ -49,6 +65,21 @@ export function renderAbi(src) {
     out.push('};', '');
   }
   for (const c of consts) out.push(`/** ${c.doc} */`, `export const ${c.name} = ${c.value};`);
+  out.push('', `/** ${params.doc} Each field's 4-byte word in the block, and whether it is a float32. */`, 'export const PARAMS = {');
+  for (const f of params.fields) out.push(`  /** ${f.doc} */`, `  ${f.name}: { word: ${f.word}, float: ${f.float} },`);
+  out.push('} as const;', '', '/** Words (4 bytes each) in a {@link PARAMS} block. */', `export const PARAMS_WORDS = ${params.fields.length};`);
+  // One store per field, by name: a loop over PARAMS would read them through keyed lookups,
+  // which cost more than the kernel call they prepare on short rows.
+  out.push(
+    '',
+    '/** Writes `q` as a {@link PARAMS} block at word `at` of `i32` (`f32`: a view of the same bytes). */',
+    'export function writeParamsBlock(i32: Int32Array, f32: Float32Array, at: number, q: { readonly [K in keyof typeof PARAMS]: number }): void {',
+    ...params.fields.map((f) => `  ${f.float ? 'f32' : 'i32'}[at + ${f.word}] = q.${f.name};`),
+    '}',
+  );
+  out.push('', '/** The storage types\' facts, by {@link Dtype} code (see `DtypeFacts` in abi.rs). */', 'export const DTYPE_FACTS = [');
+  for (const d of dtypes) out.push(`  { ${Object.entries(d).map(([k, v]) => `${k}: ${typeof v === 'string' ? q(v) : v}`).join(', ')} },`);
+  out.push('] as const;');
   return out.join('\n') + '\n';
 }
 

@@ -1,7 +1,8 @@
 // Written by scripts/gen-abi.mjs from crate/src/abi.rs: edit that file, then run `node scripts/gen-abi.mjs`.
 /**
- * The wasm boundary's codes, as the Rust side defines them: status codes and their meanings,
- * storage type codes, casting flags.
+ * The wasm boundary, as the Rust side defines it: status codes and their meanings, storage
+ * types and their facts, casting flags, gate codes, the parameter block of a call and each
+ * operation's operand order.
  * @module
  */
 
@@ -23,6 +24,8 @@ export const Status = {
   Stat: 6,
   /** an unknown storage type code in dtypes, or a float32 code where a half one is needed */
   Dtype: 7,
+  /** an unknown gate code, or a gate without its operand */
+  Gate: 8,
 } as const;
 
 /** Status code → what it means. */
@@ -35,9 +38,10 @@ export const STATUS_TEXT: Readonly<Record<number, string>> = {
   5: 'a row range is reversed, past the end, or a pool shard does not start on a dweight block',
   6: 'stat (the elements rstd is estimated from) is 0 or more than dim',
   7: 'an unknown storage type code in dtypes, or a float32 code where a half one is needed',
+  8: 'an unknown gate code, or a gate without its operand',
 };
 
-/** Storage type codes: the low two bits ({@link DTYPE_MASK}) of a kernel's `dtypes` argument. */
+/** Storage type codes: the low two bits ({@link DTYPE_MASK}) of a call's `dtypes` word. */
 export const Dtype = {
   /** IEEE binary32 */
   float32: 0,
@@ -54,9 +58,129 @@ export const DTYPE_TEXT: Readonly<Record<number, string>> = {
   2: 'bfloat16 (the top half of a float32), as u16 bit patterns',
 };
 
+/** Where a gated RMSNorm's gate `silu(z)` multiplies (Qwen3-Next's and Mamba-2's RMSNormGated). */
+export const Gate = {
+  /** no gate */
+  none: 0,
+  /** after the norm: y = rmsnorm(x) · w · silu(z) (Qwen3-Next; Mamba-2 with norm_before_gate) */
+  after: 1,
+  /** before the norm: y = rmsnorm(x · silu(z)) · w (Mamba-2's default) */
+  before: 2,
+} as const;
+
+/** Gate code → what it means. */
+export const GATE_TEXT: Readonly<Record<number, string>> = {
+  0: 'no gate',
+  1: 'after the norm: y = rmsnorm(x) · w · silu(z) (Qwen3-Next; Mamba-2 with norm_before_gate)',
+  2: 'before the norm: y = rmsnorm(x · silu(z)) · w (Mamba-2\'s default)',
+};
+
+/** The forward's operands: their places in the address array its entry point takes. */
+export const ForwardOperand = {
+  /** the input, rows × dim */
+  x: 0,
+  /** the residual of a fused add, rows × dim, or 0 */
+  residual: 1,
+  /** the gain, dim f32, or 0 */
+  weight: 2,
+  /** the output, rows × dim */
+  y: 3,
+  /** where h = x + residual goes, rows × dim, or 0 */
+  h: 4,
+  /** one rstd per row, f32, or 0 */
+  rstd: 5,
+  /** the gate's input z, rows × dim, or 0 */
+  z: 6,
+} as const;
+
+/** ForwardOperand code → what it means. */
+export const FORWARDOPERAND_TEXT: Readonly<Record<number, string>> = {
+  0: 'the input, rows × dim',
+  1: 'the residual of a fused add, rows × dim, or 0',
+  2: 'the gain, dim f32, or 0',
+  3: 'the output, rows × dim',
+  4: 'where h = x + residual goes, rows × dim, or 0',
+  5: 'one rstd per row, f32, or 0',
+  6: 'the gate\'s input z, rows × dim, or 0',
+};
+
+/** The backward's operands and workspace: their places in the address array its entry points take. */
+export const BackwardOperand = {
+  /** the upstream gradient, rows × dim */
+  dy: 0,
+  /** the forward's input (its h with a fused add), rows × dim */
+  x: 1,
+  /** the gain, dim f32, or 0 */
+  weight: 2,
+  /** the forward's rstd, rows f32, or 0 to recompute it */
+  rstd: 3,
+  /** the gradient on a fused add's h, added to dx, rows × dim, or 0 */
+  dresidual: 4,
+  /** the input gradient, rows × dim */
+  dx: 5,
+  /** the weight gradient, dim f32, or 0 */
+  dweight: 6,
+  /** the gate's input z, rows × dim, or 0 */
+  z: 7,
+  /** the gate's gradient, rows × dim, or 0 */
+  dz: 8,
+  /** the workspace, after the operands: the open dweight block (a span) or the block partials (a pool job) */
+  work: 9,
+} as const;
+
+/** BackwardOperand code → what it means. */
+export const BACKWARDOPERAND_TEXT: Readonly<Record<number, string>> = {
+  0: 'the upstream gradient, rows × dim',
+  1: 'the forward\'s input (its h with a fused add), rows × dim',
+  2: 'the gain, dim f32, or 0',
+  3: 'the forward\'s rstd, rows f32, or 0 to recompute it',
+  4: 'the gradient on a fused add\'s h, added to dx, rows × dim, or 0',
+  5: 'the input gradient, rows × dim',
+  6: 'the weight gradient, dim f32, or 0',
+  7: 'the gate\'s input z, rows × dim, or 0',
+  8: 'the gate\'s gradient, rows × dim, or 0',
+  9: 'the workspace, after the operands: the open dweight block (a span) or the block partials (a pool job)',
+};
+
 /** The bits of `dtypes` that hold a {@link Dtype}. */
 export const DTYPE_MASK = 3;
 /** The `llama` casting mode: `x·rstd` is rounded to the activations' type before the gain. */
 export const LLAMA = 4;
 /** With `LLAMA`: the weight has the activations' half type, so the backward rounds each weight-gradient term to it as autograd does. */
 export const LLAMA_W = 8;
+
+/** The scalars and flags of one kernel call: a block of this layout in wasm memory, written by the caller once per call (the pool: into its control block) and read by every entry point, which takes its address. Each field's 4-byte word in the block, and whether it is a float32. */
+export const PARAMS = {
+  /** row length (elements) */
+  dim: { word: 0, float: false },
+  /** elements of each row its rstd is estimated from (pRMSNorm): 1 to dim */
+  stat: { word: 1, float: false },
+  /** added to mean(x²) inside the square root */
+  eps: { word: 2, float: true },
+  /** added to the weight: the gain is offset + weight (Gemma: 1) */
+  offset: { word: 3, float: true },
+  /** the matrix operands' storage (a Dtype code) and the LLAMA and LLAMA_W flags */
+  dtypes: { word: 4, float: false },
+  /** where a gate applies (a Gate code) */
+  gate: { word: 5, float: false },
+} as const;
+
+/** Words (4 bytes each) in a {@link PARAMS} block. */
+export const PARAMS_WORDS = 6;
+
+/** Writes `q` as a {@link PARAMS} block at word `at` of `i32` (`f32`: a view of the same bytes). */
+export function writeParamsBlock(i32: Int32Array, f32: Float32Array, at: number, q: { readonly [K in keyof typeof PARAMS]: number }): void {
+  i32[at + 0] = q.dim;
+  i32[at + 1] = q.stat;
+  f32[at + 2] = q.eps;
+  f32[at + 3] = q.offset;
+  i32[at + 4] = q.dtypes;
+  i32[at + 5] = q.gate;
+}
+
+/** The storage types' facts, by {@link Dtype} code (see `DtypeFacts` in abi.rs). */
+export const DTYPE_FACTS = [
+  { name: 'float32', bytes: 4, half: false, array: 'Float32Array', npy: '<f4', safetensors: 'F32' },
+  { name: 'float16', bytes: 2, half: true, array: 'Uint16Array', npy: '<f2', safetensors: 'F16' },
+  { name: 'bfloat16', bytes: 2, half: true, array: 'Uint16Array', npy: '', safetensors: 'BF16' },
+] as const;

@@ -1,9 +1,13 @@
-//! The codes that cross the wasm boundary, defined once. `scripts/gen-abi.mjs` writes
-//! `ts/abi.ts` from this file (the names, values and doc lines below), and a test keeps the
-//! two equal, so the TypeScript side never copies a code by hand.
+//! What crosses the wasm boundary, defined once: status codes, storage types with their facts,
+//! the parameter block of a call, the gate of a gated RMSNorm, and each operation's operand
+//! order. `scripts/gen-abi.mjs` writes `ts/abi.ts` from this file (the names, values, layouts
+//! and doc lines below), and a test keeps the two equal, so the TypeScript side never copies a
+//! code, an offset or an order by hand.
 //!
-//! Keep the shape the generator reads: a `///` line of text, then `Name = value,` in an enum,
-//! or `pub const NAME: u32 = value;`.
+//! Keep the shapes the generator reads: a `///` line of text, then `Name = value,` in an enum;
+//! `pub const NAME: u32 = value;`; in the `#[repr(C)]` struct, a `///` line then `pub name:
+//! u32,` or `f32,`; in [`DTYPES`], `DtypeFacts { field: value, ... }` with string, bool or
+//! integer values.
 
 /// What a kernel entry point returns: 0, or which of its bounds checks failed.
 #[repr(u32)]
@@ -25,9 +29,11 @@ pub enum Status {
     Stat = 6,
     /// an unknown storage type code in dtypes, or a float32 code where a half one is needed
     Dtype = 7,
+    /// an unknown gate code, or a gate without its operand
+    Gate = 8,
 }
 
-/// Storage type codes: the low two bits ([`DTYPE_MASK`]) of a kernel's `dtypes` argument.
+/// Storage type codes: the low two bits ([`DTYPE_MASK`]) of a call's `dtypes` word.
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Dtype {
@@ -45,3 +51,127 @@ pub const DTYPE_MASK: u32 = 3;
 pub const LLAMA: u32 = 4;
 /// With `LLAMA`: the weight has the activations' half type, so the backward rounds each weight-gradient term to it as autograd does.
 pub const LLAMA_W: u32 = 8;
+
+/// What one storage type is, beside its code.
+#[derive(Clone, Copy, Debug)]
+pub struct DtypeFacts {
+    /// Its name in the API (`'float32'`).
+    pub name: &'static str,
+    /// Bytes per element.
+    pub bytes: usize,
+    /// Whether it is a half type: rounded after the math, and what the `llama` mode rounds to.
+    pub half: bool,
+    /// The typed array that holds its elements (a half type's bit patterns).
+    pub array: &'static str,
+    /// NumPy's little-endian `descr`, `""` where NumPy has no such type.
+    pub npy: &'static str,
+    /// The safetensors header's `dtype`.
+    pub safetensors: &'static str,
+}
+
+/// The storage types' facts, by [`Dtype`] code: the one table every check, message, placement
+/// rule, pool word and file layout reads.
+pub const DTYPES: [DtypeFacts; 3] = [
+    DtypeFacts {
+        name: "float32",
+        bytes: 4,
+        half: false,
+        array: "Float32Array",
+        npy: "<f4",
+        safetensors: "F32",
+    },
+    DtypeFacts {
+        name: "float16",
+        bytes: 2,
+        half: true,
+        array: "Uint16Array",
+        npy: "<f2",
+        safetensors: "F16",
+    },
+    DtypeFacts {
+        name: "bfloat16",
+        bytes: 2,
+        half: true,
+        array: "Uint16Array",
+        npy: "",
+        safetensors: "BF16",
+    },
+];
+
+/// Where a gated RMSNorm's gate `silu(z)` multiplies (Qwen3-Next's and Mamba-2's RMSNormGated).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Gate {
+    /// no gate
+    None = 0,
+    /// after the norm: y = rmsnorm(x) · w · silu(z) (Qwen3-Next; Mamba-2 with norm_before_gate)
+    After = 1,
+    /// before the norm: y = rmsnorm(x · silu(z)) · w (Mamba-2's default)
+    Before = 2,
+}
+
+/// The scalars and flags of one kernel call: a block of this layout in wasm memory, written by
+/// the caller once per call (the pool: into its control block) and read by every entry point,
+/// which takes its address.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Params {
+    /// row length (elements)
+    pub dim: u32,
+    /// elements of each row its rstd is estimated from (pRMSNorm): 1 to dim
+    pub stat: u32,
+    /// added to mean(x²) inside the square root
+    pub eps: f32,
+    /// added to the weight: the gain is offset + weight (Gemma: 1)
+    pub offset: f32,
+    /// the matrix operands' storage (a Dtype code) and the LLAMA and LLAMA_W flags
+    pub dtypes: u32,
+    /// where a gate applies (a Gate code)
+    pub gate: u32,
+}
+
+/// The forward's operands: their places in the address array its entry point takes.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ForwardOperand {
+    /// the input, rows × dim
+    X = 0,
+    /// the residual of a fused add, rows × dim, or 0
+    Residual = 1,
+    /// the gain, dim f32, or 0
+    Weight = 2,
+    /// the output, rows × dim
+    Y = 3,
+    /// where h = x + residual goes, rows × dim, or 0
+    H = 4,
+    /// one rstd per row, f32, or 0
+    Rstd = 5,
+    /// the gate's input z, rows × dim, or 0
+    Z = 6,
+}
+
+/// The backward's operands and workspace: their places in the address array its entry points take.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BackwardOperand {
+    /// the upstream gradient, rows × dim
+    Dy = 0,
+    /// the forward's input (its h with a fused add), rows × dim
+    X = 1,
+    /// the gain, dim f32, or 0
+    Weight = 2,
+    /// the forward's rstd, rows f32, or 0 to recompute it
+    Rstd = 3,
+    /// the gradient on a fused add's h, added to dx, rows × dim, or 0
+    Dresidual = 4,
+    /// the input gradient, rows × dim
+    Dx = 5,
+    /// the weight gradient, dim f32, or 0
+    Dweight = 6,
+    /// the gate's input z, rows × dim, or 0
+    Z = 7,
+    /// the gate's gradient, rows × dim, or 0
+    Dz = 8,
+    /// the workspace, after the operands: the open dweight block (a span) or the block partials (a pool job)
+    Work = 9,
+}

@@ -43,7 +43,8 @@ pub fn f16_to_f32(h: u16) -> f32 {
     } else {
         // Subnormal (or zero): m·2^-24, formed as the normal f32 2^-14·(1 + m/1024) minus
         // 2^-14 — exact, and with no subnormal operand (x86 takes a slow assist on those).
-        (f32::from_bits((em << 13) + ((127 - 14) << 23)) - f32::from_bits((127 - 14) << 23)).to_bits()
+        (f32::from_bits((em << 13) + ((127 - 14) << 23)) - f32::from_bits((127 - 14) << 23))
+            .to_bits()
     };
     f32::from_bits(v | sign)
 }
@@ -72,4 +73,3 @@ pub fn f32_to_f16(v: f32) -> u16 {
     };
     r | sign
 }
-

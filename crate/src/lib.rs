@@ -24,7 +24,7 @@ compile_error!(
 );
 
 pub mod abi;
-pub mod half;
+pub mod elem;
 pub mod half_bits;
 pub mod kernel;
 pub mod simd;

@@ -1,20 +1,25 @@
 //! The JavaScript boundary: thin `#[wasm_bindgen]` functions over [`crate::kernel`].
 //!
-//! Arguments are byte addresses into this module's memory (0 = absent). Each entry point
-//! checks that what it will touch lies inside the memory and returns a status code rather
-//! than trapping, so no panic or out-of-bounds access can reach JavaScript as an opaque
-//! `unreachable`. The TypeScript layer validates first and treats a non-zero status as a bug.
+//! A kernel call takes two addresses into this module's memory: its parameter block
+//! ([`Params`]: the scalars and flags of the call) and its address array (one `u32` per operand,
+//! in the order of [`ForwardOperand`] / [`BackwardOperand`]; 0 = absent), then row indices.
+//! Each entry point checks that what it will touch lies inside the memory and returns a status
+//! code rather than trapping, so no panic or out-of-bounds access can reach JavaScript as an
+//! opaque `unreachable`. The TypeScript layer validates first and treats a non-zero status as a
+//! bug.
 
-use crate::abi::{Dtype, Status, DTYPE_MASK, LLAMA, LLAMA_W};
-use crate::half::{self, Bf16, Elem, F16};
-use crate::kernel::{self, Backward, Forward};
+use crate::abi::{
+    BackwardOperand as B, Dtype, ForwardOperand as F, Gate, Params, Status, DTYPES, DTYPE_MASK,
+    LLAMA, LLAMA_W,
+};
+use crate::elem::{Bf16, Elem, F16};
+use crate::kernel::{self, Backward, Forward, Scalars};
 use crate::simd::Native;
 use core::arch::wasm32::memory_size;
 use std::alloc::{alloc, dealloc, Layout};
 use wasm_bindgen::prelude::*;
 
-/// The storage type codes ([`Dtype`]) as patterns for matching the `dtypes` argument.
-const CODE_F32: u32 = Dtype::Float32 as u32;
+/// The storage type codes ([`Dtype`]) as patterns for matching the `dtypes` word.
 const CODE_F16: u32 = Dtype::Float16 as u32;
 const CODE_BF16: u32 = Dtype::Bfloat16 as u32;
 
@@ -46,13 +51,6 @@ fn matrix(rows: usize, dim: usize) -> Result<usize, Status> {
     rows.checked_mul(dim).ok_or(Status::Bounds)
 }
 
-fn stat_of(stat: usize, dim: usize) -> Result<usize, Status> {
-    if stat == 0 || stat > dim {
-        return Err(Status::Stat);
-    }
-    Ok(stat)
-}
-
 /// The code an entry point returns for `r`.
 fn status(r: Result<(), Status>) -> u32 {
     r.err().unwrap_or(Status::Ok) as u32
@@ -60,11 +58,65 @@ fn status(r: Result<(), Status>) -> u32 {
 
 /// Bytes per element of the storage type in `dtypes`' low bits.
 fn elem_size(dtypes: u32) -> Result<usize, Status> {
-    match dtypes & DTYPE_MASK {
-        CODE_F32 => Ok(4),
-        CODE_F16 | CODE_BF16 => Ok(2),
-        _ => Err(Status::Dtype),
+    DTYPES
+        .get((dtypes & DTYPE_MASK) as usize)
+        .map(|d| d.bytes)
+        .ok_or(Status::Dtype)
+}
+
+/// A call's parameter block and address array, read from memory and checked: `stat` in the
+/// row, a known storage type and gate.
+struct Call<const N: usize> {
+    p: Params,
+    a: [usize; N],
+    es: usize,
+    gate: Gate,
+}
+
+impl<const N: usize> Call<N> {
+    /// The kernel's scalars and flags of this call: its parameter block, read once.
+    fn scalars(&self) -> Scalars {
+        let p = &self.p;
+        Scalars {
+            dim: p.dim as usize,
+            eps: p.eps,
+            offset: p.offset,
+            stat: p.stat as usize,
+            llama: p.dtypes & LLAMA != 0,
+            llama_w: p.dtypes & LLAMA_W != 0,
+            gate: self.gate,
+        }
     }
+}
+
+/// Reads the block at `params` and the `N` addresses at `addrs`.
+fn call<const N: usize>(params: usize, addrs: usize) -> Result<Call<N>, Status> {
+    span(params, core::mem::size_of::<Params>() / 4, true)?;
+    span(addrs, N, true)?;
+    // SAFETY: both ranges were checked to lie inside memory, aligned to 4.
+    let (p, raw) = unsafe {
+        (
+            core::ptr::read(params as *const Params),
+            core::ptr::read(addrs as *const [u32; N]),
+        )
+    };
+    let dim = p.dim as usize;
+    matrix(1, dim)?;
+    if p.stat == 0 || p.stat > p.dim {
+        return Err(Status::Stat);
+    }
+    let gate = match p.gate {
+        0 => Gate::None,
+        1 => Gate::After,
+        2 => Gate::Before,
+        _ => return Err(Status::Gate),
+    };
+    Ok(Call {
+        p,
+        a: raw.map(|v| v as usize),
+        es: elem_size(p.dtypes)?,
+        gate,
+    })
 }
 
 /// Calls `$f::<A>($args)` with `A` the storage type in `$dt`'s low bits (checked before).
@@ -106,265 +158,189 @@ pub fn dg_block_rows() -> usize {
     kernel::DG_BLOCK_ROWS
 }
 
-/// RMSNorm forward over `rows × dim` elements: `y = h · rstd · (offset + w)` with `h = x`, or
-/// with a residual `res` (`rows × dim`, else 0) `h = x + res` written to `h` (may equal `x` or
-/// `res`). `y` may equal `x`. `w` (gain, `dim` f32; then `offset` is added to it) and `rstd`
-/// (f32 output, `rows`) may be 0. `rstd = 1/sqrt(Σ h² / stat + eps)` over the first `stat`
-/// elements of each row (`1..=dim`; `dim` for RMSNorm, fewer for pRMSNorm). `dtypes`: the
-/// storage of `x`, `res`, `y` and `h` (0 f32, 1 float16, 2 bfloat16), plus 4 for the `llama`
-/// casting mode; the math is f32 whatever they are.
+/// RMSNorm forward over rows `[row0, row1)` of matrices whose row 0 the address array gives
+/// ([`ForwardOperand`] order): `y = h · rstd · (offset + w)` with `h = x`, or with a residual
+/// `h = x + residual` written to `h` (may equal `x` or the residual); with a gate (`z`, and
+/// `params.gate`) `silu(z)` multiplies after the norm or `x` before it. `y` may equal `x`. The
+/// weight (f32, `dim`), rstd (f32, one per row), residual, h and z may be 0. `rstd = 1/sqrt(Σ
+/// h² / stat + eps)` over the first `stat` elements of each row; the matrices are stored as
+/// `params.dtypes` says, the math is f32 whatever they are.
 #[wasm_bindgen]
-#[allow(clippy::too_many_arguments)]
-pub fn rms_norm_forward(
-    x: usize,
-    res: usize,
-    w: usize,
-    y: usize,
-    h: usize,
-    rstd: usize,
-    rows: usize,
-    dim: usize,
-    eps: f32,
-    offset: f32,
-    stat: usize,
-    dtypes: u32,
-) -> u32 {
+pub fn rms_norm_forward(params: usize, addrs: usize, row0: usize, row1: usize) -> u32 {
     status((|| {
-        let n = matrix(rows, dim)?;
-        let es = elem_size(dtypes)?;
-        span_of(x, n, es, true)?;
-        span_of(res, n, es, false)?;
-        span_of(y, n, es, true)?;
-        span_of(h, n, es, res != 0)?;
-        span(w, dim, false)?;
-        span(rstd, rows, false)?;
-        let stat = stat_of(stat, dim)?;
-        fn go<A: Elem>(a: [usize; 6], rows: usize, dim: usize, q: (f32, f32, usize, bool)) {
+        let c = call::<7>(params, addrs)?;
+        let (dim, es, a) = (c.p.dim as usize, c.es, c.a);
+        if row0 > row1 {
+            return Err(Status::Shard);
+        }
+        // The rows this call touches, from row 0 of each matrix.
+        let n = matrix(row1, dim)?;
+        span_of(a[F::X as usize], n, es, true)?;
+        span_of(a[F::Residual as usize], n, es, false)?;
+        span_of(a[F::Y as usize], n, es, true)?;
+        span_of(a[F::H as usize], n, es, a[F::Residual as usize] != 0)?;
+        span_of(a[F::Z as usize], n, es, c.gate != Gate::None)?;
+        span(a[F::Weight as usize], dim, false)?;
+        span(a[F::Rstd as usize], row1, false)?;
+        if c.gate != Gate::None && a[F::Residual as usize] != 0 {
+            return Err(Status::Gate);
+        }
+        fn go<A: Elem>(c: &Call<7>, row0: usize, row1: usize) {
+            let (a, dim) = (c.a, c.p.dim as usize);
+            let at = |i: F| {
+                if a[i as usize] == 0 {
+                    0
+                } else {
+                    a[i as usize] + row0 * dim * core::mem::size_of::<A>()
+                }
+            };
             let k = Forward::<A> {
-                x: a[0] as *const A,
-                res: a[1] as *const A,
-                g: a[2] as *const f32,
-                y: a[3] as *mut A,
-                h: a[4] as *mut A,
-                rstd: a[5] as *mut f32,
-                dim,
-                eps: q.0,
-                offset: q.1,
-                stat: q.2,
-                llama: q.3,
+                x: at(F::X) as *const A,
+                res: at(F::Residual) as *const A,
+                g: a[F::Weight as usize] as *const f32,
+                y: at(F::Y) as *mut A,
+                h: at(F::H) as *mut A,
+                rstd: if a[F::Rstd as usize] == 0 {
+                    core::ptr::null_mut()
+                } else {
+                    (a[F::Rstd as usize] + 4 * row0) as *mut f32
+                },
+                z: at(F::Z) as *const A,
+                s: c.scalars(),
             };
             // SAFETY: every range was checked to lie inside memory, stat to lie in the row.
-            unsafe { kernel::forward_with::<Native, A>(&k, rows) };
+            unsafe { kernel::forward_with::<Native, A>(&k, row1 - row0) };
         }
-        let q = (eps, offset, stat, dtypes & LLAMA != 0);
-        by_dtype!(dtypes, go([x, res, w, y, h, rstd], rows, dim, q));
+        by_dtype!(c.p.dtypes, go(&c, row0, row1));
         Ok(())
     })())
 }
 
-/// A backward call's checked addresses and parameters, before its storage type is chosen.
-#[derive(Clone, Copy)]
-struct BackwardArgs {
-    a: [usize; 6],
-    dim: usize,
-    eps: f32,
-    offset: f32,
-    stat: usize,
-    dtypes: u32,
-}
-
-impl BackwardArgs {
-    /// The kernel's view of these arguments, the activations stored as `A`.
-    fn with<A: Elem>(&self) -> Backward<A> {
-        let a = self.a;
-        Backward {
-            dy: a[0] as *const A,
-            x: a[1] as *const A,
-            g: a[2] as *const f32,
-            rstd: a[3] as *const f32,
-            dh: a[4] as *const A,
-            dx: a[5] as *mut A,
-            dim: self.dim,
-            eps: self.eps,
-            offset: self.offset,
-            stat: self.stat,
-            llama: self.dtypes & LLAMA != 0,
-            llama_w: self.dtypes & LLAMA_W != 0,
-        }
-    }
-}
-
-#[allow(clippy::too_many_arguments)]
-fn backward_args(
-    dy: usize,
-    x: usize,
-    w: usize,
-    rstd: usize,
-    dh: usize,
-    dx: usize,
-    rows: usize,
-    dim: usize,
-    eps: f32,
-    offset: f32,
-    stat: usize,
-    dtypes: u32,
-) -> Result<BackwardArgs, Status> {
+/// A backward call's checked arguments: its block and addresses, the matrices checked for
+/// `rows` rows from the addresses given.
+fn backward_call(params: usize, addrs: usize, rows: usize) -> Result<Call<10>, Status> {
+    let c = call::<10>(params, addrs)?;
+    let (dim, es, a) = (c.p.dim as usize, c.es, c.a);
     let n = matrix(rows, dim)?;
-    let es = elem_size(dtypes)?;
-    span_of(dy, n, es, true)?;
-    span_of(x, n, es, true)?;
-    span_of(dx, n, es, true)?;
-    span_of(dh, n, es, false)?;
-    span(w, dim, false)?;
-    span(rstd, rows, false)?;
-    Ok(BackwardArgs {
-        a: [dy, x, w, rstd, dh, dx],
-        dim,
-        eps,
-        offset,
-        stat: stat_of(stat, dim)?,
-        dtypes,
-    })
+    span_of(a[B::Dy as usize], n, es, true)?;
+    span_of(a[B::X as usize], n, es, true)?;
+    span_of(a[B::Dx as usize], n, es, true)?;
+    span_of(a[B::Dresidual as usize], n, es, false)?;
+    span_of(a[B::Z as usize], n, es, c.gate != Gate::None)?;
+    span_of(a[B::Dz as usize], n, es, c.gate != Gate::None)?;
+    span(a[B::Weight as usize], dim, false)?;
+    span(a[B::Rstd as usize], rows, false)?;
+    if c.gate != Gate::None && a[B::Dresidual as usize] != 0 {
+        return Err(Status::Gate);
+    }
+    Ok(c)
+}
+
+/// The kernel's view of a checked backward call, the activations stored as `A`.
+fn backward_of<A: Elem>(c: &Call<10>) -> Backward<A> {
+    let a = c.a;
+    Backward {
+        dy: a[B::Dy as usize] as *const A,
+        x: a[B::X as usize] as *const A,
+        g: a[B::Weight as usize] as *const f32,
+        rstd: a[B::Rstd as usize] as *const f32,
+        dh: a[B::Dresidual as usize] as *const A,
+        dx: a[B::Dx as usize] as *mut A,
+        z: a[B::Z as usize] as *const A,
+        dz: a[B::Dz as usize] as *mut A,
+        s: c.scalars(),
+    }
 }
 
 /// RMSNorm backward over rows `[row0, row0 + rows)` of a `total`-row matrix, single-threaded
-/// (see `kernel::backward_span`; the addresses point at row `row0`): writes `dx` (may equal
-/// `dy` or `x`) and, when `w` is set, adds the finished dweight blocks into `dw` (`dim`
-/// floats, zeroed first when `row0` is 0), carrying the open block in `work` (`dim` floats)
-/// from one span to the next. One call over everything: `row0 = 0`, `total = rows`.
-/// `rstd` (`rows`, from the forward) may be 0 to recompute it with `eps` over the first `stat`
-/// elements. `offset` and `stat` as in [`rms_norm_forward`]; `dh` (`rows × dim`, or 0) is the
-/// gradient on a fused residual add's output, added to `dx` (which may equal `dh` too).
-/// `dtypes` as in [`rms_norm_forward`]: the storage of `dy`, `x`, `dh` and `dx`; `w`, `rstd`,
-/// `dw` and `work` are f32.
+/// (see `kernel::backward_span`; the addresses, [`BackwardOperand`] order, point at row
+/// `row0`): writes `dx` (may equal `dy` or `x`) and, with a weight, adds the finished dweight
+/// blocks into `dweight` (`dim` floats, zeroed first when `row0` is 0), carrying the open
+/// block in the workspace (`dim` floats) from one span to the next. With a gate also `dz`. One
+/// call over everything: `row0 = 0`, `total = rows`. rstd (from the forward) may be 0 to
+/// recompute it; the residual's gradient (or 0) is added to `dx`.
 #[wasm_bindgen]
-#[allow(clippy::too_many_arguments)]
 pub fn rms_norm_backward(
-    dy: usize,
-    x: usize,
-    w: usize,
-    rstd: usize,
-    dh: usize,
-    dx: usize,
-    dw: usize,
-    work: usize,
-    rows: usize,
-    dim: usize,
-    eps: f32,
-    offset: f32,
-    stat: usize,
+    params: usize,
+    addrs: usize,
     row0: usize,
+    rows: usize,
     total: usize,
-    dtypes: u32,
 ) -> u32 {
     status((|| {
-        let k = backward_args(dy, x, w, rstd, dh, dx, rows, dim, eps, offset, stat, dtypes)?;
-        span(dw, dim, w != 0)?;
-        span(work, dim, w != 0)?;
+        let c = backward_call(params, addrs, rows)?;
+        let (w, dim) = (c.a[B::Weight as usize] != 0, c.p.dim as usize);
+        span(c.a[B::Dweight as usize], dim, w)?;
+        span(c.a[B::Work as usize], dim, w)?;
         if row0.checked_add(rows).is_none_or(|end| end > total) {
             return Err(Status::Shard);
         }
-        fn go<A: Elem>(k: BackwardArgs, s: [usize; 5]) {
+        fn go<A: Elem>(c: &Call<10>, s: [usize; 3]) {
+            let (dg, work) = (
+                c.a[B::Dweight as usize] as *mut f32,
+                c.a[B::Work as usize] as *mut f32,
+            );
             // SAFETY: every range was checked to lie inside memory.
             unsafe {
-                kernel::backward_span::<Native, A>(&k.with::<A>(), s[0], s[1], s[2], s[3] as *mut f32, s[4] as *mut f32)
+                kernel::backward_span::<Native, A>(&backward_of::<A>(c), s[0], s[1], s[2], dg, work)
             };
         }
-        by_dtype!(dtypes, go(k, [row0, rows, total, dw, work]));
+        by_dtype!(c.p.dtypes, go(&c, [row0, rows, total]));
         Ok(())
     })())
 }
 
-/// One pool shard of the backward: rows `[row0, row1)` of a `rows × dim` problem, `row0` a
-/// multiple of [`dg_block_rows`]. With `w`, block partials go to `partials`
-/// (`ceil(rows / dg_block_rows) × dim` floats); add them with [`reduce_partials`]. The other
-/// arguments as in [`rms_norm_backward`].
+/// One pool shard of the backward: rows `[row0, row1)` of a `rows`-row problem whose row 0
+/// the addresses give, `row0` a multiple of [`dg_block_rows`]. With a weight, block partials
+/// go to the workspace (`ceil(rows / dg_block_rows) × dim` floats); add them with
+/// [`rms_norm_backward_reduce`]. Otherwise as [`rms_norm_backward`].
 #[wasm_bindgen]
-#[allow(clippy::too_many_arguments)]
 pub fn rms_norm_backward_rows(
-    dy: usize,
-    x: usize,
-    w: usize,
-    rstd: usize,
-    dh: usize,
-    dx: usize,
-    partials: usize,
-    rows: usize,
-    dim: usize,
-    eps: f32,
-    offset: f32,
-    stat: usize,
+    params: usize,
+    addrs: usize,
     row0: usize,
     row1: usize,
-    dtypes: u32,
+    rows: usize,
 ) -> u32 {
     status((|| {
-        let k = backward_args(dy, x, w, rstd, dh, dx, rows, dim, eps, offset, stat, dtypes)?;
+        let c = backward_call(params, addrs, rows)?;
         if row0 > row1 || row1 > rows || row0 % kernel::DG_BLOCK_ROWS != 0 {
             return Err(Status::Shard);
         }
-        let blocks = kernel::dg_blocks(rows);
-        span(partials, matrix(blocks, dim)?, w != 0)?;
-        fn go<A: Elem>(k: BackwardArgs, row0: usize, row1: usize, partials: usize) {
+        let (w, dim) = (c.a[B::Weight as usize] != 0, c.p.dim as usize);
+        span(
+            c.a[B::Work as usize],
+            matrix(kernel::dg_blocks(rows), dim)?,
+            w,
+        )?;
+        fn go<A: Elem>(c: &Call<10>, row0: usize, row1: usize) {
             // SAFETY: every range was checked to lie inside memory.
-            unsafe { kernel::backward_rows::<Native, A>(&k.with::<A>(), row0, row1, partials as *mut f32) };
+            unsafe {
+                kernel::backward_rows::<Native, A>(
+                    &backward_of::<A>(c),
+                    row0,
+                    row1,
+                    c.a[B::Work as usize] as *mut f32,
+                )
+            };
         }
-        by_dtype!(dtypes, go(k, row0, row1, partials));
+        by_dtype!(c.p.dtypes, go(&c, row0, row1));
         Ok(())
     })())
 }
 
-/// The checks of a conversion: `dtype` a half type, `n` of its elements at `half` and `n`
-/// floats at `f32s`, both inside memory.
-fn half_spans(half: usize, f32s: usize, n: usize, dtype: u32) -> Result<(), Status> {
-    if elem_size(dtype)? != 2 {
-        return Err(Status::Dtype);
-    }
-    span_of(half, n, 2, true)?;
-    span(f32s, n, true)
-}
-
-/// Widens `n` half-precision bit patterns at `src` (`dtype` 1 float16, 2 bfloat16) into f32
-/// at `dst` (`n` floats; no overlap). Exact.
+/// After a pool job's last shard: `dweight = Σ_b partials[b·dim ..]` (the workspace's blocks,
+/// in order) onto zero or, when `accumulate` is 1, onto `dweight` as it is (the pool's later
+/// segments of one streamed matrix). Nothing without a weight.
 #[wasm_bindgen]
-pub fn widen_half(src: usize, dst: usize, n: usize, dtype: u32) -> u32 {
+pub fn rms_norm_backward_reduce(params: usize, addrs: usize, rows: usize, accumulate: u32) -> u32 {
     status((|| {
-        half_spans(src, dst, n, dtype)?;
-        fn go<A: Elem>(src: usize, dst: usize, n: usize) {
-            // SAFETY: checked above; non-overlap is the caller's contract.
-            unsafe { half::widen::<Native, A>(src as *const A, dst as *mut f32, n) }
+        let c = call::<10>(params, addrs)?;
+        if c.a[B::Weight as usize] == 0 {
+            return Ok(());
         }
-        by_dtype!(dtype, go(src, dst, n));
-        Ok(())
-    })())
-}
-
-/// Rounds `n` floats at `src` to half precision (`dtype` 1 float16, 2 bfloat16; nearest even)
-/// into bit patterns at `dst` (`n` u16; no overlap).
-#[wasm_bindgen]
-pub fn narrow_half(src: usize, dst: usize, n: usize, dtype: u32) -> u32 {
-    status((|| {
-        half_spans(dst, src, n, dtype)?;
-        fn go<A: Elem>(src: usize, dst: usize, n: usize) {
-            // SAFETY: checked above; non-overlap is the caller's contract.
-            unsafe { half::narrow::<Native, A>(src as *const f32, dst as *mut A, n) }
-        }
-        by_dtype!(dtype, go(src, dst, n));
-        Ok(())
-    })())
-}
-
-/// `dw = Σ_b partials[b·dim ..]` (blocks in order), onto zero or, when `accumulate` is 1, onto
-/// `dw` as it is (the pool's later segments of one streamed matrix).
-#[wasm_bindgen]
-pub fn reduce_partials(
-    partials: usize,
-    blocks: usize,
-    dim: usize,
-    dw: usize,
-    accumulate: u32,
-) -> u32 {
-    status((|| {
+        let (dim, blocks) = (c.p.dim as usize, kernel::dg_blocks(rows));
+        let (partials, dw) = (c.a[B::Work as usize], c.a[B::Dweight as usize]);
         span(partials, matrix(blocks, dim)?, true)?;
         span(dw, dim, true)?;
         // SAFETY: checked above.
@@ -380,6 +356,8 @@ pub fn reduce_partials(
         Ok(())
     })())
 }
+
+mod convert;
 
 #[cfg(feature = "bench-kernels")]
 mod bench;

@@ -3,7 +3,8 @@
 use super::elems::{gain1, gy1_of, gy_from};
 use super::forward::SCRATCH;
 use super::reduce::{dot_gy_x, fast_rstd, sum_sq};
-use crate::half::{widen, Elem};
+use super::scalars::Scalars;
+use crate::elem::{widen, Elem};
 use crate::simd::F32x4;
 
 /// Backward's fast path needs `rstd³` to be a normal f32: rstd within [2^-40, 2^40].
@@ -27,21 +28,12 @@ pub struct Backward<A: Elem = f32> {
     pub dh: *const A,
     /// Destination of the input gradient, `rows × dim`; may equal `dy`, `x` or `dh`.
     pub dx: *mut A,
-    /// Row length.
-    pub dim: usize,
-    /// Added inside the square root when rstd is recomputed.
-    pub eps: f32,
-    /// As the forward's: the gain is `offset + g`.
-    pub offset: f32,
-    /// As the forward's: rstd came from the first `stat` elements, `1..=dim`.
-    pub stat: usize,
-    /// As the forward's (half types with a gain): `gy = dy·g` is rounded to `A`, and the
-    /// weight gradient takes `dy · round(x·rstd)`, as autograd does through LlamaRMSNorm.
-    pub llama: bool,
-    /// With `llama`, the weight is stored in `A` too: autograd then forms each row's weight
-    /// gradient term `dy · round(x·rstd)` as a product of two `A` tensors, rounded to `A`
-    /// before the rows are summed (a float32 weight sums the unrounded products).
-    pub llama_w: bool,
+    /// The gate's input, `rows × dim`, with `gate` not `None` (then `dh` is null); else null.
+    pub z: *const A,
+    /// Destination of the gate's gradient, `rows × dim`, with `z`; may equal `dy`, not `dx`.
+    pub dz: *mut A,
+    /// The call's scalars and flags (`eps` used when rstd is recomputed).
+    pub s: Scalars,
 }
 
 impl Backward {
@@ -63,12 +55,9 @@ impl Backward {
             rstd,
             dh,
             dx,
-            dim,
-            eps,
-            offset: 0.0,
-            stat: dim,
-            llama: false,
-            llama_w: false,
+            z: core::ptr::null(),
+            dz: core::ptr::null_mut(),
+            s: Scalars::plain(dim, eps),
         }
     }
 }
@@ -102,13 +91,13 @@ unsafe fn backward_elems<
     let (dx, g) = (k.dx.add(off), k.g);
     // dh may be null (D false): wrapping_add, as add on null is undefined.
     let dh = k.dh.wrapping_add(off);
-    let (av, bv, ov) = (V::splat(a), V::splat(b), V::splat(k.offset));
+    let (av, bv, ov) = (V::splat(a), V::splat(b), V::splat(k.s.offset));
     // dx of lanes i..i+4 from their loaded x and dy (and dh).
     let one = |xv: V, d: V, dhv: V, i: usize| {
         let gy = gy_from::<V, A, W, O, L>(d, g, ov, i);
         if W {
             let xa = if L { A::round(xv.mul(av)) } else { xv.mul(av) };
-            let t = if L && k.llama_w {
+            let t = if L && k.s.llama_w {
                 A::round(d.mul(xa))
             } else {
                 d.mul(xa)
@@ -152,11 +141,11 @@ unsafe fn backward_elems<
     }
     while i < to {
         let xv = X::get(x.add(i));
-        let gy = gy1_of::<X, A, W, O, L>(dy, g, k.offset, i);
+        let gy = gy1_of::<X, A, W, O, L>(dy, g, k.s.offset, i);
         if W {
             let xa = if L { A::round1(xv * a) } else { xv * a };
             let t = X::get(dy.add(i)) * xa;
-            *p.add(i) += if L && k.llama_w { A::round1(t) } else { t };
+            *p.add(i) += if L && k.s.llama_w { A::round1(t) } else { t };
         }
         let v = if B { a * gy - b * xv } else { a * gy };
         A::put(dx.add(i), if D { v + A::get(dh.add(i)) } else { v });
@@ -187,13 +176,13 @@ pub(super) unsafe fn backward_row<
     row: usize,
     p: *mut f32,
 ) {
-    let off = row * k.dim;
-    if A::WIDEN_ONCE && k.dim <= SCRATCH {
+    let off = row * k.s.dim;
+    if A::WIDEN_ONCE && k.s.dim <= SCRATCH {
         let mut bx = core::mem::MaybeUninit::<[f32; SCRATCH]>::uninit();
         let mut bd = core::mem::MaybeUninit::<[f32; SCRATCH]>::uninit();
         let (wx, wd) = (bx.as_mut_ptr() as *mut f32, bd.as_mut_ptr() as *mut f32);
-        widen::<V, A>(k.x.add(off), wx, k.dim);
-        widen::<V, A>(k.dy.add(off), wd, k.dim);
+        widen::<V, A>(k.x.add(off), wx, k.s.dim);
+        widen::<V, A>(k.dy.add(off), wd, k.s.dim);
         return backward_row_of::<V, f32, A, W, R, O, D, L>(k, row, wx, wd, p);
     }
     backward_row_of::<V, A, A, W, R, O, D, L>(k, row, k.x.add(off), k.dy.add(off), p)
@@ -217,31 +206,31 @@ unsafe fn backward_row_of<
     dy: *const X,
     p: *mut f32,
 ) {
-    let n = k.dim;
+    let n = k.s.dim;
     let off = row * n;
-    let whole = k.stat == n;
+    let whole = k.s.stat == n;
     // `with_ss` must be a constant at each call: a flag tested inside the fold costs 20-30%.
     let (c, ss) = if R {
-        dot_gy_x::<V, X, A, W, O, L>(dy, k.g, k.offset, x, n, false)
+        dot_gy_x::<V, X, A, W, O, L>(dy, k.g, k.s.offset, x, n, false)
     } else if whole {
-        dot_gy_x::<V, X, A, W, O, L>(dy, k.g, k.offset, x, n, true)
+        dot_gy_x::<V, X, A, W, O, L>(dy, k.g, k.s.offset, x, n, true)
     } else {
         partial_sums::<V, X, A, W, O, L>(k, dy, x)
     };
     let rstd = if R {
         *k.rstd.add(row)
     } else {
-        fast_rstd(ss, k.stat, k.eps).unwrap_or(f32::NAN) // NaN sends the row to the f64 path below
+        fast_rstd(ss, k.s.stat, k.s.eps).unwrap_or(f32::NAN) // NaN sends the row to the f64 path below
     };
     // dx = rstd·gy − x·(rstd³·c/stat) = a·gy − b·x
     let a = rstd;
-    let b = (c / k.stat as f32) * rstd * (rstd * rstd);
+    let b = (c / k.s.stat as f32) * rstd * (rstd * rstd);
     if !(rstd >= RSTD_LO && rstd <= RSTD_HI && c.is_finite() && b.is_finite()) {
         return backward_row_f64::<A, W, R, O, D, L>(k, row, p);
     }
-    backward_elems::<V, X, A, W, O, D, true, L>(k, x, dy, off, 0, k.stat, a, b, p);
+    backward_elems::<V, X, A, W, O, D, true, L>(k, x, dy, off, 0, k.s.stat, a, b, p);
     if !whole {
-        backward_elems::<V, X, A, W, O, D, false, L>(k, x, dy, off, k.stat, n, a, b, p);
+        backward_elems::<V, X, A, W, O, D, false, L>(k, x, dy, off, k.s.stat, n, a, b, p);
     }
 }
 
@@ -254,8 +243,8 @@ unsafe fn partial_sums<V: F32x4, X: Elem, A: Elem, const W: bool, const O: bool,
     x: *const X,
 ) -> (f32, f32) {
     (
-        dot_gy_x::<V, X, A, W, O, L>(dy, k.g, k.offset, x, k.dim, false).0,
-        sum_sq::<V, X>(x, k.stat),
+        dot_gy_x::<V, X, A, W, O, L>(dy, k.g, k.s.offset, x, k.s.dim, false).0,
+        sum_sq::<V, X>(x, k.s.stat),
     )
 }
 
@@ -275,7 +264,7 @@ unsafe fn backward_row_f64<
     row: usize,
     p: *mut f32,
 ) {
-    let n = k.dim;
+    let n = k.s.dim;
     let off = row * n;
     let (dy, x, dx, g) = (k.dy.add(off), k.x.add(off), k.dx.add(off), k.g);
     // dh may be null (D false): wrapping_add, as add on null is undefined.
@@ -285,24 +274,24 @@ unsafe fn backward_row_f64<
         if !W {
             d
         } else if L {
-            A::round1((d * gain1::<O>(g, k.offset, i) as f64) as f32) as f64
+            A::round1((d * gain1::<O>(g, k.s.offset, i) as f64) as f32) as f64
         } else {
-            d * gain1::<O>(g, k.offset, i) as f64
+            d * gain1::<O>(g, k.s.offset, i) as f64
         }
     };
     let (mut c, mut ss) = (0f64, 0f64);
     for i in 0..n {
         let xv = A::get(x.add(i)) as f64;
         c += gy(i) * xv;
-        if i < k.stat {
+        if i < k.s.stat {
             ss += xv * xv;
         }
     }
-    let stat = k.stat as f64;
+    let stat = k.s.stat as f64;
     let rstd = if R {
         *k.rstd.add(row) as f64
     } else {
-        1.0 / (ss / stat + k.eps as f64).sqrt()
+        1.0 / (ss / stat + k.s.eps as f64).sqrt()
     };
     let b = rstd * rstd * rstd * (c / stat);
     for i in 0..n {
@@ -315,9 +304,9 @@ unsafe fn backward_row_f64<
                 xv * rstd
             };
             let t = (A::get(dy.add(i)) as f64 * xa) as f32;
-            *p.add(i) += if L && k.llama_w { A::round1(t) } else { t };
+            *p.add(i) += if L && k.s.llama_w { A::round1(t) } else { t };
         }
-        let v = rstd * gyv - if i < k.stat { b * xv } else { 0.0 };
+        let v = rstd * gyv - if i < k.s.stat { b * xv } else { 0.0 };
         A::put(
             dx.add(i),
             (if D { v + A::get(dh.add(i)) as f64 } else { v }) as f32,

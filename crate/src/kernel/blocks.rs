@@ -3,9 +3,10 @@
 //! same bits.
 
 use super::backward::{backward_row, Backward};
-use super::elems::is_half;
+use super::gate;
 use super::reduce::add_into;
-use crate::half::Elem;
+use crate::abi::Gate;
+use crate::elem::Elem;
 use crate::simd::F32x4;
 
 /// Rows per dweight block. The weight gradient is summed in f32 over each block of this many
@@ -54,11 +55,14 @@ unsafe fn rows_go<
 }
 
 /// The [`rows_go`] flavour for `k`: gain, saved rstd, offset (only with a gain), residual
-/// gradient, llama (only for a half type with a gain).
+/// gradient, llama (only for a half type with a gain); or the gated backward's rows.
 fn rows_fn<V: F32x4, A: Elem>(k: &Backward<A>) -> RowsFn<A> {
+    if k.s.gate != Gate::None {
+        return gate::backward_rows::<V, A>;
+    }
     let w = !k.g.is_null();
-    let o = w && k.offset != 0.0;
-    let l = w && k.llama && is_half::<A>();
+    let o = w && k.s.offset != 0.0;
+    let l = w && k.s.llama && A::HALF;
     let (r, d) = (!k.rstd.is_null(), !k.dh.is_null());
     macro_rules! pick {
         ($($w:literal $r:literal $o:literal $d:literal $l:literal),*) => {
@@ -120,15 +124,15 @@ pub unsafe fn backward_span<V: F32x4, A: Elem>(
     let go = rows_fn::<V, A>(k);
     let w = !k.g.is_null();
     if w && row0 == 0 {
-        core::ptr::write_bytes(dg, 0, k.dim);
+        core::ptr::write_bytes(dg, 0, k.s.dim);
     }
     for_each_block(row0, row0 + rows, |s, e, _| {
         if w && s % DG_BLOCK_ROWS == 0 {
-            core::ptr::write_bytes(work, 0, k.dim);
+            core::ptr::write_bytes(work, 0, k.s.dim);
         }
         go(k, s - row0, e - row0, work);
         if w && (e % DG_BLOCK_ROWS == 0 || e == total) {
-            add_into::<V>(dg, work, k.dim);
+            add_into::<V>(dg, work, k.s.dim);
         }
     });
 }
@@ -149,9 +153,13 @@ pub unsafe fn backward_rows<V: F32x4, A: Elem>(
     let go = rows_fn::<V, A>(k);
     let w = !k.g.is_null();
     for_each_block(row0, row1, |s, e, b| {
-        let p = if w { partials.add(b * k.dim) } else { partials };
+        let p = if w {
+            partials.add(b * k.s.dim)
+        } else {
+            partials
+        };
         if w {
-            core::ptr::write_bytes(p, 0, k.dim);
+            core::ptr::write_bytes(p, 0, k.s.dim);
         }
         go(k, s, e, p);
     });

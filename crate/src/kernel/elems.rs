@@ -1,7 +1,7 @@
 //! Element-wise pieces of a row's passes: the gain (with Gemma's offset), `gy = dy · gain`,
 //! the residual add and the forward's scaling.
 
-use crate::half::Elem;
+use crate::elem::Elem;
 use crate::simd::F32x4;
 
 /// `gy = dy·gain` of lanes `i..i+4` (dy without a gain). With `L` (the `llama` casting mode)
@@ -101,13 +101,8 @@ pub(super) unsafe fn add_rows<V: F32x4, A: Elem>(x: *const A, res: *const A, h: 
 /// `y = (x · r) · g` (or `x · r` without gain; `g` is `offset + g` with `O`), `x` read as `X`
 /// (the activations' type `A`, or f32 from a widened scratch copy of the row) and `y` stored as `A`.
 ///
-/// A second pass over the row, which is still in L1/L2 from the first. (Fusing the next
-/// row's first pass into this loop, so that loads and stores overlap as in a copy, was tried
-/// for forward and backward and measured no faster here: 47–52% of copy speed at 4096×4096
-/// instead of 58–61% for the forward, within noise for the backward. Walking this pass
-/// backwards, to meet first the lines the first pass read last, was slower still: 47–50%.
-/// Tried again for half-precision rows, whose scaling is compute-bound: within ±10% of two
-/// passes, better for float16, worse for bfloat16 at 4096×4096 — not kept.)
+/// A second pass over the row, which is still in L1/L2 from the first (other orders that were
+/// measured and not kept: docs/performance.md, "Kernel designs measured and not kept").
 ///
 /// With `L` (the `llama` casting mode) `x · r` is rounded to the activations' type before the
 /// gain multiplies it, as Hugging Face's LlamaRMSNorm does (`weight * h.to(input_dtype)`).
@@ -164,10 +159,4 @@ pub(super) unsafe fn scale_row<
         A::put(y.add(i), v);
         i += 1;
     }
-}
-
-/// Whether `A` is a half type (the `llama` mode's extra rounding does something).
-#[inline(always)]
-pub(super) fn is_half<A: Elem>() -> bool {
-    core::mem::size_of::<A>() == 2
 }

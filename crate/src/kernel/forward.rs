@@ -1,8 +1,11 @@
 //! The forward: `y = h · rstd · (offset + g)` with `h = x (+ res)`.
 
-use super::elems::{gain1, is_half, scale_row};
+use super::elems::{gain1, scale_row};
+use super::gate;
 use super::reduce::{add_sum_sq, fast_rstd, sum_sq};
-use crate::half::{widen, Elem};
+use super::scalars::Scalars;
+use crate::abi::Gate;
+use crate::elem::{widen, Elem};
 use crate::simd::F32x4;
 
 /// Pointers and parameters of one forward call. The activations (`x`, `res`, `y`, `h`) are
@@ -23,17 +26,10 @@ pub struct Forward<A: Elem = f32> {
     pub h: *mut A,
     /// Receives one rstd per row, or null.
     pub rstd: *mut f32,
-    /// Row length.
-    pub dim: usize,
-    /// Added inside the square root.
-    pub eps: f32,
-    /// Added to the gain: `y = x · rstd · (offset + g)` (Gemma: 1).
-    pub offset: f32,
-    /// The rms is estimated from the first `stat` elements of each row (pRMSNorm), `1..=dim`.
-    pub stat: usize,
-    /// The `llama` casting mode (half types with a gain): `x · rstd` is rounded to `A` before
-    /// the gain multiplies it. Without it one rounding at the end (`none`, `gemma`).
-    pub llama: bool,
+    /// The gate's input, `rows × dim`, with `gate` not `None` (then `res` is null); else null.
+    pub z: *const A,
+    /// The call's scalars and flags.
+    pub s: Scalars,
 }
 
 impl Forward {
@@ -54,11 +50,8 @@ impl Forward {
             y,
             h,
             rstd,
-            dim,
-            eps,
-            offset: 0.0,
-            stat: dim,
-            llama: false,
+            z: core::ptr::null(),
+            s: Scalars::plain(dim, eps),
         }
     }
 }
@@ -78,26 +71,26 @@ unsafe fn forward_row<
     k: &Forward<A>,
     row: usize,
 ) -> f32 {
-    let n = k.dim;
+    let n = k.s.dim;
     let off = row * n;
     let y = k.y.add(off);
     let (src, ss) = if F {
         let h = k.h.add(off);
         (
             h as *const A,
-            add_sum_sq::<V, A>(k.x.add(off), k.res.add(off), h, n, k.stat),
+            add_sum_sq::<V, A>(k.x.add(off), k.res.add(off), h, n, k.s.stat),
         )
     } else {
         let x = k.x.add(off);
         if A::WIDEN_ONCE && n <= SCRATCH {
             return forward_row_widened::<V, A, W, O, L>(k, x, y);
         }
-        (x, sum_sq::<V, A>(x, k.stat))
+        (x, sum_sq::<V, A>(x, k.s.stat))
     };
-    let Some(r) = fast_rstd(ss, k.stat, k.eps) else {
+    let Some(r) = fast_rstd(ss, k.s.stat, k.s.eps) else {
         return forward_row_f64::<A, W, O, L>(k, src, y);
     };
-    scale_row::<V, A, A, W, O, L>(src, k.g, k.offset, y, n, r);
+    scale_row::<V, A, A, W, O, L>(src, k.g, k.s.offset, y, n, r);
     r
 }
 
@@ -116,12 +109,12 @@ unsafe fn forward_row_widened<V: F32x4, A: Elem, const W: bool, const O: bool, c
 ) -> f32 {
     let mut buf = core::mem::MaybeUninit::<[f32; SCRATCH]>::uninit();
     let wide = buf.as_mut_ptr() as *mut f32;
-    widen::<V, A>(x, wide, k.dim);
-    let ss = sum_sq::<V, f32>(wide, k.stat);
-    let Some(r) = fast_rstd(ss, k.stat, k.eps) else {
+    widen::<V, A>(x, wide, k.s.dim);
+    let ss = sum_sq::<V, f32>(wide, k.s.stat);
+    let Some(r) = fast_rstd(ss, k.s.stat, k.s.eps) else {
         return forward_row_f64::<A, W, O, L>(k, x, y);
     };
-    scale_row::<V, f32, A, W, O, L>(wide, k.g, k.offset, y, k.dim, r);
+    scale_row::<V, f32, A, W, O, L>(wide, k.g, k.s.offset, y, k.s.dim, r);
     r
 }
 
@@ -136,17 +129,17 @@ unsafe fn forward_row_f64<A: Elem, const W: bool, const O: bool, const L: bool>(
     y: *mut A,
 ) -> f32 {
     let mut ss = 0f64;
-    for i in 0..k.stat {
+    for i in 0..k.s.stat {
         let v = A::get(src.add(i)) as f64;
         ss += v * v;
     }
-    let r = 1.0 / (ss / k.stat as f64 + k.eps as f64).sqrt();
-    for i in 0..k.dim {
+    let r = 1.0 / (ss / k.s.stat as f64 + k.s.eps as f64).sqrt();
+    for i in 0..k.s.dim {
         let v = A::get(src.add(i)) as f64 * r;
         let v = if W {
             // llama: x·rstd rounded to A first (through f32: A is at most f32's precision).
             let v = if L { A::round1(v as f32) as f64 } else { v };
-            v * gain1::<O>(k.g, k.offset, i) as f64
+            v * gain1::<O>(k.g, k.s.offset, i) as f64
         } else {
             v
         };
@@ -162,10 +155,13 @@ unsafe fn forward_row_f64<A: Elem, const W: bool, const O: bool, const L: bool>(
 ///
 /// # Safety
 /// Every non-null pointer must be valid for its shape (see the module docs); `h` non-null
-/// when `res` is; `1 <= stat <= dim`.
+/// when `res` is, `z` when `gate` is not `None`; `1 <= stat <= dim`.
 pub unsafe fn forward_with<V: F32x4, A: Elem>(k: &Forward<A>, rows: usize) {
-    // One function per flavour, never inlined into the dispatch: inlined, the twelve flavours
-    // made one function so large that the engine compiled the backward 10-20% slower.
+    if k.s.gate != Gate::None {
+        return gate::forward::<V, A>(k, rows);
+    }
+    // One function per flavour, never inlined into the dispatch: inlined, the flavours made
+    // one function so large that the engine compiled the backward 10-20% slower.
     #[inline(never)]
     unsafe fn go<V: F32x4, A: Elem, const W: bool, const O: bool, const F: bool, const L: bool>(
         k: &Forward<A>,
@@ -179,8 +175,8 @@ pub unsafe fn forward_with<V: F32x4, A: Elem>(k: &Forward<A>, rows: usize) {
         }
     }
     // llama differs only for a half type with a gain: elsewhere it is not instantiated.
-    let l = k.llama && is_half::<A>() && !k.g.is_null();
-    match (k.g.is_null(), k.offset != 0.0, k.res.is_null(), l) {
+    let l = k.s.llama && A::HALF && !k.g.is_null();
+    match (k.g.is_null(), k.s.offset != 0.0, k.res.is_null(), l) {
         (true, _, true, _) => go::<V, A, false, false, false, false>(k, rows),
         (true, _, false, _) => go::<V, A, false, false, true, false>(k, rows),
         (false, false, true, false) => go::<V, A, true, false, false, false>(k, rows),

@@ -15,7 +15,8 @@
 //!
 //! One concern per file: [`reduce`] (the summation order and the fast-path test), [`elems`]
 //! (gains and element-wise passes), [`forward`], [`backward`] (one row), [`blocks`] (the
-//! weight gradient's deterministic blocks and the backward's entry points); [`bench`] (feature
+//! weight gradient's deterministic blocks and the backward's entry points), [`gate`] (the gated
+//! RMSNorm's rows, forward and backward); [`bench`] (feature
 //! `bench-kernels`) holds what only the benchmark's build exports.
 
 mod backward;
@@ -24,7 +25,9 @@ mod bench;
 mod blocks;
 mod elems;
 mod forward;
+mod gate;
 mod reduce;
+mod scalars;
 
 pub use backward::Backward;
 #[cfg(feature = "bench-kernels")]
@@ -33,4 +36,6 @@ pub use blocks::{
     backward, backward_rows, backward_span, dg_blocks, reduce_partials, DG_BLOCK_ROWS,
 };
 pub use forward::{forward, forward_with, Forward};
+pub use gate::{exp, silu};
 pub use reduce::SUM_BLOCK;
+pub use scalars::Scalars;

@@ -2,7 +2,7 @@
 //! whether f32 can give a row's rstd faithfully.
 
 use super::elems::{add_rows, gy1_of, gy_from, gy_of};
-use crate::half::Elem;
+use crate::elem::Elem;
 use crate::simd::F32x4;
 
 /// 2^-100: below this the sum of squares may be made of subnormal squares that lost bits.

@@ -112,7 +112,10 @@ pub trait F32x4: Copy {
     /// Each lane rounded to bfloat16 and widened back.
     #[inline(always)]
     fn round_bf16(self) -> Self {
-        Self::from_lanes(self.lanes().map(|v| half::bf16_to_f32(half::f32_to_bf16(v))))
+        Self::from_lanes(
+            self.lanes()
+                .map(|v| half::bf16_to_f32(half::f32_to_bf16(v))),
+        )
     }
     /// Each lane rounded to float16 and widened back.
     #[inline(always)]

@@ -1,11 +1,16 @@
-//! Half-precision storage: bfloat16 and IEEE binary16 (float16) held as `u16` bit patterns,
-//! widened to f32 on load and rounded back on store; all arithmetic stays f32. The scalar
-//! conversions that define the bits are in [`crate::half_bits`].
+//! The element types rows are stored in: f32, and the half types bfloat16 and IEEE binary16
+//! (float16) held as `u16` bit patterns, widened to f32 on load and rounded back on store; all
+//! arithmetic stays f32. The scalar conversions that define the half types' bits are in
+//! [`crate::half_bits`]; [`widen`] and [`narrow`] convert whole arrays.
 
 pub use crate::half_bits::{bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16};
 use crate::simd::F32x4;
 /// An element type the kernels store rows in: f32, or a half type widened on load.
 pub trait Elem: Copy + 'static {
+    /// Whether this is a half type: the one an intermediate rounding of the `llama` casting
+    /// mode rounds to (for f32 that rounding is the identity, and its code is not instantiated).
+    /// `abi::DTYPES` states the same per storage code; a test keeps the two equal.
+    const HALF: bool;
     /// Whether a forward over rows of this type widens each row once into an f32 scratch row
     /// and scales from there, instead of widening it again in the second pass: worth it where
     /// widening costs far more than a store and a load of the f32 (float16's exponent
@@ -58,6 +63,7 @@ pub trait Elem: Copy + 'static {
 }
 
 impl Elem for f32 {
+    const HALF: bool = false;
     #[inline(always)]
     unsafe fn load<V: F32x4>(p: *const Self) -> V {
         V::load(p)
@@ -95,6 +101,7 @@ pub struct Bf16(pub u16);
 pub struct F16(pub u16);
 
 impl Elem for Bf16 {
+    const HALF: bool = true;
     #[inline(always)]
     unsafe fn load<V: F32x4>(p: *const Self) -> V {
         V::load_bf16(p as *const u16)
@@ -130,6 +137,7 @@ impl Elem for Bf16 {
 }
 
 impl Elem for F16 {
+    const HALF: bool = true;
     const WIDEN_ONCE: bool = true;
     #[inline(always)]
     unsafe fn load<V: F32x4>(p: *const Self) -> V {
