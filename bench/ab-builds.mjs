@@ -4,12 +4,13 @@
 // per-round B/A time ratios and their interquartile range. Run it with A = B first to see the
 // machine's noise. The forward writes rstd; the backward has a weight and recomputes rstd.
 //
-//   node bench/ab-builds.mjs <wasm dir A> <wasm dir B> [build]     (build: simd by default)
+//   npm run build && node bench/ab-builds.mjs <wasm dir A> <wasm dir B> [build]     (build: simd by default)
 //   env: TOTAL floats per call (2^18), DIMS (512,1024,2048,4096,8192), ROUNDS (41),
 //        DTYPE of x, dy, y, dx (float32, or bfloat16 / float16 for builds with half precision)
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { callBlock } from './raw-call.mjs';
 
 const [dirA, dirB, build = 'simd'] = process.argv.slice(2);
 if (!dirA || !dirB) throw new Error('usage: node bench/ab-builds.mjs <wasm dir A> <wasm dir B> [build]');
@@ -41,17 +42,16 @@ for (const dim of dims) {
     // Half data: the same values rounded, in place (each half lands at or before the float it
     // came from, so the front-to-back narrowing never reads what it wrote).
     if (DT) for (const p of [x, dy]) ex.narrow_half(p, p, n, DT);
-    // Builds from before the variants (issue 11) take fewer arguments: A/B across that change.
-    const old = ex.rms_norm_forward.length === 7;
-    return old
-      ? {
-          forward: () => ex.rms_norm_forward(x, w, y, rs, rows, dim, 1e-6),
-          backward: () => ex.rms_norm_backward(dy, x, w, 0, dx, dw, work, rows, dim, 1e-6, 0, rows),
-        }
-      : {
-          forward: () => ex.rms_norm_forward(x, 0, w, y, 0, rs, rows, dim, 1e-6, 0, dim, DT),
-          backward: () => ex.rms_norm_backward(dy, x, w, 0, 0, dx, dw, work, rows, dim, 1e-6, 0, dim, 0, rows, DT),
-        };
+    // Builds with the positional ABI (before the call block): A/B across that change.
+    if (ex.rms_norm_forward.length === 12) {
+      return {
+        forward: () => ex.rms_norm_forward(x, 0, w, y, 0, rs, rows, dim, 1e-6, 0, dim, DT),
+        backward: () => ex.rms_norm_backward(dy, x, w, 0, 0, dx, dw, work, rows, dim, 1e-6, 0, dim, 0, rows, DT),
+      };
+    }
+    const f = callBlock(ex, 'forward', { dim, dtypes: DT }, { x, weight: w, y, rstd: rs });
+    const b = callBlock(ex, 'backward', { dim, dtypes: DT }, { dy, x, weight: w, dx, dweight: dw, work });
+    return { forward: () => f.run(rows), backward: () => b.run(rows) };
   });
   for (const op of ['forward', 'backward']) {
     const time = (k) => {

@@ -18,7 +18,7 @@
  */
 import { createRmsNorm, init, rmsNorm } from '../dist/index.js';
 import { resultArray } from '../dist/platform.js';
-import { naiveForward } from './contenders/js-naive.js';
+import { naiveForward } from '../shared/naive.js';
 import { DEFAULT_SHAPES } from './defaults.js';
 import { median, quantile } from './pairs.js';
 import { rng, uniform } from '../shared/reference.js';

@@ -7,8 +7,9 @@
 //   cached     one row in, one row out: the compute alone
 // If memory transfers overlapped the compute, `stream` would be near the larger of `cached`
 // and the memory time; on the machine this was written on it is near their sum.
-//   node bench/half-breakdown.mjs        (median of 9 runs of 4096 calls each, ms)
+//   npm run build && node bench/half-breakdown.mjs     (median of 9 runs of 4096 calls each, ms)
 import { readFileSync } from 'node:fs';
+import { callBlock } from './raw-call.mjs';
 
 const base = new URL('../wasm/simd/', import.meta.url);
 const glue = await import(new URL('rmsnorm_wasm.js', base).href);
@@ -22,8 +23,13 @@ for (const [name, dt, size] of [['float32', 0, 4], ['bfloat16', 2, 2], ['float16
   for (let i = 0; i < n; i++) F[x / 4 + i] = Math.sin(i);
   for (let i = 0; i < dim; i++) { F[w / 4 + i] = 1 + Math.cos(i) / 4; F[xRow / 4 + i] = Math.cos(i); }
   if (dt) { ex.narrow_half(x, x, n, dt); ex.narrow_half(xRow, xRow, dim, dt); }
+  const call = callBlock(ex, 'forward', { dim, dtypes: dt }, { weight: w, rstd: rs });
   const run = (xOf, yOf) => () => {
-    for (let r = 0; r < rows; r++) ex.rms_norm_forward(xOf(r), 0, w, yOf(r), 0, rs, 1, dim, 1e-6, 0, dim, dt);
+    for (let r = 0; r < rows; r++) {
+      call.set('x', xOf(r));
+      call.set('y', yOf(r));
+      call.run(1);
+    }
   };
   const at = (p) => (r) => p + r * dim * size;
   const fixed = (p) => () => p;

@@ -7,7 +7,9 @@
 //   default rmsNorm(x, w) / rmsNormBackward(dy, x, w): the library allocates the results
 //   js      the plain-JavaScript loop a user would write, allocating its results
 // and the ratios users compare. Pass the dist/index.js of the build to measure:
-//   node bench/per-call.mjs dist/index.js [1x896 8x1024 ...]
+//   npm run build && node bench/per-call.mjs dist/index.js [1x896 8x1024 ...]
+import { callBlock } from './raw-call.mjs';
+
 const dist = process.argv[2] ?? 'dist/index.js';
 const shapes = (process.argv.length > 3 ? process.argv.slice(3) : ['1x896', '8x1024', '64x4096']).map((s) => s.split('x').map(Number));
 const lib = await import(new URL(dist, `file://${process.cwd()}/`).href);
@@ -67,8 +69,10 @@ for (const [rows, dim] of shapes) {
   f32(rdy, n).set(dy);
   layer.setWeight(w);
   const N = Math.max(20, Math.round(20000 / Math.max(1, n / 896)));
+  const rawF = callBlock(k, 'forward', { dim }, { x: rx, weight: rw, y: ry });
+  const rawB = callBlock(k, 'backward', { dim }, { dy: rdy, x: rx, weight: rw, dx: rdx, dweight: rdw, work: rwork });
   const fwd = {
-    raw: () => k.rms_norm_forward(rx, 0, rw, ry, 0, 0, rows, dim, 1e-6, 0, dim, 0),
+    raw: () => rawF.run(rows),
     zc: () => lib.rmsNorm(X, W, { out: Y }),
     layer: () => layer.forward(x),
     out: () => lib.rmsNorm(x, w, { out }),
@@ -76,7 +80,7 @@ for (const [rows, dim] of shapes) {
     js: () => jsForward(x, w, dim),
   };
   const bwd = {
-    raw: () => k.rms_norm_backward(rdy, rx, rw, 0, 0, rdx, rdw, rwork, rows, dim, 1e-6, 0, dim, 0, rows, 0),
+    raw: () => rawB.run(rows),
     zc: () => lib.rmsNormBackward(DY, X, W, { dx: DX, dweight: DW }),
     layer: () => layer.backward(dy, x),
     out: () => lib.rmsNormBackward(dy, x, w, { dx: out, dweight: new Float32Array(dim) }),

@@ -15,8 +15,9 @@
  */
 
 import { ATOL, RTOL, EPS, caseReference, checkOutputs, failedCheck, makeCase, parseShape } from '../shared/reference.js';
+import { naiveBackward, naiveForward } from '../shared/naive.js';
 
-export { ATOL, RTOL, EPS, makeCase, parseShape };
+export { ATOL, RTOL, EPS, makeCase, parseShape, naiveForward };
 
 /** Bytes per element of the GB/s column, as bench/runner.ts (compulsory traffic). */
 export const BYTES_PER_ELEM = { forward: 8, backward: 12, copy: 8, layernorm: 8 };
@@ -26,36 +27,6 @@ export const reference = caseReference;
 
 /** Compares outputs with the reference (shared/reference.js checkOutputs, as the Node benchmark). */
 export const check = checkOutputs;
-
-/** js-naive forward, as bench/contenders/js-naive.ts (the seed's PyTorch code, loop by loop). */
-export function naiveForward(x, w, y, rows, dim, eps) {
-  for (let r = 0; r < rows; r++) {
-    const o = r * dim;
-    let sum = 0;
-    for (let i = 0; i < dim; i++) sum += x[o + i] ** 2;
-    const rms = Math.sqrt(sum / dim + eps);
-    for (let i = 0; i < dim; i++) y[o + i] = (x[o + i] / rms) * w[i];
-  }
-}
-
-/** js-naive backward, as bench/contenders/js-naive.ts. */
-export function naiveBackward(dy, x, w, dx, dw, rows, dim, eps) {
-  dw.fill(0);
-  for (let r = 0; r < rows; r++) {
-    const o = r * dim;
-    let sum = 0;
-    for (let i = 0; i < dim; i++) sum += x[o + i] ** 2;
-    const rstd = 1 / Math.sqrt(sum / dim + eps);
-    let gyx = 0;
-    for (let i = 0; i < dim; i++) gyx += dy[o + i] * w[i] * x[o + i];
-    const meanGyx = gyx / dim;
-    for (let i = 0; i < dim; i++) {
-      const gy = dy[o + i] * w[i];
-      dx[o + i] = rstd * (gy - x[o + i] * rstd * rstd * meanGyx);
-      dw[i] += dy[o + i] * x[o + i] * rstd;
-    }
-  }
-}
 
 /** Buffers in one instance's memory, filled from `init` (array) or zeroed (length); views re-made on demand. */
 function wasmBuffers(m, init) {

@@ -102,6 +102,25 @@ export declare function refBackward(
   rstd?: Vec | null,
   v?: RefVariant & { dresidual?: Vec | null },
 ): RefBackward;
+/** Float64 `silu(z)` and its derivative. */
+export declare function refSilu(z: number): { silu: number; grad: number };
+/** Result of {@link refGated}. */
+export interface RefGated {
+  /** `rows × dim`: y, dL/dx, dL/dz. */
+  y: Float64Array;
+  dx: Float64Array;
+  dz: Float64Array;
+  /** `dim`: dL/dweight and `Σ_rows |term|`; null without weight. */
+  dweight: Float64Array | null;
+  dweightAbs: Float64Array | null;
+  /** Per element: the sizes of the terms dx_i and dz_i are made of (float32 error is a small multiple of 2^-24 times these). */
+  dxTerms: Float64Array;
+  dzTerms: Float64Array;
+}
+/** Float64 gated RMSNorm forward and backward; `mode` where `silu(z)` multiplies. */
+export declare function refGated(
+  x: Vec, z: Vec, dy: Vec, weight: Vec | null, dim: number, eps: number, mode: 'after' | 'before', v?: RefVariant,
+): RefGated;
 /** Float64 LayerNorm forward; `w`, `b` may be null. */
 export declare function refLayerNorm(x: Vec, w: Vec | null, b: Vec | null, dim: number, eps: number): { y: Float64Array };
 /** The kernels' float32 dweight summation (32-row blocks, in order), emulated with Math.fround. */

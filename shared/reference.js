@@ -238,6 +238,69 @@ export function refBackward(dy, x, weight, dim, eps, rstd, v = {}) {
   return { dx, dweight, dweightAbs, rstd: rs, dxScale, dxTerms };
 }
 
+/** Float64 `silu(z) = z / (1 + e^−z)` and its derivative `σ·(1 + z·(1 − σ))`, `σ = 1 / (1 + e^−z)`. */
+export function refSilu(z) {
+  const s = 1 / (1 + Math.exp(-z));
+  return { silu: z * s, grad: s * (1 + z * (1 - s)) };
+}
+
+/**
+ * Float64 gated RMSNorm, forward and backward (Qwen3-Next's and Mamba-2's RMSNormGated):
+ * `mode` 'after': `y = x · rstd · g · silu(z)`; 'before': `h = x · silu(z)`, `y = h · rstd · g`
+ * (rstd of the row the norm reads), `g = offset + weight` or 1. Returns y, dx, dz, dweight and
+ * the scales of their float32 rounding errors: `dxTerms`, `dzTerms` per element (the sizes of
+ * the terms that cancel in them) and `dweightAbs`.
+ */
+export function refGated(x, z, dy, weight, dim, eps, mode, v = {}) {
+  const { offset = 0, stat = dim } = v;
+  const rows = x.length / dim;
+  const e = Math.fround(eps);
+  const n = x.length;
+  const [y, dx, dz, dxTerms, dzTerms] = [0, 0, 0, 0, 0].map(() => new Float64Array(n));
+  const dweight = weight ? new Float64Array(dim) : null;
+  const dweightAbs = weight ? new Float64Array(dim) : null;
+  const after = mode === 'after';
+  for (let r = 0, o = 0; r < rows; r++, o += dim) {
+    const s = [];
+    const h = [];
+    for (let i = 0; i < dim; i++) {
+      s.push(refSilu(z[o + i]));
+      h.push(after ? x[o + i] : x[o + i] * s[i].silu);
+    }
+    let ss = 0;
+    for (let i = 0; i < stat; i++) ss += h[i] * h[i];
+    const a = 1 / Math.sqrt(ss / stat + e);
+    const gy = h.map((_, i) => dy[o + i] * gainOf(weight, offset, i) * (after ? s[i].silu : 1));
+    let c = 0;
+    let cAbs = 0;
+    for (let i = 0; i < dim; i++) {
+      c += gy[i] * h[i];
+      cAbs += Math.abs(gy[i] * h[i]);
+    }
+    const b = (a * a * a * c) / stat;
+    const bAbs = (a * a * a * cAbs) / stat;
+    for (let i = 0; i < dim; i++) {
+      const t = h[i] * a * gainOf(weight, offset, i);
+      y[o + i] = after ? t * s[i].silu : t;
+      const bi = i < stat ? b : 0;
+      const dh = a * gy[i] - bi * h[i];
+      const dhAbs = Math.abs(a * gy[i]) + (i < stat ? bAbs : 0) * Math.abs(h[i]);
+      const gs = s[i].silu;
+      const gScale = (1 / (1 + Math.exp(-z[o + i]))) * (1 + Math.abs(z[o + i]) * Math.abs(1 - 1 / (1 + Math.exp(-z[o + i]))));
+      dx[o + i] = after ? dh : dh * gs;
+      dxTerms[o + i] = after ? dhAbs : dhAbs * Math.abs(gs);
+      dz[o + i] = after ? dy[o + i] * t * s[i].grad : dh * x[o + i] * s[i].grad;
+      dzTerms[o + i] = (after ? Math.abs(dy[o + i] * t) : dhAbs * Math.abs(x[o + i])) * gScale;
+      if (dweight && dweightAbs) {
+        const term = dy[o + i] * h[i] * a * (after ? gs : 1);
+        dweight[i] += term;
+        dweightAbs[i] += Math.abs(term);
+      }
+    }
+  }
+  return { y, dx, dz, dweight, dweightAbs, dxTerms, dzTerms };
+}
+
 /** Float64 LayerNorm forward: `y = (x − mean) · rstd · w + b` (two-pass variance). */
 export function refLayerNorm(x, w, b, dim, eps) {
   const rows = x.length / dim;

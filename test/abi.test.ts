@@ -4,9 +4,11 @@
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { DTYPE_TEXT, Dtype, LLAMA, LLAMA_W, STATUS_TEXT, Status } from '../dist/abi.js';
+import { DTYPE_FACTS, DTYPE_TEXT, Dtype, Gate, GATE_TEXT, LLAMA, LLAMA_W, STATUS_TEXT, Status } from '../dist/abi.js';
 import { loadWasm, type KernelExports } from '../dist/load.js';
 import { checkStatus } from '../dist/status.js';
+import { writeAddrs, writeParams } from '../dist/call-block.js';
+import { ADDRS_AT, B, F, NO_PARAMS, type Params } from '../dist/ops.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 
@@ -18,13 +20,29 @@ it('ts/abi.ts is what scripts/gen-abi.mjs writes from crate/src/abi.rs', () => {
 
 describe.each(['simd', 'scalar'] as const)('the %s build', (build) => {
   let k: KernelExports;
+  let mem: () => ArrayBufferLike;
   let a: number; // 64 floats of scratch, 16-byte aligned
+  let c: number; // a call block
   beforeAll(async () => {
-    k = (await loadWasm(build)).exports;
+    const w = await loadWasm(build);
+    k = w.exports;
+    mem = () => w.memory.buffer;
     a = k.alloc_f32(64);
+    c = k.alloc_f32(64);
   });
-  const fwd = (o: Partial<Record<'x' | 'rows' | 'dim' | 'stat' | 'dtypes', number>>) =>
-    k.rms_norm_forward(o.x ?? a, 0, 0, a, 0, 0, o.rows ?? 1, o.dim ?? 4, 1e-6, 0, o.stat ?? 4, o.dtypes ?? 0);
+  /** Writes a call block at `c` (params, then the addresses in slot order) and returns the address array's address. */
+  const block = (q: Partial<Params>, addrs: Record<number, number>) => {
+    const buf = mem();
+    const i32 = new Int32Array(buf);
+    writeParams(i32, new Float32Array(buf), c >>> 2, { ...NO_PARAMS, dim: 4, stat: 4, eps: 1e-6, ...q });
+    const list = Array.from({ length: 10 }, (_, i) => addrs[i] ?? 0);
+    writeAddrs(i32, c >>> 2, list, list.length);
+    return c + ADDRS_AT;
+  };
+  const fwd = (o: Partial<Params> & { x?: number; rows?: number } = {}) =>
+    k.rms_norm_forward(c, block(o, { [F.x]: o.x ?? a, [F.y]: a, [F.z]: o.gate ? a : 0 }), 0, o.rows ?? 1);
+  const bwd = (o: Partial<Params> & { row0?: number } = {}) =>
+    k.rms_norm_backward(c, block(o, { [B.dy]: a, [B.x]: a, [B.dx]: a + 32, [B.z]: o.gate ? a : 0, [B.dz]: o.gate ? a + 128 : 0 }), o.row0 ?? 0, 1, 1);
 
   // One call per status, each failing exactly the check that status names.
   const trigger: Record<keyof typeof Status, () => number> = {
@@ -33,9 +51,10 @@ describe.each(['simd', 'scalar'] as const)('the %s build', (build) => {
     Null: () => fwd({ x: 0 }),
     Align: () => fwd({ x: a + 2 }),
     Bounds: () => fwd({ rows: 2 ** 30 }),
-    Shard: () => k.rms_norm_backward(a, a, 0, 0, 0, a, 0, 0, 1, 4, 1e-6, 0, 4, 1, 1, 0),
+    Shard: () => bwd({ row0: 1 }),
     Stat: () => fwd({ stat: 5 }),
     Dtype: () => fwd({ dtypes: 3 }),
+    Gate: () => fwd({ gate: 3 }),
   };
 
   it('every status code is returned by the check it names, and reaches the caller with its meaning', () => {
@@ -52,15 +71,19 @@ describe.each(['simd', 'scalar'] as const)('the %s build', (build) => {
     expect(() => checkStatus('f', 99)).toThrow('unknown status 99');
   });
 
-  it('every storage type code runs the forward, the backward and (half ones) the conversions', () => {
+  it('every storage type code runs the forward, the backward (with each gate) and (half ones) the conversions', () => {
     const codes = Object.values(Dtype);
     expect(codes.sort()).toEqual(Object.keys(DTYPE_TEXT).map(Number).sort());
+    expect(DTYPE_FACTS.map((d) => d.name)).toEqual(Object.keys(Dtype));
     for (const dt of codes) {
-      for (const flags of [0, LLAMA, LLAMA | LLAMA_W]) expect(fwd({ dtypes: dt | flags })).toBe(0);
-      expect(k.rms_norm_backward(a, a, 0, 0, 0, a, 0, 0, 1, 4, 1e-6, 0, 4, 0, 1, dt)).toBe(0);
-      const half = dt !== Dtype.float32 ? Status.Ok : Status.Dtype;
+      for (const gate of Object.values(Gate)) {
+        for (const flags of [0, LLAMA, LLAMA | LLAMA_W]) expect(fwd({ dtypes: dt | flags, gate })).toBe(0);
+        expect(bwd({ dtypes: dt, gate })).toBe(0);
+      }
+      const half = DTYPE_FACTS[dt]!.half ? Status.Ok : Status.Dtype;
       expect(k.widen_half(a, a + 64, 4, dt)).toBe(half);
       expect(k.narrow_half(a + 64, a, 4, dt)).toBe(half);
     }
+    expect(Object.keys(GATE_TEXT).map(Number)).toEqual(Object.values(Gate));
   });
 });

@@ -197,11 +197,11 @@ describe('the layer in a decoder block: out, the fused residual add, dresidual',
     const x = testRows(2, dim, 7);
     const residual = testRows(2, dim, 8);
     const before = residual.slice();
-    expect(String(thrown(() => layer.forward(x, { residul: residual } as never)))).toMatch(/^TypeError: layer\.forward: unknown option "residul" \(known: out, residual, residualOut\)$/);
+    expect(String(thrown(() => layer.forward(x, { residul: residual } as never)))).toMatch(/^TypeError: layer\.forward: unknown option "residul" \(known: residual, out, residualOut, gate\)$/);
     expect(String(thrown(() => layer.forward(x, { residual: residual.subarray(1) })))).toMatch(/^RangeError: layer\.forward: options\.residual\.length must be 128/);
     expect(String(thrown(() => layer.forward(x, { residualOut: residual })))).toMatch(/^TypeError: layer\.forward: options\.residualOut was given without options\.residual/);
     expect(String(thrown(() => layer.forward(x, { residual, out: residual })))).toMatch(/^RangeError: layer\.forward: options\.out and options\.residual \(which receives x \+ residual\) must not overlap$/);
-    expect(String(thrown(() => layer.backward(x, x, { dresidul: x } as never)))).toMatch(/^TypeError: layer\.backward: unknown option "dresidul" \(known: rstd, dresidual\)$/);
+    expect(String(thrown(() => layer.backward(x, x, { dresidul: x } as never)))).toMatch(/^TypeError: layer\.backward: unknown option "dresidul" \(known: rstd, dresidual, gate\)$/);
     expect(String(thrown(() => layer.backward(x, x, { dresidual: new Float32Array(3) })))).toMatch(/^RangeError: layer\.backward: options\.dresidual\.length must be 128/);
     expect(sameBits(residual, before)).toBe(true);
     layer.free();

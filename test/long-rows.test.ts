@@ -1,8 +1,8 @@
 /**
- * Long rows keep their accuracy (issue 15 item 1). With 16 float32 partial sums over a whole
+ * Long rows keep their accuracy. With 16 float32 partial sums over a whole
  * row, rstd's relative error grew with the row: 2e-5 at 2^20, 2.1e-4 at 2^24, 2.9e-3 at 2^27.
  * Rows longer than 1024 are now summed in blocks of 1024 floats whose sums are added in
- * float64 (crate/src/kernel.rs, SUM_BLOCK and fold_long): rstd within 2e-6 relative of float64
+ * float64 (crate/src/kernel/reduce.rs, SUM_BLOCK and fold_long): rstd within 2e-6 relative of float64
  * at every length up to 2^27, for uniform rows and for near-constant ones (whose positive terms
  * let rounding errors add up instead of cancelling), and for the worst rows found, constant
  * rows whose squares round the same way at every addition (one fold over 8192 of them was

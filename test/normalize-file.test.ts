@@ -1,5 +1,5 @@
 /**
- * `normalizeFile` and the `rmsnorm-wasm normalize` command (issue 12; float32, and float16 /
+ * `normalizeFile` and the `rmsnorm-wasm normalize` command (float32, and float16 /
  * bfloat16 with `dtype`): results against the float64 reference and the sync API's bits, the
  * formats, the summary and progress, and every way it must fail — each with a clear message, a non-zero exit code and the output path left
  * as it was (no temporary file behind).

@@ -13,7 +13,7 @@ function simulated() {
   const choice = new Choice(() => t);
   return {
     call(msSharded: number, msAlone: number, plain = true): boolean {
-      const p = choice.pick(false, plain, 1 << 20);
+      const p = choice.pick(0, plain, 1 << 20);
       t += p.sharded ? msSharded : msAlone;
       choice.record(p);
       return p.sharded;

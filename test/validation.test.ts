@@ -95,7 +95,7 @@ const FORWARD: Bad[] = [
   })),
   { what: 'eps string', cls: TypeError, names: ['options.eps must be a number'], call: (m, c) => m.rmsNorm(c.x(), c.w(), { eps: '1e-6' as never, out: c.arr(N, 'out') }) },
   { what: 'eps bigint', cls: TypeError, names: ['options.eps must be a number'], call: (m, c) => m.rmsNorm(c.x(), c.w(), { eps: 1n as never, out: c.arr(N, 'out') }) },
-  { what: 'unknown option key', cls: TypeError, names: ['unknown option "epsilon"', 'known: dim, eps, out, rstd'], call: (m, c) => m.rmsNorm(c.x(), c.w(), { epsilon: 1e-5, out: c.arr(N, 'out') } as never) },
+  { what: 'unknown option key', cls: TypeError, names: ['unknown option "epsilon"', 'known: dim, eps, offset, partial, dtype, weightDtype, castingMode, gateMode, residual, out, residualOut, rstd, gate'], call: (m, c) => m.rmsNorm(c.x(), c.w(), { epsilon: 1e-5, out: c.arr(N, 'out') } as never) },
   { what: "backward's option in forward", cls: TypeError, names: ['unknown option "dx"'], call: (m, c) => m.rmsNorm(c.x(), c.w(), { dx: c.arr(N, 'dx') } as never) },
   { what: 'options a number', cls: TypeError, names: ['options must be an object'], call: (m, c) => m.rmsNorm(c.x(), c.w(), 5 as never) },
   { what: 'options an array', cls: TypeError, names: ['options must be an object'], call: (m, c) => m.rmsNorm(c.x(), c.w(), [] as never) },
@@ -151,7 +151,7 @@ const BACKWARD: Bad[] = [
     call: (m: RmsNorm, c: Ctx) => m.rmsNormBackward(c.dy(), c.x(), c.w(), { eps, dx: c.arr(N, 'dx'), dweight: c.arr(DIM, 'dw') }),
   })),
   { what: 'eps string', cls: TypeError, names: ['options.eps must be a number'], call: (m, c) => m.rmsNormBackward(c.dy(), c.x(), c.w(), { eps: '0' as never, dx: c.arr(N, 'dx'), dweight: c.arr(DIM, 'dw') }) },
-  { what: "forward's option in backward", cls: TypeError, names: ['unknown option "out"', 'known: dim, eps, rstd, dx, dweight'], call: (m, c) => m.rmsNormBackward(c.dy(), c.x(), c.w(), { out: c.arr(N, 'out'), dweight: c.arr(DIM, 'dw') } as never) },
+  { what: "forward's option in backward", cls: TypeError, names: ['unknown option "out"', 'known: dim, eps, offset, partial, dtype, weightDtype, castingMode, gateMode, rstd, dresidual, dx, dweight, gate, dgate'], call: (m, c) => m.rmsNormBackward(c.dy(), c.x(), c.w(), { out: c.arr(N, 'out'), dweight: c.arr(DIM, 'dw') } as never) },
   {
     what: 'dx and dweight overlapping',
     cls: RangeError,

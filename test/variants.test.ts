@@ -1,5 +1,5 @@
 /**
- * The variants of issue 11 — fused residual add, `offset` (Gemma's `1 + weight`) and `partial`
+ * The variants — fused residual add, `offset` (Gemma's `1 + weight`) and `partial`
  * (pRMSNorm, Zhang & Sennrich 2019 §4.2) — forward and backward, alone and combined, on every
  * build, against the float64 reference (itself checked against finite differences and the
  * paper's formula), plus the same-bits identities that tie each variant to the plain kernel.

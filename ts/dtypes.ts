@@ -4,8 +4,17 @@
  * written here once and read everywhere else.
  * @module
  */
-import { Dtype as CODE } from './abi.js';
-import type { Dtype } from './types.js';
+import { DTYPE_FACTS } from './abi.js';
+import type { Dtype, HalfDtype } from './types.js';
+
+/** Whether two types are the same. */
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+// The public unions of types.ts spell the names out (so the API reference shows them); the
+// compiler holds them to abi.rs's table: a storage type added there fails here until they say it.
+const DTYPE_NAMES_MATCH: Same<Dtype, (typeof DTYPE_FACTS)[number]['name']> = true;
+const HALF_NAMES_MATCH: Same<HalfDtype, Extract<(typeof DTYPE_FACTS)[number], { half: true }>['name']> = true;
+void DTYPE_NAMES_MATCH;
+void HALF_NAMES_MATCH;
 
 /** What one storage type is. */
 export interface DtypeFacts {
@@ -21,16 +30,19 @@ export interface DtypeFacts {
   readonly safetensors: string;
 }
 
-/** A dtype a file may hold: the three the kernels store, and float64 (read as float32). */
-export type FileDtype = 'float32' | 'float16' | 'bfloat16' | 'float64';
+/** A dtype a file may hold: those the kernels store, and float64 (read as float32). */
+export type FileDtype = Dtype | 'float64';
 
-/** Every dtype a file may hold, by name. */
-export const DTYPES = {
-  float32: { code: CODE.float32, bytes: 4, array: 'Float32Array', npy: '<f4', safetensors: 'F32' },
-  float16: { code: CODE.float16, bytes: 2, array: 'Uint16Array', npy: '<f2', safetensors: 'F16' },
-  bfloat16: { code: CODE.bfloat16, bytes: 2, array: 'Uint16Array', npy: null, safetensors: 'BF16' },
+/**
+ * Every dtype a file may hold, by name: the kernels' storage types as abi.rs's `DTYPES` table
+ * states them (generated into abi.ts), and float64, which only files hold.
+ */
+export const DTYPES: Readonly<Record<FileDtype, DtypeFacts>> = {
+  ...(Object.fromEntries(
+    DTYPE_FACTS.map((d, code) => [d.name, { code, bytes: d.bytes, array: d.array, npy: d.npy === '' ? null : d.npy, safetensors: d.safetensors }]),
+  ) as Record<Dtype, DtypeFacts>),
   float64: { code: -1, bytes: 8, array: 'Float64Array', npy: '<f8', safetensors: 'F64' },
-} as const satisfies Record<FileDtype, DtypeFacts>;
+};
 
 /** The dtypes the kernels store (and an output may have), in code order. */
 export const KERNEL_DTYPES = (Object.keys(DTYPES) as FileDtype[]).filter((d): d is Dtype => DTYPES[d].code >= 0).sort((a, b) => DTYPES[a].code - DTYPES[b].code);

@@ -26,6 +26,7 @@ export type {
   Dtype,
   Float16ArrayLike,
   FloatArray,
+  GateMode,
   HalfDtype,
   RmsNormBackwardOptions,
   RmsNormBackwardResult,

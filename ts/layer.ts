@@ -7,11 +7,12 @@
  * @module
  */
 import type { F32Buffer, U16Buffer } from './memory.js';
-import { DTYPE_NAMES, KIND_F16, KIND_F32, kindOf, rowsOf, typed } from './check/arrays.js';
+import { DTYPE_NAMES, KIND_F32, kindOf, rowsOf, typed } from './check/arrays.js';
 import { checkLayerBackward, checkLayerForward, checkLayerOptions, type BackwardArgs, type ForwardArgs } from './check/calls.js';
-import { Dtype as DT } from './abi.js';
+import { Dtype as DT, Gate } from './abi.js';
 import type { Params } from './ops.js';
-import type { CastingMode, Dtype, FloatArray, RmsNormBackwardResult } from './types.js';
+import type { CastingMode, Dtype, FloatArray, GateMode, RmsNormBackwardResult } from './types.js';
+import { asKind, Owned } from './owned.js';
 
 /**
  * What a layer needs of the instance it runs on (rmsnorm.ts's RmsNorm): memory for its weight
@@ -48,6 +49,8 @@ export interface RmsNormLayerOptions {
   weightDtype?: Dtype;
   /** Where half-precision results are rounded, as in {@link rmsNorm}: 'none' (default), 'llama', 'gemma'. */
   castingMode?: CastingMode;
+  /** Where the gate of a call given one (`options.gate`) multiplies: `'after'` (default) or `'before'` the norm, as in {@link rmsNorm}. */
+  gateMode?: GateMode;
 }
 
 /** Options of {@link RmsNormLayer.forward}. */
@@ -62,6 +65,8 @@ export interface RmsNormLayerForwardOptions<T extends FloatArray = Float32Array>
   residual?: T;
   /** With `residual`: where `h` goes instead of `residual` (may be `x`). */
   residualOut?: T;
+  /** Gated RMSNorm: `z`, `x.length` elements of the layer's dtype, as {@link rmsNorm}'s (the layer's `gateMode` says where). Not with `residual`. */
+  gate?: T;
 }
 
 /** Options of {@link RmsNormLayer.backward}. */
@@ -74,6 +79,8 @@ export interface RmsNormLayerBackwardOptions<T extends FloatArray = Float32Array
    * the residual); pass the forward's `h` as `x`. May be the layer's last `dx`.
    */
   dresidual?: T;
+  /** The forward's gate `z`: the result then has `dgate` (the layer's own array). Not with `dresidual`. */
+  gate?: T;
 }
 
 /**
@@ -96,9 +103,11 @@ export class RmsNormLayer<W extends FloatArray = Float32Array> {
   readonly dtype: Dtype;
   /** The weight's (and dweight's) storage. */
   readonly weightDtype: Dtype;
-  /** The kernel's scalars, checked once at creation: the forward's and the backward's. */
-  private readonly fwd: Params;
-  private readonly bwd: Params;
+  /** Where a gate multiplies (calls given `options.gate`). */
+  readonly gateMode: GateMode;
+  /** The kernel's parameters, checked once at creation: of a call without a gate, and with one. */
+  private readonly params: Params;
+  private readonly gated: Params;
   private readonly act: number;
   private readonly wdt: number;
   private readonly rn: LayerHost;
@@ -107,6 +116,7 @@ export class RmsNormLayer<W extends FloatArray = Float32Array> {
   private readonly y: Owned;
   private readonly rstdOut = new Owned(DT.float32);
   private readonly dx: Owned;
+  private readonly dgate: Owned;
   /** dweight, in the weight's storage and of the type the weight was given as. */
   private readonly dw: { placed: Float32Array | Uint16Array; given: FloatArray } | null;
   private freed = false;
@@ -116,17 +126,19 @@ export class RmsNormLayer<W extends FloatArray = Float32Array> {
     const o = checkLayerOptions('createRmsNorm', weight, options);
     this.rn = rn;
     this.dim = o.dim;
-    this.fwd = o.forward;
-    this.bwd = o.backward;
-    this.eps = o.forward.eps;
-    this.offset = o.forward.offset;
-    this.stat = o.forward.stat;
+    this.params = o.params;
+    this.gated = o.gated;
+    this.gateMode = o.gated.gate === Gate.before ? 'before' : 'after';
+    this.eps = o.params.eps;
+    this.offset = o.params.offset;
+    this.stat = o.params.stat;
     this.act = o.act;
-    this.wdt = o.forward.wdt;
+    this.wdt = o.params.wdt;
     this.dtype = DTYPE_NAMES[o.act]!;
     this.weightDtype = DTYPE_NAMES[this.wdt]!;
     this.y = new Owned(o.act);
     this.dx = new Owned(o.act);
+    this.dgate = new Owned(o.act);
     if (o.weight) {
       this.w = this.wdt === DT.float32 ? rn.allocF32(o.dim) : rn.allocU16(o.dim);
       this.weight()!.set(o.weight as never);
@@ -159,7 +171,8 @@ export class RmsNormLayer<W extends FloatArray = Float32Array> {
     const xb = xa.buffer;
     const outputsApart = f.out === null && f.residual === null && xb !== this.y.buffer && xb !== this.rstdOut.buffer;
     const xKind = kindOf(x);
-    const a = { x: xa, weight, out: y, outGiven: f.outGiven ?? y, rstd, residual: f.residual, h: f.h, rows, dim, params: this.fwd, xKind, outputsApart };
+    const params = f.gate ? this.gated : this.params;
+    const a = { x: xa, weight, out: y, outGiven: f.outGiven ?? y, rstd, residual: f.residual, h: f.h, gate: f.gate, rows, dim, params, xKind, outputsApart };
     this.rn.forwardChecked(a, 'layer.forward');
     return (f.outGiven ?? this.y.given(xKind)) as T;
   }
@@ -184,21 +197,25 @@ export class RmsNormLayer<W extends FloatArray = Float32Array> {
     const dya = this.rows('backward', 'dy', dy);
     if (dya.length !== xa.length) throw new RangeError(`layer.backward: dy.length (${dya.length}) must equal x.length (${xa.length})`);
     const rows = xa.length / this.dim;
-    const { rstd, dresidual } = checkLayerBackward('layer.backward', options, xa, this.act, rows);
+    const { rstd, dresidual, gate } = checkLayerBackward('layer.backward', options, xa, this.act, rows);
     const dx = this.dx.take(xa.length);
+    const dgate = gate ? this.dgate.take(xa.length) : null;
     const weight = this.w ? this.weight() : null;
     const { dim } = this;
     const dweight = this.dw?.placed ?? null;
     // dx and dweight are the layer's own: apart unless an input is one of its arrays.
     const outputsApart =
-      !this.owns(dya.buffer) && !this.owns(xa.buffer) && (rstd === null || !this.owns(rstd.buffer)) && (dresidual === null || !this.owns(dresidual.buffer));
+      !this.owns(dya.buffer) && !this.owns(xa.buffer) && (rstd === null || !this.owns(rstd.buffer)) &&
+      (dresidual === null || !this.owns(dresidual.buffer)) && (gate === null || !this.owns(gate.buffer));
     const xKind = kindOf(dy);
     const a = {
-      dy: dya, x: xa, weight, rstd, dresidual, dx, dxGiven: dx, dweight, dweightGiven: dweight,
-      rows, dim, params: this.bwd, xKind, wKind: KIND_F32, outputsApart,
+      dy: dya, x: xa, weight, rstd, dresidual, dx, dxGiven: dx, dweight, dweightGiven: dweight, gate, dgate, dgateGiven: dgate,
+      rows, dim, params: gate ? this.gated : this.params, xKind, wKind: KIND_F32, outputsApart,
     };
     this.rn.backwardChecked(a, 'layer.backward');
-    return { dx: this.dx.given(xKind) as T, dweight: (this.dw?.given ?? null) as W | null };
+    const r: RmsNormBackwardResult<T, W> = { dx: this.dx.given(xKind) as T, dweight: (this.dw?.given ?? null) as W | null };
+    if (gate) r.dgate = this.dgate.given(xKind) as T;
+    return r;
   }
 
   /** Replaces the weight's values (`dim` elements of the weight's dtype; the layer was created with a weight). */
@@ -226,7 +243,9 @@ export class RmsNormLayer<W extends FloatArray = Float32Array> {
 
   /** Whether `b` is the buffer of one of the layer's own arrays (its outputs, dweight). */
   private owns(b: ArrayBufferLike): boolean {
-    return b === this.dx.buffer || b === this.y.buffer || b === this.rstdOut.buffer || (this.dw !== null && b === this.dw.placed.buffer);
+    return (
+      b === this.dx.buffer || b === this.dgate.buffer || b === this.y.buffer || b === this.rstdOut.buffer || (this.dw !== null && b === this.dw.placed.buffer)
+    );
   }
 
   /** `a` checked: of the layer's dtype (as a Uint16Array for half data), a whole number of rows. */
@@ -252,54 +271,5 @@ export class RmsNormLayer<W extends FloatArray = Float32Array> {
     if (this.w === null) return null;
     if (this.wView === null || this.wView.length === 0) this.wView = this.w.view();
     return this.wView;
-  }
-}
-
-/** A Float16Array over the bits of `a` when `kind` is KIND_F16 (the caller gave one), else `a`. */
-function asKind(a: Float32Array | Uint16Array, kind: number): FloatArray {
-  if (kind !== KIND_F16) return a;
-  const F16 = (globalThis as unknown as { Float16Array: new (b: ArrayBufferLike, o: number, n: number) => FloatArray }).Float16Array;
-  return new F16(a.buffer, a.byteOffset, a.length);
-}
-
-/**
- * An output array the layer reuses (Float32Array, or Uint16Array for half data): it grows to
- * the largest size asked for, and a smaller size is a view of its start (kept while the size
- * repeats), so alternating shapes do not allocate either.
- */
-class Owned {
-  private backing: Float32Array | Uint16Array;
-  /** The backing array's buffer: every array handed out is a view of it. */
-  buffer: ArrayBufferLike;
-  /** The array last handed out. */
-  last: Float32Array | Uint16Array;
-  /** A Float16Array over `last`, made when a caller gave Float16Arrays. */
-  private lastF16: FloatArray | null = null;
-
-  constructor(private readonly dt: number) {
-    this.backing = this.make(0);
-    this.buffer = this.backing.buffer;
-    this.last = this.backing;
-  }
-
-  private make(n: number): Float32Array | Uint16Array {
-    return this.dt === DT.float32 ? new Float32Array(n) : new Uint16Array(n);
-  }
-
-  take(n: number): Float32Array | Uint16Array {
-    if (this.last.length === n) return this.last;
-    if (this.backing.length < n) {
-      this.backing = this.make(n);
-      this.buffer = this.backing.buffer;
-    }
-    this.last = n === this.backing.length ? this.backing : this.backing.subarray(0, n);
-    this.lastF16 = null;
-    return this.last;
-  }
-
-  /** `last` as the caller's kind of array (KIND_F16: a Float16Array over it, the same one while `last` stays). */
-  given(kind: number): FloatArray {
-    if (kind !== KIND_F16) return this.last;
-    return (this.lastF16 ??= asKind(this.last, kind));
   }
 }

@@ -75,23 +75,16 @@ export interface KernelExports {
   free_f32(addr: number, len: number): void;
   /** Rows per dweight block: the pool's backward chunks start on multiples of it. */
   dg_block_rows(): number;
-  /** Forward over `rows × dim` at the given addresses (0: absent); returns a status (0: done). */
-  rms_norm_forward(
-    x: number, res: number, w: number, y: number, h: number, rstd: number,
-    rows: number, dim: number, eps: number, offset: number, stat: number, dtypes: number,
-  ): number;
-  /** Backward over rows `[row0, row0 + rows)` of a `total`-row matrix, carrying the open dweight block in `work`; returns a status. */
-  rms_norm_backward(
-    dy: number, x: number, w: number, rstd: number, dh: number, dx: number, dw: number, work: number,
-    rows: number, dim: number, eps: number, offset: number, stat: number, row0: number, total: number, dtypes: number,
-  ): number;
-  /** Backward rows `[row0, row1)` of a pool job, dweight partials per block into `partials`; returns a status. */
-  rms_norm_backward_rows(
-    dy: number, x: number, w: number, rstd: number, dh: number, dx: number, partials: number,
-    rows: number, dim: number, eps: number, offset: number, stat: number, row0: number, row1: number, dtypes: number,
-  ): number;
-  /** Adds `blocks` dweight partials of `dim` floats in block order into `dw` (onto it when `accumulate` is 1); returns a status. */
-  reduce_partials(partials: number, blocks: number, dim: number, dw: number, accumulate: number): number;
+  // The kernels read a call block (call-block.ts) at `params`: the parameters, then at `addrs`
+  // the operands' addresses in ops.ts's order. Each returns a status (0: done).
+  /** Forward over rows `[row0, row1)` of matrices whose row 0 the addresses give. */
+  rms_norm_forward(params: number, addrs: number, row0: number, row1: number): number;
+  /** Backward over rows `[row0, row0 + rows)` of a `total`-row matrix (addresses at row `row0`), carrying the open dweight block in the workspace. */
+  rms_norm_backward(params: number, addrs: number, row0: number, rows: number, total: number): number;
+  /** Backward rows `[row0, row1)` of a pool job of `rows` rows, dweight partials per block into the workspace. */
+  rms_norm_backward_rows(params: number, addrs: number, row0: number, row1: number, rows: number): number;
+  /** Adds a pool job's dweight partials in block order into dweight (onto it when `accumulate` is 1). */
+  rms_norm_backward_reduce(params: number, addrs: number, rows: number, accumulate: number): number;
   /** `n` half bit patterns (`dtype` 1 float16, 2 bfloat16) at `src` widened to float32 at `dst`. */
   widen_half(src: number, dst: number, n: number, dtype: number): number;
   /** `n` floats at `src` rounded (nearest even) to half bit patterns at `dst`. */

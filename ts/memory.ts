@@ -1,7 +1,7 @@
 /**
  * The module's linear memory seen from JavaScript: a Float32Array view that is re-made after
  * growth, the test "does this array live in wasm memory?", allocF32 handles, and the reused
- * window that plain Float32Arrays are streamed through (see place.ts).
+ * window that plain Float32Arrays are streamed through (see place/placer.ts).
  * @module
  */
 import type { LoadedWasm } from './load.js';
@@ -70,6 +70,7 @@ export class Heap {
   readonly wasm: LoadedWasm;
   private f32view: Float32Array;
   private u16view: Uint16Array;
+  private i32view: Int32Array;
   // Buffers this memory had before it grew: views on them still address this memory
   // (shared memory), or are detached (non-shared); either way we recognize them.
   private readonly past = new WeakSet<ArrayBufferLike>();
@@ -80,6 +81,7 @@ export class Heap {
     this.shared = wasm.shared;
     this.f32view = new Float32Array(wasm.memory.buffer);
     this.u16view = new Uint16Array(wasm.memory.buffer);
+    this.i32view = new Int32Array(wasm.memory.buffer);
   }
 
   /** The current view of all memory (re-made if the memory grew). */
@@ -100,6 +102,13 @@ export class Heap {
   u16(): Uint16Array {
     if (this.u16view.buffer !== this.f32().buffer) this.u16view = new Uint16Array(this.f32view.buffer);
     return this.u16view;
+  }
+
+  /** The current view of all memory as 32-bit integers (call blocks), re-made as {@link f32}. */
+  i32(): Int32Array {
+    if (!this.shared && this.i32view.length !== 0) return this.i32view;
+    if (this.i32view.buffer !== this.f32().buffer) this.i32view = new Int32Array(this.f32view.buffer);
+    return this.i32view;
   }
 
   /** The current view of all memory for elements of `bytes` bytes: 2 (half bits) or 4 (floats). */
@@ -195,7 +204,7 @@ export class Heap {
 }
 
 /**
- * One reusable region of wasm memory (a placer's window, see place.ts). It only grows, and
+ * One reusable region of wasm memory (a placer's window, see place/placer.ts). It only grows, and
  * only when one segment needs more than it holds, so repeated calls allocate nothing.
  */
 export class Scratch {

@@ -2,13 +2,15 @@
  * What each operation is, written once: its arrays in the kernel's operand order (name, shape,
  * read or written, which inputs an output may be exactly), its workspace, and how its kernels
  * are called on a span of rows, a pool chunk and a pool job's completion. The placement
- * (place.ts), the sync API (rmsnorm.ts), the pool's control block (pool/control.ts) and its
- * dispatch all go by these records; nothing else spells out a kernel's argument order.
+ * (place/), the sync API (rmsnorm.ts), the pool's control block, opcodes and tuning (pool/) all
+ * go by these records, so a further operation is one more record in {@link OPS}.
  *
- * Addresses are byte addresses in wasm memory, 0 for an absent array.
+ * A kernel call reads a call block in wasm memory (call-block.ts): the call's {@link Params}
+ * then the operands' byte addresses (0 for an absent array), in the order abi.ts's
+ * `ForwardOperand` / `BackwardOperand` give.
  * @module
  */
-import { Dtype, DTYPE_MASK } from './abi.js';
+import { BackwardOperand, ForwardOperand, PARAMS, PARAMS_WORDS } from './abi.js';
 import type { KernelExports } from './load.js';
 
 /** An array as placed: float32 values, or half-precision bit patterns (a Float16Array is seen through its bits). */
@@ -37,35 +39,25 @@ export interface Operand {
 }
 
 /**
- * An operation's scalars, the same for every row: `eps` (inside the root), `offset` (added to
- * the weight: the gain is `offset + weight`) and `stat` (rstd is estimated from the first
- * `stat` elements of each row: `dim` for RMSNorm, fewer for pRMSNorm). The checked arguments
- * of a call (check/calls.ts) carry one.
+ * The scalars and flags of a call, one per field of the kernel's parameter block (abi.rs
+ * `Params`, generated into abi.ts's {@link PARAMS}: `dim`, `stat`, `eps`, `offset`, `dtypes`,
+ * `gate`), plus `wdt`, the weight's storage (a half weight is widened to float32 before the
+ * kernel sees it). The checked arguments of a call (check/calls.ts) carry one.
  */
-export interface Params {
-  readonly eps: number;
-  readonly offset: number;
-  readonly stat: number;
-  /**
-   * The kernel's `dtypes` word: the storage of the matrix operands (0 float32, 1 float16,
-   * 2 bfloat16: abi.ts's `Dtype`) plus abi.ts's `LLAMA` / `LLAMA_W` flags.
-   */
-  readonly dtypes: number;
-  /** The weight's storage (abi.ts's `Dtype`); a half weight is widened to float32 before the kernel sees it. */
-  readonly wdt: number;
-}
-
-/** Bytes per element of the matrix operands of a call with these params. */
-export const matrixBytes = (q: Params): number => ((q.dtypes & DTYPE_MASK) === Dtype.float32 ? 4 : 2);
+export type Params = { readonly [K in keyof typeof PARAMS]: number } & { readonly wdt: number };
 
 /** Params of a job that runs no kernel (the pool's ping and test jobs). */
-export const NO_PARAMS: Params = Object.freeze({ eps: 0, offset: 0, stat: 0, dtypes: 0, wdt: 0 });
+export const NO_PARAMS: Params = Object.freeze({ dim: 0, eps: 0, offset: 0, stat: 0, dtypes: 0, gate: 0, wdt: 0 });
 
 /** An operation: see the module doc. */
 export interface Op {
-  /** Index into per-operation tables (the placement's remembered views, the control block's opcode). */
+  /** Index into {@link OPS} and per-operation tables (the placement's remembered views, the pool's opcodes and timings). */
   readonly id: number;
+  /** Its name in the pool's tuning tables. */
+  readonly name: 'forward' | 'backward';
   readonly operands: readonly Operand[];
+  /** Address words its kernels read: the operands, then one for the workspace. */
+  readonly addrs: number;
   /**
    * Floats of workspace for a sync span (after the operands): the backward's open dweight
    * block, a row, when there is a weight.
@@ -78,96 +70,87 @@ export interface Op {
   /** Elements of work per element of input (sizes chunks and thresholds). */
   readonly cost: number;
   /**
-   * Rows `[row0, row0 + rows)` of a `total`-row matrix on this thread; `a` holds the operands
-   * then the workspace, matrix and per-row operands addressed at row `row0`. Returns the
-   * kernel's status.
+   * Rows `[row0, row0 + rows)` of a `total`-row matrix on this thread; the call block at byte
+   * `call` holds the operands then the workspace, matrix and per-row operands addressed at row
+   * `row0`. Returns the kernel's status.
    */
-  span(k: KernelExports, a: ArrayLike<number>, row0: number, rows: number, total: number, dim: number, q: Params): number;
+  span(k: KernelExports, call: number, row0: number, rows: number, total: number): number;
   /**
-   * Rows `[r0, r1)` of a pool job of `rows` rows; `a` as for {@link span} at row 0 of the job,
-   * the workspace being {@link poolWork}'s.
+   * Rows `[r0, r1)` of a pool job of `rows` rows; the call block as for {@link span} at row 0
+   * of the job, the workspace being {@link poolWork}'s.
    */
-  chunk(k: KernelExports, a: ArrayLike<number>, r0: number, r1: number, rows: number, dim: number, q: Params): number;
+  chunk(k: KernelExports, call: number, r0: number, r1: number, rows: number): number;
   /** After a pool job's last chunk (the backward adds its dweight partials); `accumulate`: onto dweight as it is. */
-  complete(k: KernelExports, a: ArrayLike<number>, rows: number, dim: number, blockRows: number, accumulate: boolean): number;
+  complete(k: KernelExports, call: number, rows: number, accumulate: boolean): number;
 }
 
-/** Address `addr` moved on by `bytes`, or 0 for an absent array. */
-const at = (addr: number, bytes: number) => (addr === 0 ? 0 : addr + bytes);
+/** Byte offset of a call block's address array: after its parameters. */
+export const ADDRS_AT = 4 * PARAMS_WORDS;
 
 const operand = (name: string, shape: Shape, out = false, alias: readonly number[] = []): Operand => ({ name, shape, out, alias });
 
 /** The forward's operands by name: their slots in {@link FORWARD}'s operand order. */
-export const F = { x: 0, residual: 1, weight: 2, y: 3, h: 4, rstd: 5 } as const;
+export const F = ForwardOperand;
 /** The backward's operands (and, after them, its workspace) by name: slots in {@link BACKWARD}'s order. */
-export const B = { dy: 0, x: 1, weight: 2, rstd: 3, dresidual: 4, dx: 5, dweight: 6, work: 7 } as const;
+export const B = BackwardOperand;
 
 /**
- * Forward: x, residual?, weight?, y (may be x), h? (with a residual: `x + residual`; may be x
- * or the residual itself, its default), rstd?.
+ * Forward: x, residual?, weight?, y (may be x or z), h? (with a residual: `x + residual`; may be x
+ * or the residual itself, its default), rstd?, z? (the gate).
  */
 export const FORWARD: Op = {
   id: 0,
+  name: 'forward',
   operands: [
     operand('x', MATRIX),
     operand('options.residual', MATRIX),
     operand('weight', ROW),
-    operand('options.out', MATRIX, true, [F.x]),
+    operand('options.out', MATRIX, true, [F.x, F.z]),
     operand('options.residualOut', MATRIX, true, [F.x, F.residual]),
     operand('options.rstd', PER_ROW, true),
+    operand('options.gate', MATRIX),
   ],
+  addrs: Object.keys(F).length,
   syncWork: () => 0,
   poolWork: () => 0,
   blockAligned: false,
   cost: 1,
-  span: (k, a, _row0, rows, _total, dim, q) =>
-    k.rms_norm_forward(a[F.x]!, a[F.residual]!, a[F.weight]!, a[F.y]!, a[F.h]!, a[F.rstd]!, rows, dim, q.eps, q.offset, q.stat, q.dtypes),
-  chunk(k, a, r0, r1, _rows, dim, q) {
-    const off = r0 * dim * matrixBytes(q);
-    return k.rms_norm_forward(
-      a[F.x]! + off, at(a[F.residual]!, off), a[F.weight]!, a[F.y]! + off, at(a[F.h]!, off), at(a[F.rstd]!, r0 * 4),
-      r1 - r0, dim, q.eps, q.offset, q.stat, q.dtypes,
-    );
-  },
+  span: (k, call, _row0, rows) => k.rms_norm_forward(call, call + ADDRS_AT, 0, rows),
+  chunk: (k, call, r0, r1) => k.rms_norm_forward(call, call + ADDRS_AT, r0, r1),
   complete: () => 0,
 };
 
 /**
  * Backward: dy, x (with a residual: the forward's h), weight?, rstd?, dresidual? (the gradient
- * on h from the residual stream, added to dx), dx (may be dy, x or dresidual), dweight? (with
- * weight), then the workspace.
+ * on h from the residual stream, added to dx), dx (may be dy, x, dresidual or z), dweight? (with
+ * weight), z? (the gate), dz (with z; may be dy, x or z), then the workspace.
  */
 export const BACKWARD: Op = {
   id: 1,
+  name: 'backward',
   operands: [
     operand('dy', MATRIX),
     operand('x', MATRIX),
     operand('weight', ROW),
     operand('options.rstd', PER_ROW),
     operand('options.dresidual', MATRIX),
-    operand('options.dx', MATRIX, true, [B.dy, B.x, B.dresidual]),
+    operand('options.dx', MATRIX, true, [B.dy, B.x, B.dresidual, B.z]),
     operand('options.dweight', ROW, true),
+    operand('options.gate', MATRIX),
+    operand('options.dgate', MATRIX, true, [B.dy, B.x, B.z]),
   ],
+  addrs: Object.keys(B).length,
   syncWork: (dim, arrs) => (arrs[B.weight] !== null ? dim : 0),
   poolWork: (rows, dim, blockRows, arrs) => (arrs[B.weight] !== null ? Math.ceil(rows / blockRows) * dim : 0),
   blockAligned: true,
   cost: 2,
-  span: (k, a, row0, rows, total, dim, q) =>
-    k.rms_norm_backward(
-      a[B.dy]!, a[B.x]!, a[B.weight]!, a[B.rstd]!, a[B.dresidual]!, a[B.dx]!, a[B.dweight]!, a[B.work]!,
-      rows, dim, q.eps, q.offset, q.stat, row0, total, q.dtypes,
-    ),
-  chunk: (k, a, r0, r1, rows, dim, q) =>
-    k.rms_norm_backward_rows(
-      a[B.dy]!, a[B.x]!, a[B.weight]!, a[B.rstd]!, a[B.dresidual]!, a[B.dx]!, a[B.work]!,
-      rows, dim, q.eps, q.offset, q.stat, r0, r1, q.dtypes,
-    ),
-  complete: (k, a, rows, dim, blockRows, accumulate) =>
-    a[B.weight] === 0 ? 0 : k.reduce_partials(a[B.work]!, Math.ceil(rows / blockRows), dim, a[B.dweight]!, accumulate ? 1 : 0),
+  span: (k, call, row0, rows, total) => k.rms_norm_backward(call, call + ADDRS_AT, row0, rows, total),
+  chunk: (k, call, r0, r1, rows) => k.rms_norm_backward_rows(call, call + ADDRS_AT, r0, r1, rows),
+  complete: (k, call, rows, accumulate) => k.rms_norm_backward_reduce(call, call + ADDRS_AT, rows, accumulate ? 1 : 0),
 };
 
-/** Operations by {@link Op.id} (the pool's opcode for a kernel job is `id + 1`). */
+/** Operations by {@link Op.id}. */
 export const OPS: readonly Op[] = [FORWARD, BACKWARD];
 
-/** Most addresses an operation has (operands + workspace): the control block's operand words. */
-export const MAX_ADDRS = 8;
+/** Most address words an operation's kernels read: the call block's capacity. */
+export const MAX_ADDRS = Math.max(...OPS.map((o) => o.addrs));

@@ -28,34 +28,35 @@ export function forwardResult(a: ForwardArgs): { y: Data; given: FloatArray; res
   return { y: r.placed, given: r.given as FloatArray, resident: false };
 }
 
+/** An output of the activations' kind: the array given, or a new one (the caller's kind; a half one placed as bits). */
+function matrixOut(a: BackwardArgs, placed: Data | null, given: FloatArray | null): { placed: Data; given: FloatArray } {
+  if (placed !== null) return { placed, given: given! };
+  const r = resultOfKind(a.xKind, a.x.length);
+  return { placed: r.placed, given: r.given as FloatArray };
+}
+
 /**
- * The backward's output arrays as the kernel writes them (`dx`, `dweight`: given or new, half
- * ones as bits) and the result the caller gets (new half arrays of the caller's kind: a
- * Float16Array over the bits for Float16Array inputs). `resident`: every output is a
+ * The backward's output arrays as the kernel writes them (`dx`, `dweight`, `dgate`: given or
+ * new, half ones as bits) and the result the caller gets (new half arrays of the caller's kind:
+ * a Float16Array over the bits for Float16Array inputs). `resident`: every output is a
  * Float32Array or Uint16Array the caller gave or a float32 one made here, so a view detached by
  * growth can be re-made (Placement.result); otherwise `result` is final.
  */
 export function backwardResults(a: BackwardArgs): {
   dx: Data;
   dweight: Data | null;
+  dgate: Data | null;
   result: RmsNormBackwardResult<FloatArray, FloatArray>;
   resident: boolean;
 } {
-  if (a.xKind === KIND_F32 && a.wKind === KIND_F32 && a.dxGiven === a.dx && a.dweightGiven === a.dweight) {
+  if (a.xKind === KIND_F32 && a.wKind === KIND_F32 && a.dxGiven === a.dx && a.dweightGiven === a.dweight && a.dgateGiven === a.dgate) {
     const dx = a.dx ?? resultArray(a.x.length);
     const dweight = a.weight ? (a.dweight ?? new Float32Array(a.dim)) : null;
-    return { dx, dweight, result: { dx, dweight }, resident: true };
+    const dgate = a.gate ? (a.dgate ?? resultArray(a.x.length)) : null;
+    return { dx, dweight, dgate, result: withGate({ dx, dweight }, dgate), resident: true };
   }
-  let dx: Data;
-  let dxUser: FloatArray;
-  if (a.dx !== null) {
-    dx = a.dx;
-    dxUser = a.dxGiven!;
-  } else {
-    const r = resultOfKind(a.xKind, a.x.length);
-    dx = r.placed;
-    dxUser = r.given as FloatArray;
-  }
+  const dx = matrixOut(a, a.dx, a.dxGiven);
+  const dgate = a.gate ? matrixOut(a, a.dgate, a.dgateGiven) : null;
   let dweight: Data | null = null;
   let dwUser: FloatArray | null = null;
   if (a.weight !== null) {
@@ -68,7 +69,14 @@ export function backwardResults(a: BackwardArgs): {
       dwUser = r.given as FloatArray;
     }
   }
-  return { dx, dweight, result: { dx: dxUser, dweight: dwUser }, resident: false };
+  const result = withGate({ dx: dx.given, dweight: dwUser }, dgate?.given ?? null);
+  return { dx: dx.placed, dweight, dgate: dgate?.placed ?? null, result, resident: false };
+}
+
+/** `r` with `dgate` when there is one (a call without a gate has no such key). */
+function withGate<T extends FloatArray>(r: RmsNormBackwardResult<T, FloatArray>, dgate: T | null): RmsNormBackwardResult<T, FloatArray> {
+  if (dgate !== null) r.dgate = dgate;
+  return r;
 }
 
 /** A checked call as its operation runs it: the arrays in operand order, and what it returns. */
@@ -81,6 +89,10 @@ export interface Call<R> {
   result(p: Placement): R;
 }
 
+/** One null per operand: what a call's array list starts as (copied: no closure per call). */
+const NO_FORWARD_ARRAYS: (Data | null)[] = FORWARD.operands.map(() => null);
+const NO_BACKWARD_ARRAYS: (Data | null)[] = BACKWARD.operands.map(() => null);
+
 /** A checked forward as {@link FORWARD} runs it (a class: one object per call, no closures). */
 class ForwardCall implements Call<FloatArray> {
   readonly op = FORWARD;
@@ -90,13 +102,14 @@ class ForwardCall implements Call<FloatArray> {
 
   constructor(a: ForwardArgs) {
     const r = (this.r = forwardResult(a));
-    const arrs: (Data | null)[] = (this.arrs = [null, null, null, null, null, null]);
+    const arrs = (this.arrs = NO_FORWARD_ARRAYS.slice());
     arrs[F.x] = a.x;
     arrs[F.residual] = a.residual;
     arrs[F.weight] = a.weight;
     arrs[F.y] = r.y;
     arrs[F.h] = a.h;
     arrs[F.rstd] = a.rstd;
+    arrs[F.z] = a.gate;
     // New outputs (and outputs known to be apart) need no address lookup and no overlap check.
     this.fresh = (a.out === null || a.outputsApart ? 1 << F.y : 0) | (a.outputsApart && a.rstd ? 1 << F.rstd : 0);
   }
@@ -116,7 +129,7 @@ class BackwardCall implements Call<RmsNormBackwardResult<FloatArray, FloatArray>
 
   constructor(a: BackwardArgs) {
     const r = (this.r = backwardResults(a));
-    const arrs: (Data | null)[] = (this.arrs = [null, null, null, null, null, null, null]);
+    const arrs = (this.arrs = NO_BACKWARD_ARRAYS.slice());
     arrs[B.dy] = a.dy;
     arrs[B.x] = a.x;
     arrs[B.weight] = a.weight;
@@ -124,12 +137,18 @@ class BackwardCall implements Call<RmsNormBackwardResult<FloatArray, FloatArray>
     arrs[B.dresidual] = a.dresidual;
     arrs[B.dx] = r.dx;
     arrs[B.dweight] = r.dweight;
-    this.fresh = (a.dx === null || a.outputsApart ? 1 << B.dx : 0) | (a.weight && (!a.dweight || a.outputsApart) ? 1 << B.dweight : 0);
+    arrs[B.z] = a.gate;
+    arrs[B.dz] = r.dgate;
+    this.fresh =
+      (a.dx === null || a.outputsApart ? 1 << B.dx : 0) |
+      (a.weight && (!a.dweight || a.outputsApart) ? 1 << B.dweight : 0) |
+      (a.gate && (!a.dgate || a.outputsApart) ? 1 << B.dz : 0);
   }
 
   result(p: Placement): RmsNormBackwardResult<FloatArray, FloatArray> {
-    const { dx, dweight, resident, result } = this.r;
-    return resident ? { dx: p.result(B.dx, dx), dweight: dweight && p.result(B.dweight, dweight) } : result;
+    const { dx, dweight, dgate, resident, result } = this.r;
+    if (!resident) return result;
+    return withGate({ dx: p.result(B.dx, dx), dweight: dweight && p.result(B.dweight, dweight) }, dgate && p.result(B.dz, dgate));
   }
 }
 

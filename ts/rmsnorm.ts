@@ -2,7 +2,7 @@
  * The synchronous API bound to one instantiated build: rmsNorm, rmsNormBackward,
  * createLayer, allocF32.
  *
- * Every call is: check (check/calls.ts), place (place.ts), run the kernel on each segment
+ * Every call is: check (check/calls.ts), place (place/placer.ts), run the kernel on each segment
  * (ops.ts), finish. See docs/architecture.md.
  * @module
  */
@@ -10,6 +10,7 @@ import type { Build, LoadedWasm } from './load.js';
 import { RmsNormLayer, type RmsNormLayerOptions } from './layer.js';
 import { heapOf, Scratch, type Heap, type F32Buffer, type U16Buffer } from './memory.js';
 import type { Data, Params } from './ops.js';
+import { CALL_WORDS, writeAddrs, writeParams } from './call-block.js';
 import { backwardCall, backwardResults, forwardCall, forwardResult, type Call } from './results.js';
 import { Placer, SYNC_WINDOW_FLOATS, type WindowRules } from './place/placer.js';
 import { checkStatus } from './status.js';
@@ -36,6 +37,8 @@ export class RmsNorm {
   readonly #heap: Heap;
   private readonly window: Scratch;
   private readonly placer: Placer;
+  /** This instance's call block (call-block.ts): every kernel call of this thread reads it. */
+  private readonly callAt: number;
 
   /**
    * An instance over a loaded module. Use {@link loadRmsNorm} / {@link init}, which make one
@@ -51,6 +54,7 @@ export class RmsNorm {
     // the caller's views of non-shared memory) unless one segment needs more.
     this.window.carveOne(windowFloats);
     this.placer = new Placer(this.#heap, this.window, syncRules(windowFloats));
+    this.callAt = this.#heap.alloc(CALL_WORDS);
   }
 
   /**
@@ -72,7 +76,7 @@ export class RmsNorm {
   /** The forward of arguments already checked by checkForward (the pool's inline path). @internal */
   forwardChecked(a: ForwardArgs, fn = 'rmsNorm'): FloatArray {
     if (a.rows === 0) return forwardResult(a).given;
-    return this.run(fn, forwardCall(a), a.rows, a.dim, a.params);
+    return this.run(fn, forwardCall(a), a.rows, a.params);
   }
 
   /**
@@ -104,18 +108,23 @@ export class RmsNorm {
       r.dweight?.fill(0);
       return r.result;
     }
-    return this.run(fn, backwardCall(a), a.rows, a.dim, a.params);
+    return this.run(fn, backwardCall(a), a.rows, a.params);
   }
 
   /** Places a checked call and runs its operation on each segment of rows: copy in, kernel, copy out. */
-  private run<R>(fn: string, c: Call<R>, rows: number, dim: number, q: Params): R {
+  private run<R>(fn: string, c: Call<R>, rows: number, q: Params): R {
     const { op } = c;
-    const p = this.placer.place(fn, op, c.arrs, rows, dim, q, c.fresh);
+    const p = this.placer.place(fn, op, c.arrs, rows, q, c.fresh);
     const k = this.wasm.exports;
+    const at = this.callAt;
+    // Placing is done: the memory does not grow before the call returns, so these views hold.
+    const i32 = this.#heap.i32();
+    writeParams(i32, this.#heap.f32(), at >>> 2, q);
     for (let s = 0, e = 0; s < rows; s = e) {
       e = p.segment(s);
       p.copyIn(s, e);
-      checkStatus(fn, op.span(k, p.addrs, s, e - s, rows, dim, q));
+      writeAddrs(i32, at >>> 2, p.addrs, op.addrs);
+      checkStatus(fn, op.span(k, at, s, e - s, rows));
       p.copyOut(s, e);
     }
     p.finish(fn);

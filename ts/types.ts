@@ -44,6 +44,17 @@ export type HalfDtype = 'float16' | 'bfloat16';
 export type CastingMode = 'none' | 'llama' | 'gemma';
 
 /**
+ * Where a gated RMSNorm's gate `silu(z)` multiplies (`options.gate` gives `z`):
+ * - `'after'` (default): `y = rmsnorm(x) · weight · silu(z)`, the norm then the gate —
+ *   Qwen3-Next's `Qwen3NextRMSNormGated`, Mamba-2's `RMSNormGated(norm_before_gate=True)`.
+ * - `'before'`: `y = rmsnorm(x · silu(z)) · weight`, the gate then the norm — Mamba-2's
+ *   default (`norm_before_gate=False`; Hugging Face's `MambaRMSNormGated`).
+ * `silu(z) = z / (1 + e^−z)`, computed in float32 by a fixed sequence of operations, so the
+ * bits are the same on every build and thread count.
+ */
+export type GateMode = 'after' | 'before';
+
+/**
  * A Float16Array (where the engine has one: Chromium, Firefox, Deno, Bun; not Node 20), typed
  * structurally so that these typings do not need TypeScript's `esnext.float16` lib.
  */
@@ -107,6 +118,13 @@ export interface RmsNormOptions<T extends FloatArray = Float32Array> {
    * every element is normalized by it. `0 < partial ≤ 1`, default 1 (RMSNorm).
    */
   partial?: number;
+  /**
+   * Gated RMSNorm: `z`, `x.length` elements of the activations' dtype, whose `silu(z)`
+   * multiplies the normalized row (see {@link GateMode}). Not with `residual`.
+   */
+  gate?: T;
+  /** With `gate`: where it multiplies, `'after'` (default) or `'before'` the norm. */
+  gateMode?: GateMode;
 }
 
 /** Options of {@link rmsNormBackward}. */
@@ -140,6 +158,12 @@ export interface RmsNormBackwardOptions<T extends FloatArray = Float32Array, W e
   offset?: number;
   /** As in the forward (default 1): the gradient through rstd reaches only the first `k` elements. */
   partial?: number;
+  /** The forward's gate `z` (gated RMSNorm): the result then has `dgate`. Not with `dresidual`. */
+  gate?: T;
+  /** As in the forward (default `'after'`). */
+  gateMode?: GateMode;
+  /** Destination of dL/dz, `x.length` elements of the activations' dtype (only with `gate`; may be `dy` or `gate`). Default: new, of `dy`'s type. */
+  dgate?: T;
 }
 
 /** Result of {@link rmsNormBackward}: `dweight` is null when `weight` is null. */
@@ -148,4 +172,6 @@ export interface RmsNormBackwardResult<T extends FloatArray = Float32Array, W ex
   dx: T;
   /** dL/dweight, `dim` elements; null without a weight. */
   dweight: W | null;
+  /** dL/dz, `x.length` elements: only when `options.gate` was given. */
+  dgate?: T;
 }

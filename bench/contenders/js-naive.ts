@@ -1,50 +1,11 @@
 /**
- * js-naive: the seed's PyTorch code transcribed loop by loop onto Float32Arrays, the baseline
- * every "×naive" ratio divides by.
- *
- *     rms = torch.sqrt(torch.mean(x**2, dim=-1, keepdim=True) + self.eps)
- *     return x / rms * self.weight
- *
- * Outputs are preallocated and reused (as for every contender), so allocation is not timed.
+ * js-naive: the seed's PyTorch code transcribed loop by loop onto Float32Arrays (the loops are
+ * in shared/naive.js, which the page's benchmark runs too), the baseline every "×naive" ratio
+ * divides by. Outputs are preallocated and reused (as for every contender), so allocation is not timed.
  * @module
  */
 import type { Case, Contender } from '../types.js';
-
-/** Forward: per row, `rms = sqrt(mean(x²) + eps)`, then `y = x / rms * w`. */
-export function naiveForward(x: Float32Array, w: Float32Array, y: Float32Array, rows: number, dim: number, eps: number): void {
-  for (let r = 0; r < rows; r++) {
-    const o = r * dim;
-    let sum = 0;
-    for (let i = 0; i < dim; i++) sum += x[o + i]! ** 2;
-    const rms = Math.sqrt(sum / dim + eps);
-    for (let i = 0; i < dim; i++) y[o + i] = (x[o + i]! / rms) * w[i]!;
-  }
-}
-
-/**
- * Backward, the formula written out: `gy = dy·w`, `dx = rstd·(gy − x·rstd²·mean(gy·x))`,
- * `dw += dy·x·rstd` (dw zeroed first, summed row after row in its Float32Array).
- */
-export function naiveBackward(
-  dy: Float32Array, x: Float32Array, w: Float32Array, dx: Float32Array, dw: Float32Array,
-  rows: number, dim: number, eps: number,
-): void {
-  dw.fill(0);
-  for (let r = 0; r < rows; r++) {
-    const o = r * dim;
-    let sum = 0;
-    for (let i = 0; i < dim; i++) sum += x[o + i]! ** 2;
-    const rstd = 1 / Math.sqrt(sum / dim + eps);
-    let gyx = 0;
-    for (let i = 0; i < dim; i++) gyx += dy[o + i]! * w[i]! * x[o + i]!;
-    const meanGyx = gyx / dim;
-    for (let i = 0; i < dim; i++) {
-      const gy = dy[o + i]! * w[i]!;
-      dx[o + i] = rstd * (gy - x[o + i]! * rstd * rstd * meanGyx);
-      dw[i]! += dy[o + i]! * x[o + i]! * rstd;
-    }
-  }
-}
+import { naiveBackward, naiveForward } from '../../shared/naive.js';
 
 /** The js-naive contenders (forward, backward). */
 export function jsNaive(): Contender[] {

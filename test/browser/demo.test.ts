@@ -1,5 +1,5 @@
 /**
- * Issue 5's demo page (demo/), served as `npm run demo` serves it: in a cross-origin-isolated
+ * The demo page (demo/), served as `npm run demo` serves it: in a cross-origin-isolated
  * page it must say so, load simd-relaxed (Chromium has relaxed SIMD) and run the pool in
  * threads mode; a run from the UI must check and time every contender and draw them. Without
  * COOP/COEP: simd-relaxed build, single mode, and the scripted interface (`rmsnormDemo.run`, what `npm run bench:browser` uses)

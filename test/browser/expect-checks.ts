@@ -31,7 +31,7 @@ export interface CheckSummary {
 
 /**
  * Every shape within tolerance of the float64 reference, for the sync API and the pool, and
- * the pool bit-identical to the sync API (the kernels are deterministic, see crate/src/kernel.rs).
+ * the pool bit-identical to the sync API (the kernels are deterministic, see crate/src/kernel/reduce.rs).
  */
 export function expectChecksPass(r: CheckSummary, withPool = true): void {
   expect(r.cases.length).toBeGreaterThan(0);

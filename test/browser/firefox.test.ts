@@ -1,5 +1,5 @@
 /**
- * Issue 15, item 8: the package in Firefox (Debian's firefox-esr, driven by puppeteer-core over
+ * The package in Firefox (Debian's firefox-esr, driven by puppeteer-core over
  * WebDriver BiDi). On a cross-origin-isolated page (COOP/COEP and the strict CSP of
  * docs/web-app.md) fixtures/engines.html runs fixtures/engine-checks.js: the sync API on every
  * build (Firefox has relaxed SIMD) and the pool, which must run in threads mode; everything is

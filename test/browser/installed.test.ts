@@ -1,5 +1,5 @@
 /**
- * Issue 5: the packed tarball, installed into a fresh folder outside the repository
+ * The packed tarball, installed into a fresh folder outside the repository
  * (`npm install <tarball> --offline`: the package has no dependencies), must work
  *   1. from Node with no flags (`import { init, rmsNorm, createPool } from 'rmsnorm-wasm'`);
  *   2. in a Vite app built with `vite build` (the repository's Vite, run on the app folder):

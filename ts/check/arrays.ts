@@ -4,7 +4,7 @@
  * name the function, the argument, what it got and what it expected.
  * @module
  */
-import { Dtype as DT } from '../abi.js';
+import { DTYPE_FACTS, Dtype as DT } from '../abi.js';
 import type { Data } from '../ops.js';
 import type { Dtype } from '../types.js';
 
@@ -80,7 +80,14 @@ export function optF32(fn: string, name: string, v: unknown, length: number, wha
 }
 
 /** The dtype names, indexed by abi.ts's Dtype code. */
-export const DTYPE_NAMES: readonly Dtype[] = ['float32', 'float16', 'bfloat16'];
+export const DTYPE_NAMES: readonly Dtype[] = DTYPE_FACTS.map((d) => d.name);
+
+/** What arrays hold dtype `dt`, as a message says it: the typed array of its facts (a Float16Array too for float16). */
+export function takes(dt: number): string {
+  const f = DTYPE_FACTS[dt]!;
+  if (!f.half) return `a ${f.array}`;
+  return `${f.name === 'float16' ? 'a Float16Array or ' : ''}a ${f.array} of bit patterns`;
+}
 
 /** KIND_* of `v`, or -1 when it is none of the three array types. */
 export function kindOf(v: unknown): number {
@@ -106,7 +113,7 @@ export function typed(fn: string, name: string, v: unknown, dt: number, dtName: 
   const a = v as Uint16Array;
   if (k === KIND_F32 || (k === KIND_F16 && dt !== DT.float16) || (k === KIND_U16 && dt === DT.float32)) {
     throw new TypeError(
-      `${fn}: ${name} is a ${describe(v)} but ${dtName} is '${DTYPE_NAMES[dt]}' (it takes ${dt === DT.float32 ? 'a Float32Array' : dt === DT.float16 ? 'a Float16Array or a Uint16Array of bit patterns' : 'a Uint16Array of bit patterns'})`,
+      `${fn}: ${name} is a ${describe(v)} but ${dtName} is '${DTYPE_NAMES[dt]}' (it takes ${takes(dt)})`,
     );
   }
   attached(fn, name, a);

@@ -4,13 +4,13 @@
  * the sync API, the pool, the layer and the file functions all use as is.
  * @module
  */
-import { Dtype as DT, LLAMA_W } from '../abi.js';
-import type { Data, Params } from '../ops.js';
+import { Gate } from '../abi.js';
+import { BACKWARD, FORWARD, type Data, type Params } from '../ops.js';
 import type { FloatArray } from '../types.js';
-import { f32, kindOf, KIND_F32, optF32, optTyped, rowsOf, typed } from './arrays.js';
+import { kindOf, KIND_F32, optF32, optTyped, rowsOf, typed } from './arrays.js';
 import { NO_EXTRA_KEYS, options } from './options.js';
 import { disjointOrSame, distinctOutputs } from './overlap.js';
-import { actDtype, castingBits, dimOf, eps, offsetOf, partialOf, weightDtype, weightOf } from './scalars.js';
+import { checkParams, operandKeys, PARAM_KEYS } from './params.js';
 
 /** A checked forward call. */
 export interface ForwardArgs {
@@ -24,6 +24,8 @@ export interface ForwardArgs {
   residual: Data | null;
   /** Where h goes: residualOut, or the residual itself; null without a residual. */
   h: Data | null;
+  /** The gate's input z, or null. */
+  gate: Data | null;
   rows: number;
   dim: number;
   params: Params;
@@ -48,6 +50,10 @@ export interface BackwardArgs {
   dxGiven: FloatArray | null;
   dweight: Data | null;
   dweightGiven: FloatArray | null;
+  /** The gate's input z and its gradient's destination (given, or null: a new array), or null without a gate. */
+  gate: Data | null;
+  dgate: Data | null;
+  dgateGiven: FloatArray | null;
   rows: number;
   dim: number;
   params: Params;
@@ -58,9 +64,8 @@ export interface BackwardArgs {
   outputsApart: boolean;
 }
 
-const DTYPE_KEYS = ['dtype', 'weightDtype', 'castingMode'];
-const FORWARD_KEYS: readonly string[] = ['dim', 'eps', 'out', 'rstd', 'residual', 'residualOut', 'offset', 'partial', ...DTYPE_KEYS];
-const BACKWARD_KEYS: readonly string[] = ['dim', 'eps', 'rstd', 'dx', 'dweight', 'dresidual', 'offset', 'partial', ...DTYPE_KEYS];
+const FORWARD_KEYS: readonly string[] = [...PARAM_KEYS, ...operandKeys(FORWARD)];
+const BACKWARD_KEYS: readonly string[] = [...PARAM_KEYS, ...operandKeys(BACKWARD)];
 const DTN = 'options.dtype';
 
 /** Checks a forward call; `extraKeys` are further option names the caller handles itself. */
@@ -72,23 +77,29 @@ export function checkForward(
   extraKeys: readonly string[] = NO_EXTRA_KEYS,
 ): ForwardArgs {
   const o = options(fn, opts, FORWARD_KEYS, extraKeys);
-  const act = actDtype(fn, 'x', x, o.dtype);
+  const { params, weight: w, act } = checkParams(fn, o, 'x', x, weight, o.gate !== undefined);
   const xa = typed(fn, 'x', x, act, DTN);
-  const wdt = weightDtype(fn, weight, o.weightDtype, act);
-  const w = weightOf(fn, weight, wdt);
-  const dim = dimOf(fn, w, o.dim);
-  const e = eps(fn, o.eps);
-  const rows = rowsOf(fn, 'x', xa, dim);
+  const rows = rowsOf(fn, 'x', xa, params.dim);
   const out = optTyped(fn, 'options.out', o.out, xa.length, 'x.length', act, DTN);
   const rstd = optF32(fn, 'options.rstd', o.rstd, rows, 'one per row');
   distinctOutputs(fn, 'options.out', out, 'options.rstd', rstd);
-  const offset = offsetOf(fn, o.offset, w);
-  const stat = partialOf(fn, o.partial, dim);
-  const dtypes = act | castingBits(fn, o.castingMode);
   const { residual, h } = fusedAdd(fn, o, xa, act, DTN, out, rstd, w);
+  const gate = gateOf(fn, o.gate, xa, act, DTN, residual !== null, 'options.residual');
   const outGiven = out === null ? null : (o.out as FloatArray);
-  const params: Params = { eps: e, offset, stat, dtypes, wdt };
-  return { x: xa, weight: w, out, outGiven, rstd, residual, h, rows, dim, params, xKind: kindOf(x), outputsApart: false };
+  return { x: xa, weight: w, out, outGiven, rstd, residual, h, gate, rows, dim: params.dim, params, xKind: kindOf(x), outputsApart: false };
+}
+
+/**
+ * The gate's input `z` (`options.gate`, or a layer call's), of x's length and dtype, or null;
+ * a TypeError when the call also has `other` (a fused residual add, which has no gated form).
+ */
+export function gateOf(fn: string, v: unknown, xa: Data, act: number, dtn: string, other: boolean, otherName: string): Data | null {
+  if (v === undefined) return null;
+  const z = optTyped(fn, 'options.gate', v, xa.length, 'x.length', act, dtn);
+  if (z !== null && other) {
+    throw new TypeError(`${fn}: options.gate and ${otherName} cannot be used together (the gated RMSNorm has no fused residual add)`);
+  }
+  return z;
 }
 
 /**
@@ -129,40 +140,43 @@ export function checkBackward(
   extraKeys: readonly string[] = NO_EXTRA_KEYS,
 ): BackwardArgs {
   const o = options(fn, opts, BACKWARD_KEYS, extraKeys);
-  const act = actDtype(fn, 'dy', dy, o.dtype);
+  const { params, weight: w, act } = checkParams(fn, o, 'dy', dy, weight, o.gate !== undefined);
   const dya = typed(fn, 'dy', dy, act, DTN);
   const xa = typed(fn, 'x', x, act, DTN);
-  const wdt = weightDtype(fn, weight, o.weightDtype, act);
-  const w = weightOf(fn, weight, wdt);
-  const dim = dimOf(fn, w, o.dim);
-  const e = eps(fn, o.eps);
   if (dya.length !== xa.length) {
     throw new RangeError(`${fn}: dy.length (${dya.length}) must equal x.length (${xa.length})`);
   }
-  const rows = rowsOf(fn, 'x', xa, dim);
+  const rows = rowsOf(fn, 'x', xa, params.dim);
   const rstd = optF32(fn, 'options.rstd', o.rstd, rows, 'one per row');
   const dx = optTyped(fn, 'options.dx', o.dx, xa.length, 'x.length', act, DTN);
   if (w === null && o.dweight !== undefined) {
     throw new TypeError(`${fn}: options.dweight was given but weight is null (there is no weight gradient)`);
   }
-  const dweight = optTyped(fn, 'options.dweight', o.dweight, dim, 'dim', wdt, 'options.weightDtype');
+  const dweight = optTyped(fn, 'options.dweight', o.dweight, params.dim, 'dim', params.wdt, 'options.weightDtype');
   distinctOutputs(fn, 'options.dx', dx, 'options.dweight', dweight);
-  const offset = offsetOf(fn, o.offset, w);
-  const stat = partialOf(fn, o.partial, dim);
-  const llama = castingBits(fn, o.castingMode);
-  const dtypes = act | llama | (llama !== 0 && w !== null && wdt === act && act !== DT.float32 ? LLAMA_W : 0);
   const dresidual = optTyped(fn, 'options.dresidual', o.dresidual, xa.length, 'x.length', act, DTN);
   disjointOrSame(fn, 'options.dx', dx, 'options.dresidual', dresidual, true);
   disjointOrSame(fn, 'options.dweight', dweight, 'options.dresidual', dresidual, false);
-  const params: Params = { eps: e, offset, stat, dtypes, wdt };
+  const gate = gateOf(fn, o.gate, xa, act, DTN, dresidual !== null, 'options.dresidual');
+  const dgate = dgateOf(fn, o.dgate, gate, xa, act, DTN, dx, dweight);
   return {
     dy: dya, x: xa, weight: w, rstd, dresidual, dx, dxGiven: dx === null ? null : (o.dx as FloatArray),
     dweight, dweightGiven: dweight === null ? null : (o.dweight as FloatArray),
-    rows, dim, params, xKind: kindOf(dy), wKind: w === null ? KIND_F32 : kindOf(weight), outputsApart: false,
+    gate, dgate, dgateGiven: dgate === null ? null : (o.dgate as FloatArray),
+    rows, dim: params.dim, params, xKind: kindOf(dy), wKind: w === null ? KIND_F32 : kindOf(weight), outputsApart: false,
   };
 }
 
-const LAYER_KEYS: readonly string[] = ['dim', 'eps', 'offset', 'partial', ...DTYPE_KEYS];
+/** `options.dgate`: where the gate's gradient goes (only with a gate), apart from the other outputs. */
+function dgateOf(fn: string, v: unknown, gate: Data | null, xa: Data, act: number, dtn: string, dx: Data | null, dweight: Data | null): Data | null {
+  if (gate === null && v !== undefined) {
+    throw new TypeError(`${fn}: options.dgate was given without options.gate (there is no gate gradient)`);
+  }
+  const dgate = optTyped(fn, 'options.dgate', v, xa.length, 'x.length', act, dtn);
+  distinctOutputs(fn, 'options.dx', dx, 'options.dgate', dgate);
+  distinctOutputs(fn, 'options.dweight', dweight, 'options.dgate', dgate);
+  return dgate;
+}
 
 /** createRmsNorm's checked arguments. */
 export interface LayerArgs {
@@ -171,44 +185,36 @@ export interface LayerArgs {
   dim: number;
   /** The activations' dtype code (DT). */
   act: number;
-  /** The forward's and the backward's kernel scalars (they differ in the llama casting bit). */
-  forward: Params;
-  backward: Params;
+  /** The kernel's parameters of a call without a gate, and of one with (options.gateMode's). */
+  params: Params;
+  gated: Params;
 }
 
 /**
- * Checks createRmsNorm's arguments: the weight (or null), dim, eps, offset, partial and the
- * dtypes, as the forward and backward check them (the activations' dtype is options.dtype,
+ * Checks createRmsNorm's arguments: the weight (or null) and the options a call's Params are
+ * made of, as the forward and backward check them (the activations' dtype is options.dtype,
  * float32 when absent: there is no x yet to tell).
  */
 export function checkLayerOptions(fn: string, weight: unknown, opts: unknown): LayerArgs {
-  const o = options(fn, opts, LAYER_KEYS);
-  const act = actDtype(fn, 'x', undefined, o.dtype);
-  const wdt = weightDtype(fn, weight, o.weightDtype, act);
-  const w = weightOf(fn, weight, wdt);
-  const dim = dimOf(fn, w, o.dim);
-  const e = eps(fn, o.eps);
-  const offset = offsetOf(fn, o.offset, w);
-  const stat = partialOf(fn, o.partial, dim);
-  const llama = castingBits(fn, o.castingMode);
-  const llamaW = llama !== 0 && w !== null && wdt === act && act !== DT.float32 ? LLAMA_W : 0;
-  const forward: Params = Object.freeze({ eps: e, offset, stat, dtypes: act | llama, wdt });
-  const backward: Params = Object.freeze({ eps: e, offset, stat, dtypes: act | llama | llamaW, wdt });
-  return { weight: w, dim, act, forward, backward };
+  const o = options(fn, opts, PARAM_KEYS);
+  const { params, weight: w, act } = checkParams(fn, o, 'x', undefined, weight, true, false);
+  return { weight: w, dim: params.dim, act, params: Object.freeze({ ...params, gate: Gate.none }), gated: Object.freeze(params) };
 }
 
-const LAYER_FORWARD_KEYS: readonly string[] = ['out', 'residual', 'residualOut'];
-const LAYER_BACKWARD_KEYS: readonly string[] = ['rstd', 'dresidual'];
+// A layer owns rstd, dx, dweight and dgate; its calls take the other arrays.
+const LAYER_FORWARD_KEYS: readonly string[] = operandKeys(FORWARD).filter((k) => k !== 'rstd');
+const LAYER_BACKWARD_KEYS: readonly string[] = operandKeys(BACKWARD, true);
 const LAYER_DTN = "the layer's dtype";
 
-/** A layer forward's options: `out` (null: the layer's own array) and the fused residual add's arrays. */
+/** A layer forward's options: `out` (null: the layer's own array), the fused residual add's arrays, the gate. */
 export interface LayerForwardArgs {
   out: Data | null;
   outGiven: FloatArray | null;
   residual: Data | null;
   h: Data | null;
+  gate: Data | null;
 }
-const NO_LAYER_FORWARD: LayerForwardArgs = Object.freeze({ out: null, outGiven: null, residual: null, h: null });
+const NO_LAYER_FORWARD: LayerForwardArgs = Object.freeze({ out: null, outGiven: null, residual: null, h: null, gate: null });
 
 /**
  * A layer forward's options (`out`, `residual`, `residualOut`, as {@link rmsNorm}'s), checked
@@ -221,15 +227,20 @@ export function checkLayerForward(fn: string, opts: unknown, xa: Data, act: numb
   const out = optTyped(fn, 'options.out', o.out, xa.length, 'x.length', act, LAYER_DTN);
   distinctOutputs(fn, 'options.out', out, 'the layer\'s rstd', rstd);
   const { residual, h } = fusedAdd(fn, o, xa, act, LAYER_DTN, out, rstd, w);
-  return { out, outGiven: out === null ? null : (o.out as FloatArray), residual, h };
+  const gate = gateOf(fn, o.gate, xa, act, LAYER_DTN, residual !== null, 'options.residual');
+  return { out, outGiven: out === null ? null : (o.out as FloatArray), residual, h, gate };
 }
 
-/** A layer backward's options: the forward's rstd (one float per row) and the gradient arriving on the residual stream, each or null. */
-export function checkLayerBackward(fn: string, opts: unknown, xa: Data, act: number, rows: number): { rstd: Float32Array | null; dresidual: Data | null } {
-  if (opts === undefined) return { rstd: null, dresidual: null };
+/** A layer backward's options: the forward's rstd, the gradient arriving on the residual stream, the gate; each or null. */
+export function checkLayerBackward(
+  fn: string, opts: unknown, xa: Data, act: number, rows: number,
+): { rstd: Float32Array | null; dresidual: Data | null; gate: Data | null } {
+  if (opts === undefined) return { rstd: null, dresidual: null, gate: null };
   const o = options(fn, opts, LAYER_BACKWARD_KEYS);
+  const dresidual = optTyped(fn, 'options.dresidual', o.dresidual, xa.length, 'x.length', act, LAYER_DTN);
   return {
     rstd: optF32(fn, 'options.rstd', o.rstd, rows, 'one per row'),
-    dresidual: optTyped(fn, 'options.dresidual', o.dresidual, xa.length, 'x.length', act, LAYER_DTN),
+    dresidual,
+    gate: gateOf(fn, o.gate, xa, act, LAYER_DTN, dresidual !== null, 'options.dresidual'),
   };
 }

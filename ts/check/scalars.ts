@@ -3,7 +3,8 @@
  * how they become the kernel's Params.
  * @module
  */
-import { Dtype as DT, LLAMA } from '../abi.js';
+import { DTYPE_FACTS, Dtype as DT, LLAMA } from '../abi.js';
+import { listed } from '../dtypes.js';
 import type { Data } from '../ops.js';
 import type { CastingMode, Dtype } from '../types.js';
 import { describe, DTYPE_NAMES, kindOf, KIND_F16, KIND_U16, typed } from './arrays.js';
@@ -11,18 +12,21 @@ import { describe, DTYPE_NAMES, kindOf, KIND_F16, KIND_U16, typed } from './arra
 /** eps when none is given. */
 export const DEFAULT_EPS = 1e-6;
 
+/** The half dtypes' names (abi.rs's DTYPES with `half`), as messages list them. */
+const HALF_NAMES = listed(DTYPE_FACTS.filter((d) => d.half).map((d) => d.name));
+
 /** A half dtype's code (abi.ts Dtype) for the conversion functions; a TypeError names `fn` otherwise. */
 export function halfDtypeCode(fn: string, v: unknown): number {
-  if (v === 'float16') return DT.float16;
-  if (v === 'bfloat16') return DT.bfloat16;
-  throw new TypeError(`${fn}: dtype must be 'float16' or 'bfloat16', got ${describe(v)}`);
+  const i = DTYPE_NAMES.indexOf(v as Dtype);
+  if (i >= 0 && DTYPE_FACTS[i]!.half) return i;
+  throw new TypeError(`${fn}: dtype must be ${HALF_NAMES}, got ${describe(v)}`);
 }
 
 /** A dtype option's code (abi.ts Dtype), or -1 when absent. */
 function dtypeOption(fn: string, name: string, v: unknown): number {
   if (v === undefined) return -1;
   const i = DTYPE_NAMES.indexOf(v as Dtype);
-  if (i < 0) throw new TypeError(`${fn}: ${name} must be 'float32', 'float16' or 'bfloat16', got ${describe(v)}`);
+  if (i < 0) throw new TypeError(`${fn}: ${name} must be ${listed(DTYPE_NAMES)}, got ${describe(v)}`);
   return i;
 }
 
@@ -32,7 +36,7 @@ export function actDtype(fn: string, first: string, v: unknown, opt: unknown): n
   if (d >= 0) return d;
   const k = kindOf(v);
   if (k === KIND_U16) {
-    throw new TypeError(`${fn}: ${first} is a Uint16Array: say what it holds with options.dtype ('float16' or 'bfloat16')`);
+    throw new TypeError(`${fn}: ${first} is a Uint16Array: say what it holds with options.dtype (${HALF_NAMES})`);
   }
   // Anything else is float32 here, and typed() reports what is wrong with it.
   return k === KIND_F16 ? DT.float16 : DT.float32;
@@ -45,7 +49,7 @@ export function weightDtype(fn: string, w: unknown, opt: unknown, act: number): 
   const k = kindOf(w);
   if (k === KIND_U16) {
     if (act === DT.float32) {
-      throw new TypeError(`${fn}: weight is a Uint16Array: say what it holds with options.weightDtype ('float16' or 'bfloat16')`);
+      throw new TypeError(`${fn}: weight is a Uint16Array: say what it holds with options.weightDtype (${HALF_NAMES})`);
     }
     return act;
   }

@@ -6,6 +6,7 @@
  */
 import type { Heap } from '../memory.js';
 import { checkStatus } from '../status.js';
+import { Dtype as DT } from '../abi.js';
 import { MATRIX, MAX_ADDRS, PER_ROW, ROW, type Data, type Op } from '../ops.js';
 
 /** A slot's kind: no array (an absent optional operand). */
@@ -139,7 +140,7 @@ export class Placement {
       const t = slots[i]!;
       if (t.kind !== COPIED || !o.out || o.shape !== ROW) continue;
       const a = t.arr!;
-      if (a.BYTES_PER_ELEMENT === 2) {
+      if (this.wdt !== DT.float32) {
         // A half dweight: the kernel's float32 sums rounded into the region's bits, then out.
         const bits = t.base + 4 * this.dim;
         checkStatus(fn, this.heap.wasm.exports.narrow_half(t.base, bits, this.dim, this.wdt));

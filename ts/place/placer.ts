@@ -33,6 +33,7 @@
  */
 import { REGION_PAD_FLOATS, type Heap, type Scratch } from '../memory.js';
 import { checkStatus } from '../status.js';
+import { Dtype as DT } from '../abi.js';
 import { MATRIX, OPS, PER_ROW, ROW, type Data, type Op, type Params } from '../ops.js';
 import { ABSENT, COPIED, convertedFloats, Placement, RESIDENT, type Slot } from './placement.js';
 
@@ -71,14 +72,15 @@ export class Placer {
   }
 
   /**
-   * Places `arrs` (in `op`'s operand order, null for absent) for a call of `rows × dim`
+   * Places `arrs` (in `op`'s operand order, null for absent) for a call of `rows × q.dim`
    * (`rows` ≥ 1) and seeks to row 0. `fresh`: bit i set when operand i is an output the
    * library has just allocated, or one known to be apart (a plain array that overlaps nothing:
    * no checks needed).
    * Throws a TypeError naming `fn` and the array on a stale view of wasm memory, before
    * anything is written. One call at a time: the returned placement is reused.
    */
-  place(fn: string, op: Op, arrs: readonly (Data | null)[], rows: number, dim: number, q: Params, fresh = 0): Placement {
+  place(fn: string, op: Op, arrs: readonly (Data | null)[], rows: number, q: Params, fresh = 0): Placement {
+    const dim = q.dim;
     const p = this.placements[op.id]!;
     const lay = this.layouts[op.id]!;
     const heap = this.heap;
@@ -115,7 +117,7 @@ export class Placer {
       allSeen = false;
       // A fresh output, and a half one-row operand (converted in the window), are copied.
       let off = -1;
-      if (!(fresh & (1 << i)) && !(shape === ROW && a.BYTES_PER_ELEMENT === 2)) {
+      if (!(fresh & (1 << i)) && !(shape === ROW && q.wdt !== DT.float32)) {
         // Read before the window is carved: growing non-shared memory detaches its views.
         off = heap.addressOf(fn, op.operands[i]!.name, a, (cur ??= heap.f32().buffer));
       }
@@ -176,7 +178,7 @@ export class Placer {
       const t = p.slots[i]!;
       if (t.kind !== COPIED || o.out || o.shape !== ROW) continue;
       const a = t.arr!;
-      if (a.BYTES_PER_ELEMENT === 2) {
+      if (wdt !== DT.float32) {
         const bits = t.base + 4 * p.dim;
         heap.u16().set(a, bits >>> 1);
         checkStatus(fn, heap.wasm.exports.widen_half(bits, t.base, p.dim, wdt));
@@ -254,7 +256,7 @@ export class Placer {
       regions++;
       if (o.shape === MATRIX) perRow += (dim * t.es) / 4;
       else if (o.shape === PER_ROW) perRow += 1;
-      else fixed += rowFloats(t, dim);
+      else fixed += rowFloats(p.wdt, dim);
     }
     const align = this.rules.rowAlign(op);
     // The workspace may grow with the segment (the pool's partials): size by one aligned block.
@@ -276,7 +278,7 @@ export class Placer {
       slotOf[i] = -1;
       if (t.kind !== COPIED || shareOf[i]! >= 0) continue;
       const shape = ops[i]!.shape;
-      slotOf[i] = sizes.push(shape === MATRIX ? Math.ceil((seg * dim * t.es) / 4) : shape === PER_ROW ? seg : rowFloats(t, dim)) - 1;
+      slotOf[i] = sizes.push(shape === MATRIX ? Math.ceil((seg * dim * t.es) / 4) : shape === PER_ROW ? seg : rowFloats(p.wdt, dim)) - 1;
     }
     const work = this.rules.work(op, seg, dim, arrs);
     if (work > 0) sizes.push(work);
@@ -288,4 +290,5 @@ export class Placer {
 }
 
 /** Floats of a copied one-row operand's region (a half one holds its float32 values and its bits). */
-const rowFloats = (t: Slot, dim: number): number => (t.arr!.BYTES_PER_ELEMENT === 2 ? convertedFloats(dim) : dim);
+/** Floats of the window a one-row operand takes: a weight stored as another type than float32 is converted there. */
+const rowFloats = (wdt: number, dim: number): number => (wdt !== DT.float32 ? convertedFloats(dim) : dim);

@@ -1,7 +1,7 @@
 /**
  * Sharded or inline: for calls big enough to shard, the pool measures both ways and takes the
  * faster (see tuning.ts, PROBE_EVERY; re-tries that change nothing back off, PROBE_BACKOFF_MAX).
- * Kept per kind of call (forward/backward × arrays in wasm memory or plain): the latest times
+ * Kept per kind of call (each operation × arrays in wasm memory or plain): the latest times
  * per element of work of each way, from probes of PROBE_RUN calls in a row whose first call is
  * not counted: a first sharded call also pays for waking the workers, which calls arriving back
  * to back do not, and a first call alone after sharded ones shares the cores with workers still
@@ -10,6 +10,7 @@
  * machine vary by 2×.
  * @module
  */
+import { OPS } from '../ops.js';
 import { INLINE_MARGIN, PROBE_BACKOFF_MAX, PROBE_EVERY, PROBE_MS, PROBE_RUN, SAMPLES } from './tuning.js';
 
 /** Which way one call went, and when it started, for {@link Choice.record}. */
@@ -56,7 +57,7 @@ interface Bucket {
 
 /** See the module doc. */
 export class Choice {
-  private readonly buckets: Bucket[] = [0, 1, 2, 3].map(() => ({
+  private readonly buckets: Bucket[] = Array.from({ length: 2 * OPS.length }, () => ({
     sharded: new Samples(),
     inline: new Samples(),
     probeLeft: 0,
@@ -70,9 +71,9 @@ export class Choice {
   /** @param now The clock (ms), replaceable in tests. */
   constructor(private readonly now: () => number = () => performance.now()) {}
 
-  /** Decides how a call that could be sharded runs; pass the result to record() when done. */
-  pick(backward: boolean, plain: boolean, work: number): Pick {
-    const bucket = (backward ? 2 : 0) + (plain ? 1 : 0);
+  /** Decides how a call of operation `op` (its id) that could be sharded runs; pass the result to record() when done. */
+  pick(op: number, plain: boolean, work: number): Pick {
+    const bucket = 2 * op + (plain ? 1 : 0);
     const b = this.buckets[bucket]!;
     const now = this.now();
     if (b.probeLeft === 0) {

@@ -11,60 +11,56 @@
  * @module
  */
 import type { KernelExports } from '../load.js';
-import { MAX_ADDRS, OPS, type Params } from '../ops.js';
+import { CALL_WORDS } from '../call-block.js';
+import { OPS } from '../ops.js';
 
-// Line 0 (and JOB, OFFSET, STAT, DTYPES on line 5): the job, written by the pool before it opens NEXT,
-// read-only while the job runs.
+// Line 0 and on: the job, written by the pool before it opens NEXT, read-only while it runs.
 // Addresses fit in int32: the threads build's memory is at most 2 GiB.
 export const OP = 0;
-/** Addresses A0..A7: the operation's operands in ops.ts's order, then its workspace. FAIL: worker. */
-export const A0 = 1;
-// A0 + 1 .. A0 + 7: the rest of the addresses (MAX_ADDRS in all).
-export const ROWS = 9;
-export const DIM = 10;
-/** eps as float32 bits. */
-export const EPS = 11;
-export const CHUNK_ROWS = 12;
-export const N_CHUNKS = 13;
+export const ROWS = 1;
+export const CHUNK_ROWS = 2;
+export const N_CHUNKS = 3;
 /** How long (spin iterations) workers poll for the next job before sleeping. */
-export const SPIN = 14;
+export const SPIN = 4;
 /** 1: the completing thread posts a message too (engines without Atomics.waitAsync). */
-export const MESSAGE = 15;
+export const MESSAGE = 5;
+/** 1: the job's completion adds onto dweight as it is (a later segment of a streamed call). */
+export const ACCUMULATE = 6;
+/** Id of the current job (16 bits). */
+export const JOB = 7;
+/** FAIL jobs: the worker asked to fail. */
+export const FAIL_WORKER = 8;
+/**
+ * The job's call block (call-block.ts): its parameters, then its addresses (the operation's
+ * operands in ops.ts's order, then its workspace), which every thread's kernel reads in place.
+ */
+export const CALL = 16;
 // Words that several threads write during a job each get a 64-byte line of their own: moving a
 // contended line between cores costs more than the arithmetic around it.
-/** `job << 16 | next chunk`; claimed by compare-and-swap. */
-export const NEXT = 16;
+const LINE = 16;
+/** `job << 16 | next chunk`; claimed by compare-and-swap. On the first line past the call block. */
+export const NEXT = Math.ceil((CALL + CALL_WORDS) / LINE) * LINE;
 /** Chunks finished; the thread that finishes the last one completes the job. */
-export const COMPLETED = 32;
+export const COMPLETED = NEXT + LINE;
 /** First non-zero kernel status of the job. */
-export const STATUS = 33;
+export const STATUS = COMPLETED + 1;
 /** 0 while the job runs, 1 when complete (Atomics.notify'd). */
-export const DONE = 48;
+export const DONE = NEXT + 2 * LINE;
 /** Streaming jobs: chunks whose input the caller has copied in so far (Atomics.notify'd). */
-export const READY = 64;
+export const READY = NEXT + 3 * LINE;
 /** 1: a streaming job (chunks wait for READY and raise their flag when done). */
-export const STREAM = 80;
+export const STREAM = NEXT + 4 * LINE;
 /** Where the per-chunk done flags start (int32 index); a flag holds `job | 0x10000`. */
-export const FLAG0 = 81;
+export const FLAG0 = STREAM + 1;
 /** Test hook: worker `HOLD - 1` stops inside the next chunk it claims until HOLD changes. */
-export const HOLD = 82;
-/** 1: the job's completion adds onto dweight as it is (a later segment of a streamed call). */
-export const ACCUMULATE = 83;
-/** Id of the current job (16 bits). */
-export const JOB = 84;
-/** offset (added to the weight) as float32 bits. */
-export const OFFSET = 85;
-/** Elements of each row rstd is estimated from (ops.ts's Params.stat). */
-export const STAT = 86;
-/** The kernel's dtypes word (ops.ts's Params.dtypes: matrix storage, llama bit). */
-export const DTYPES = 87;
+export const HOLD = STREAM + 2;
 /**
  * Worker w's line: its wake-up word at SEQ0 + w·STRIDE, then its busy flag, then EXITING: 1
  * once it has left its serve loop and is releasing its own stack and TLS (the pool must not
  * release them again, nor terminate it: it holds the shared allocator's lock), 2 when done.
  */
-export const SEQ0 = 96;
-export const STRIDE = 16;
+export const SEQ0 = NEXT + 5 * LINE;
+export const STRIDE = LINE;
 export const BUSY = 1;
 export const EXITING = 2;
 
@@ -81,32 +77,16 @@ export function flagsAt(workers: number): number {
   return SEQ0 + STRIDE * Math.max(workers, 1);
 }
 
-/** Opcodes; a kernel job's is its operation's `id + 1` (ops.ts). */
-export const Op = { NOOP: 0, FORWARD: 1, BACKWARD: 2, EXIT: 3, FAIL: 4 } as const;
+/** Opcodes of the jobs that run no kernel; a kernel job's is {@link KERNEL0} + its operation's id (ops.ts). */
+export const Op = { NOOP: 0, EXIT: 1, FAIL: 2 } as const;
+/** The first kernel opcode. */
+export const KERNEL0 = 3;
 
-/** The operation of a kernel opcode, or undefined. */
-function opOf(op: number) {
-  return op === Op.FORWARD || op === Op.BACKWARD ? OPS[op - 1] : undefined;
-}
+/** The operation of opcode `op`, or undefined for a job that runs no kernel. */
+const opOf = (op: number) => OPS[op - KERNEL0];
 
-/** The job's addresses, read from A0.. (one array per thread, reused). */
-const addrs = new Array<number>(MAX_ADDRS).fill(0);
-function readAddrs(ctl: Int32Array): number[] {
-  for (let i = 0; i < MAX_ADDRS; i++) addrs[i] = ctl[A0 + i]!;
-  return addrs;
-}
-
-const f32bits = new Float32Array(1);
-const i32bits = new Int32Array(f32bits.buffer);
-/** float32 bits of `v`, to store in an Int32 word. */
-export function floatBits(v: number): number {
-  f32bits[0] = v;
-  return i32bits[0]!;
-}
-function bitsFloat(b: number): number {
-  i32bits[0] = b;
-  return f32bits[0]!;
-}
+/** The byte address of the job's call block (the control block lives in wasm memory). */
+const callOf = (ctl: Int32Array) => ctl.byteOffset + 4 * CALL;
 
 /**
  * Claims and runs chunks of job `job` until none is left (every participant runs this).
@@ -180,23 +160,13 @@ function chunkReady(ctl: Int32Array, c: number): boolean {
   return ctl[STREAM] !== 1 || Atomics.load(ctl, READY) > c;
 }
 
-/** The job's scalars, read from EPS, OFFSET, STAT (one object per thread, reused). */
-const params = { eps: 0, offset: 0, stat: 0, dtypes: 0, wdt: 0 };
-function readParams(ctl: Int32Array): Params {
-  params.eps = bitsFloat(ctl[EPS]!);
-  params.offset = bitsFloat(ctl[OFFSET]!);
-  params.stat = ctl[STAT]!;
-  params.dtypes = ctl[DTYPES]!;
-  return params;
-}
-
 function runChunk(ctl: Int32Array, k: KernelExports, c: number): void {
   const op = opOf(ctl[OP]!);
   if (!op) return;
   const rows = ctl[ROWS]!;
   const r0 = c * ctl[CHUNK_ROWS]!;
   const r1 = Math.min(rows, r0 + ctl[CHUNK_ROWS]!);
-  const s = op.chunk(k, readAddrs(ctl), r0, r1, rows, ctl[DIM]!, readParams(ctl));
+  const s = op.chunk(k, callOf(ctl), r0, r1, rows);
   if (s !== 0) Atomics.compareExchange(ctl, STATUS, 0, s);
 }
 
@@ -204,7 +174,7 @@ function runChunk(ctl: Int32Array, k: KernelExports, c: number): void {
 function complete(ctl: Int32Array, k: KernelExports): void {
   const op = opOf(ctl[OP]!);
   if (op && Atomics.load(ctl, STATUS) === 0) {
-    const s = op.complete(k, readAddrs(ctl), ctl[ROWS]!, ctl[DIM]!, k.dg_block_rows(), ctl[ACCUMULATE] === 1);
+    const s = op.complete(k, callOf(ctl), ctl[ROWS]!, ctl[ACCUMULATE] === 1);
     if (s !== 0) Atomics.compareExchange(ctl, STATUS, 0, s);
   }
   Atomics.store(ctl, DONE, 1);

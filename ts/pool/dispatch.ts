@@ -6,7 +6,8 @@
  */
 import type { KernelExports } from '../load.js';
 import { yieldToEventLoop } from '../platform.js';
-import { MAX_ADDRS, type Params } from '../ops.js';
+import type { Params } from '../ops.js';
+import { writeAddrs, writeParams } from '../call-block.js';
 import { checkStatus } from '../status.js';
 import * as C from './control.js';
 import {
@@ -26,13 +27,14 @@ export interface Stream {
 
 /** Everything the dispatcher needs to run one job. */
 export interface JobSpec {
-  /** Opcode (control.ts's Op). */
+  /** Opcode (control.ts's Op, or KERNEL0 + an operation's id). */
   op: number;
-  /** Addresses A0.. in the operation's order (ops.ts): operands, then workspace. */
-  operands: ArrayLike<number>;
+  /** The addresses of the call block, in the operation's order (ops.ts): operands, then workspace. */
+  addrs: ArrayLike<number>;
+  /** How many of them the operation reads (ops.ts's Op.addrs). */
+  naddrs: number;
   rows: number;
-  dim: number;
-  /** eps, offset, stat (ops.ts). */
+  /** The call's parameters (ops.ts). */
   params: Params;
   /** Elements of work (the backward counted twice): sizes the chunks. */
   work: number;
@@ -58,6 +60,8 @@ export class Dispatcher {
   private readonly deadInJob = new Set<number>();
   private destroyed = false;
   private readonly hasWaitAsync = typeof Atomics.waitAsync === 'function';
+  /** The control block's words as float32 (the call block's float parameters). */
+  private readonly ctlF32: Float32Array;
 
   constructor(
     private readonly k: KernelExports,
@@ -68,7 +72,9 @@ export class Dispatcher {
     private readonly blockRows: number,
     /** Whether this thread may block in Atomics.wait (Node, workers; not a page's main thread). */
     private readonly canBlock: boolean,
-  ) {}
+  ) {
+    this.ctlF32 = new Float32Array(ctl.buffer, ctl.byteOffset, ctl.length);
+  }
 
   /** A worker died: fail the running job if it took part. */
   workerDied(i: number, reason: string): void {
@@ -98,7 +104,7 @@ export class Dispatcher {
     await this.workers.ready();
     if (this.destroyed) throw this.failure!;
     const ctl = this.ctl;
-    const { rows, dim } = spec;
+    const { rows } = spec;
     const stream = spec.stream ?? null;
     // Where it may block, this thread takes chunks too (it is one of the `threads`).
     const callerHelps = this.canBlock && rows > 0 && this.threads > 1 && spec.only === undefined;
@@ -117,15 +123,11 @@ export class Dispatcher {
     }
     if (spec.op === C.Op.FAIL) chunks = 1;
     ctl[C.OP] = spec.op;
-    for (let i = 0; i < MAX_ADDRS; i++) ctl[C.A0 + i] = spec.operands[i] ?? 0;
+    writeParams(ctl, this.ctlF32, C.CALL, spec.params);
+    writeAddrs(ctl, C.CALL, spec.addrs, spec.naddrs);
     ctl[C.ACCUMULATE] = spec.accumulate ? 1 : 0;
-    if (spec.op === C.Op.FAIL) ctl[C.A0] = spec.only!;
+    ctl[C.FAIL_WORKER] = spec.op === C.Op.FAIL ? spec.only! : -1;
     ctl[C.ROWS] = rows;
-    ctl[C.DIM] = dim;
-    ctl[C.EPS] = C.floatBits(spec.params.eps);
-    ctl[C.OFFSET] = C.floatBits(spec.params.offset);
-    ctl[C.STAT] = spec.params.stat;
-    ctl[C.DTYPES] = spec.params.dtypes;
     ctl[C.CHUNK_ROWS] = chunk;
     ctl[C.N_CHUNKS] = chunks;
     // Workers poll briefly for the next job only where that leaves this thread a core.

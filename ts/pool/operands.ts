@@ -1,5 +1,5 @@
 /**
- * One pool call on its arrays: placed by place.ts through the pool's window (32 MiB; views of
+ * One pool call on its arrays: placed by place/placer.ts through the pool's window (32 MiB; views of
  * the shared memory in place), then run as one job per segment of rows. Where the calling
  * thread may block it copies a chunk's rows in while workers compute the chunks before, and
  * results out as chunks finish; elsewhere (a page's main thread) it copies a segment in
@@ -14,6 +14,7 @@ import type { BackwardArgs, ForwardArgs } from '../check/calls.js';
 import type { FloatArray, RmsNormBackwardResult } from '../types.js';
 import { Placer, POOL_WINDOW_FLOATS } from '../place/placer.js';
 import type { Dispatcher } from './dispatch.js';
+import { KERNEL0 } from './control.js';
 
 /** The names pool calls give in their errors. */
 export const FN_FORWARD = 'pool.rmsNorm';
@@ -33,33 +34,33 @@ export class PoolCalls {
 
   /** A checked forward, sharded; `streamChunks` as for {@link run}. */
   forward(d: Dispatcher, a: ForwardArgs, streamChunks: boolean): Promise<FloatArray> {
-    return this.run(d, FN_FORWARD, forwardCall(a), a.rows, a.dim, a.params, streamChunks);
+    return this.run(d, FN_FORWARD, forwardCall(a), a.rows, a.params, streamChunks);
   }
 
   /** A checked backward, sharded. */
   backward(d: Dispatcher, a: BackwardArgs, streamChunks: boolean): Promise<RmsNormBackwardResult<FloatArray, FloatArray>> {
-    return this.run(d, FN_BACKWARD, backwardCall(a), a.rows, a.dim, a.params, streamChunks);
+    return this.run(d, FN_BACKWARD, backwardCall(a), a.rows, a.params, streamChunks);
   }
 
   /**
-   * Runs call `c` over `rows × dim`, one job per segment of rows; `streamChunks`: copy by
+   * Runs call `c` over `rows × params.dim`, one job per segment of rows; `streamChunks`: copy by
    * chunks while the job runs (the calling thread may block). Returns the caller's result.
    */
-  async run<R>(d: Dispatcher, fn: string, c: Call<R>, rows: number, dim: number, params: Params, streamChunks: boolean): Promise<R> {
+  async run<R>(d: Dispatcher, fn: string, c: Call<R>, rows: number, params: Params, streamChunks: boolean): Promise<R> {
     const { op } = c;
-    const p = this.placer.place(fn, op, c.arrs, rows, dim, params, c.fresh);
+    const p = this.placer.place(fn, op, c.arrs, rows, params, c.fresh);
     const byChunk = p.streams && streamChunks;
     for (let s = 0, e = 0; s < rows; s = e) {
       e = p.segment(s);
       if (!byChunk) p.copyIn(s, e);
       const s0 = s;
       await d.run({
-        op: op.id + 1,
-        operands: p.addrs,
+        op: KERNEL0 + op.id,
+        addrs: p.addrs,
+        naddrs: op.addrs,
         rows: e - s,
-        dim,
         params,
-        work: op.cost * (e - s) * dim,
+        work: op.cost * (e - s) * params.dim,
         blockAligned: op.blockAligned,
         accumulate: s > 0,
         stream: byChunk ? { copyIn: (r0, r1) => p.copyIn(s0 + r0, s0 + r1), copyOut: (r0, r1) => p.copyOut(s0 + r0, s0 + r1) } : null,

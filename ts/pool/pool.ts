@@ -16,7 +16,7 @@ import type { Build } from '../load.js';
 import { heapOf, Scratch, type F32Buffer, type Heap, type U16Buffer } from '../memory.js';
 import { checkBackward, checkForward, type BackwardArgs, type ForwardArgs } from '../check/calls.js';
 import type { FloatArray, RmsNormBackwardOptions, RmsNormBackwardResult, RmsNormOptions } from '../types.js';
-import { NO_PARAMS } from '../ops.js';
+import { BACKWARD, FORWARD, NO_PARAMS, type Op } from '../ops.js';
 import * as C from './control.js';
 import { Dispatcher } from './dispatch.js';
 import { FN_BACKWARD, FN_FORWARD, PoolCalls } from './operands.js';
@@ -103,7 +103,7 @@ export class Pool implements RmsNormPool {
       const a = checkForward(fn, x, weight, options, POOL_KEYS);
       const signal = checkSignal(fn, options);
       // A call too small to shard, with nothing ahead of it, runs now: no queue round trip.
-      if (this.idle() && !signal?.aborted && this.inline(a.rows, a.rows * a.dim, 'forward')) {
+      if (this.idle() && !signal?.aborted && this.inline(a.rows, a.rows * a.dim, FORWARD)) {
         return Promise.resolve(this.inlineFor(a).forwardChecked(a, fn) as T);
       }
       // Checked again when it runs: an input may have been detached while it was queued.
@@ -124,7 +124,7 @@ export class Pool implements RmsNormPool {
     try {
       const a = checkBackward(fn, dy, x, weight, options, POOL_KEYS);
       const signal = checkSignal(fn, options);
-      if (this.idle() && !signal?.aborted && this.inline(a.rows, a.rows * a.dim, 'backward')) {
+      if (this.idle() && !signal?.aborted && this.inline(a.rows, a.rows * a.dim, BACKWARD)) {
         return Promise.resolve(this.inlineFor(a).backwardChecked(a, fn) as RmsNormBackwardResult<T, W>);
       }
       const check = () => checkBackward(fn, dy, x, weight, options, POOL_KEYS);
@@ -158,11 +158,11 @@ export class Pool implements RmsNormPool {
     return !this.busy && this.queue.length === 0 && !this.destroyed;
   }
 
-  /** Whether a call runs on the calling thread rather than being sharded. */
-  private inline(rows: number, elems: number, kind: 'forward' | 'backward'): boolean {
-    if (this.threads === 0 || elems < this.#inlineBelow[kind]) return true;
-    // Backward chunks are whole 32-row dweight blocks: one block cannot be shared.
-    return kind === 'forward' ? rows < 2 : rows <= this.blockRows;
+  /** Whether a call of operation `op` runs on the calling thread rather than being sharded. */
+  private inline(rows: number, elems: number, op: Op): boolean {
+    if (this.threads === 0 || elems < this.#inlineBelow[op.name]) return true;
+    // Chunks of whole dweight blocks (the backward): one block cannot be shared.
+    return op.blockAligned ? rows <= this.blockRows : rows < 2;
   }
 
   ping(): Promise<void> {
@@ -208,7 +208,7 @@ export class Pool implements RmsNormPool {
   private async execute(job: Job): Promise<void> {
     if (job.kind === 'ping' || job.kind === 'fail') {
       if (this.threads > 0) {
-        const spec = { op: job.kind === 'ping' ? C.Op.NOOP : C.Op.FAIL, operands: [], rows: 0, dim: 0, params: NO_PARAMS, work: 0, blockAligned: false };
+        const spec = { op: job.kind === 'ping' ? C.Op.NOOP : C.Op.FAIL, addrs: [], naddrs: 0, rows: 0, params: NO_PARAMS, work: 0, blockAligned: false };
         await this.dispatcher!.run(job.kind === 'fail' ? { ...spec, only: job.worker } : spec);
       }
       job.settle.resolve();
@@ -216,10 +216,10 @@ export class Pool implements RmsNormPool {
     }
     if (job.kind === 'forward') {
       const a = job.check();
-      job.settle.resolve(await this.call(a, false, () => this.inlineFor(a).forwardChecked(a, FN_FORWARD), () => this.calls.forward(this.dispatcher!, a, this.joinAllowed)));
+      job.settle.resolve(await this.call(a, FORWARD, () => this.inlineFor(a).forwardChecked(a, FN_FORWARD), () => this.calls.forward(this.dispatcher!, a, this.joinAllowed)));
     } else {
       const a = job.check();
-      job.settle.resolve(await this.call(a, true, () => this.inlineFor(a).backwardChecked(a, FN_BACKWARD), () => this.calls.backward(this.dispatcher!, a, this.joinAllowed)));
+      job.settle.resolve(await this.call(a, BACKWARD, () => this.inlineFor(a).backwardChecked(a, FN_BACKWARD), () => this.calls.backward(this.dispatcher!, a, this.joinAllowed)));
     }
   }
 
@@ -227,12 +227,12 @@ export class Pool implements RmsNormPool {
    * One checked call: inline when too small to shard, else sharded or (where this thread may
    * block) on this thread alone, as `choice` decides from recent timings of calls of its kind.
    */
-  private async call<R>(a: ForwardArgs | BackwardArgs, backward: boolean, alone: () => R, sharded: () => Promise<R>): Promise<R> {
+  private async call<R>(a: ForwardArgs | BackwardArgs, op: Op, alone: () => R, sharded: () => Promise<R>): Promise<R> {
     const elems = a.rows * a.dim;
-    if (this.inline(a.rows, elems, backward ? 'backward' : 'forward')) return alone();
+    if (this.inline(a.rows, elems, op)) return alone();
     if (this.#forcedWay !== null) return this.#forcedWay ? sharded() : alone();
     // A page's main thread keeps sharding: keeping the page responsive is the point there.
-    const pick = this.joinAllowed ? this.choice.pick(backward, !this.heap.holds(a.x), backward ? 2 * elems : elems) : null;
+    const pick = this.joinAllowed ? this.choice.pick(op.id, !this.heap.holds(a.x), op.cost * elems) : null;
     const r = !pick || pick.sharded ? await sharded() : alone();
     if (pick) this.choice.record(pick);
     return r;

@@ -10,7 +10,7 @@
 // for both (they differ in target features only; test/relaxed.test.ts compares them).
 import { initSync } from '../../wasm/simd-threads/rmsnorm_wasm.js';
 import type { KernelExports } from '../load.js';
-import { A0, BUSY, EXITING, JOB, MESSAGE, Op, OP, SEQ0, SPIN, STRIDE, work } from './control.js';
+import { BUSY, EXITING, FAIL_WORKER, JOB, MESSAGE, Op, OP, SEQ0, SPIN, STRIDE, work } from './control.js';
 import type { InitMessage, WorkerMessage } from './messages.js';
 
 /** The worker's end of its channel to the pool. */
@@ -65,7 +65,7 @@ function serve(port: Port, ctl: Int32Array, k: KernelExports & ThreadExports, in
       return;
     }
     if (op === Op.FAIL) {
-      if (ctl[A0] === index) throw new Error(`rmsnorm-wasm worker ${index}: failure requested by the pool (test hook)`);
+      if (ctl[FAIL_WORKER] === index) throw new Error(`rmsnorm-wasm worker ${index}: failure requested by the pool (test hook)`);
       continue;
     }
     Atomics.store(ctl, seqAt + BUSY, 1);

@@ -52,6 +52,15 @@ export const MAX_CHUNK_ELEMS = 1024 * 1024;
 export const EXIT_GRACE_MS = 50;
 
 /**
+ * How many times a worker that dies before saying ready is started (a worker that fails after
+ * it started is replaced anyway). WebKitGTK 2.50 on this project's machine now and then fires
+ * an error event without a message at a new module worker before any of its code runs: 1 of 4
+ * workers created at once from a page of the Vite dev server, and the pool's creation failed
+ * with it; a second start of the same script succeeded every time it was tried.
+ */
+export const START_ATTEMPTS = 3;
+
+/**
  * Whether a call that could be sharded runs better on the workers or on the calling thread
  * alone is learnt, not assumed (ts/pool/choice.ts): the last SAMPLES times per element of each
  * way, per kind of call; sharding unless the calling thread alone was faster by INLINE_MARGIN.

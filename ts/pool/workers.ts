@@ -10,7 +10,7 @@ import * as C from './control.js';
 import type { WorkerMessage } from './messages.js';
 import type { ThreadExports } from './serve.js';
 import { spawnWorker, type WorkerHandle } from './spawn.js';
-import { EXIT_GRACE_MS } from './tuning.js';
+import { EXIT_GRACE_MS, START_ATTEMPTS } from './tuning.js';
 
 interface Slot {
   handle: WorkerHandle | null;
@@ -79,15 +79,18 @@ export class Workers {
     h.kill();
   }
 
-  private spawn(i: number): Promise<void> {
+  /** Starts worker `i`; `attempt` counts the starts of this slot that died before saying ready. */
+  private spawn(i: number, attempt = 1): Promise<void> {
     const slot = this.slots[i]!;
     slot.tls = 0;
     slot.stack = 0;
     Atomics.store(this.ctl, C.SEQ0 + C.STRIDE * i + C.EXITING, 0);
     slot.ready = new Promise<void>((resolve, reject) => {
+      let ready = false;
       spawnWorker({
         message: (m: WorkerMessage) => {
           if (m.type === 'rmsnorm-wasm:ready') {
+            ready = true;
             slot.tls = m.tls;
             slot.stack = m.stack;
             resolve();
@@ -96,6 +99,12 @@ export class Workers {
           } else if (m.type === 'rmsnorm-wasm:done') this.events.doneByMessage();
         },
         death: (reason) => {
+          if (!ready && attempt < START_ATTEMPTS && !this.stopped) {
+            // Died before it ran any of our code (see START_ATTEMPTS): start it again.
+            this.bury(i);
+            this.spawn(i, attempt + 1).then(resolve, reject);
+            return;
+          }
           reject(new Error(`rmsnorm-wasm pool: worker ${i} died while starting: ${reason}`));
           this.onDeath(i, reason);
         },
@@ -120,8 +129,16 @@ export class Workers {
   }
 
   private onDeath(i: number, reason: string): void {
-    const slot = this.slots[i];
-    if (!slot || this.stopped) return;
+    if (!this.slots[i] || this.stopped) return;
+    this.bury(i);
+    this.events.died(i, reason);
+    // Replace it; the next job waits for the replacement.
+    this.spawn(i).catch(() => {});
+  }
+
+  /** What a dead worker leaves: its handle, its stack and TLS block, its busy flag. */
+  private bury(i: number): void {
+    const slot = this.slots[i]!;
     const h = slot.handle;
     slot.handle = null;
     // A dead worker runs no more wasm: its stack and TLS can go back to the allocator (in a
@@ -130,9 +147,6 @@ export class Workers {
     this.release(i);
     // Its line may say busy forever: the replacement starts from a clean one.
     Atomics.store(this.ctl, C.SEQ0 + C.STRIDE * i + C.BUSY, 0);
-    this.events.died(i, reason);
-    // Replace it; the next job waits for the replacement.
-    this.spawn(i).catch(() => {});
   }
 
   /** Releases worker i's stack and TLS block unless it released them itself (or never had any). */

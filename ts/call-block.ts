@@ -1,0 +1,26 @@
+/**
+ * The call block: what a kernel call reads from wasm memory, written by the caller before each
+ * call — the parameter block (abi.ts's `PARAMS`, laid out as abi.rs's `Params`) followed
+ * by the operands' byte addresses (ops.ts's {@link ADDRS_AT}). The sync API keeps one per
+ * instance; the pool's control block holds one that every worker reads.
+ * @module
+ */
+import { writeParamsBlock } from './abi.js';
+import { ADDRS_AT, MAX_ADDRS, type Params } from './ops.js';
+
+/** Words in a call block: the parameters and the most addresses an operation has. */
+export const CALL_WORDS = ADDRS_AT / 4 + MAX_ADDRS;
+
+/**
+ * Writes `q` as a parameter block at word `at` of `i32` (`f32` a view of the same bytes, for
+ * the float fields).
+ */
+export function writeParams(i32: Int32Array, f32: Float32Array, at: number, q: Params): void {
+  writeParamsBlock(i32, f32, at, q);
+}
+
+/** Writes the first `n` of `addrs` as the address array of the call block at word `at`. */
+export function writeAddrs(i32: Int32Array, at: number, addrs: ArrayLike<number>, n: number): void {
+  const a = at + ADDRS_AT / 4;
+  for (let i = 0; i < n; i++) i32[a + i] = addrs[i]!;
+}
