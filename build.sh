@@ -12,7 +12,8 @@
 #   scalar                no SIMD: the fallback for engines without SIMD128, and the
 #                         benchmark's "wasm-scalar" row.
 #   bench-simd            simd plus the LayerNorm forward and the copy loop the benchmark
-#                         compares against (feature bench-kernels); not part of the package.
+#                         compares against (feature bench-kernels), and its Rust peer
+#                         (bench/rten-peer, wasm/bench-rten); not part of the package.
 #   bench-relaxed         bench-simd with relaxed SIMD, built only when named, for
 #                         bench/ab-builds.mjs (see its header).
 #
@@ -53,6 +54,16 @@ build() {
   node scripts/strip-wasm.mjs "wasm/$variant/rmsnorm_wasm_bg.wasm"
 }
 
+# The benchmark's Rust peer (bench/rten-peer: rten-vecmath's RMSNorm), a plain cdylib with raw
+# exports: cargo alone, the simd build's flags.
+build_rten() {
+  echo "== building wasm/bench-rten" >&2
+  (cd bench/rten-peer && CARGO_TARGET_DIR="../../target/wasm-rten" RUSTFLAGS="$SIMD_FLAGS" \
+    cargo build --quiet --release --locked --target wasm32-unknown-unknown -Z build-std=std,panic_abort)
+  mkdir -p wasm/bench-rten
+  cp target/wasm-rten/wasm32-unknown-unknown/release/rten_peer.wasm wasm/bench-rten/rten_peer.wasm
+}
+
 variants=("$@")
 [ ${#variants[@]} -gt 0 ] || variants=(simd simd-threads simd-relaxed simd-relaxed-threads scalar bench-simd)
 for v in "${variants[@]}"; do
@@ -62,7 +73,9 @@ for v in "${variants[@]}"; do
     simd-relaxed) build simd-relaxed relaxed "$RELAXED_FLAGS" ;;
     simd-relaxed-threads) build simd-relaxed-threads relaxed-threads "$RELAXED_THREADS_FLAGS" --features threads ;;
     scalar) build scalar scalar "$SCALAR_FLAGS" ;;
-    bench-simd) build bench-simd simd "$SIMD_FLAGS" --features bench-kernels ;;
+    bench-simd)
+      build bench-simd simd "$SIMD_FLAGS" --features bench-kernels
+      build_rten ;;
     bench-relaxed) build bench-relaxed relaxed "$RELAXED_FLAGS" --features bench-kernels ;;
     *) echo "unknown variant: $v (simd, simd-threads, simd-relaxed, simd-relaxed-threads, scalar, bench-simd, bench-relaxed)" >&2; exit 2 ;;
   esac

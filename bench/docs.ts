@@ -57,6 +57,8 @@ const COLUMNS: { head: string; pick: (r: Row) => boolean; best?: boolean; op?: s
   { head: 'optimized JS', pick: (r) => r.contender === 'js-optimized' },
   { head: 'onnxruntime-web', pick: (r) => r.family === 'ort-web', best: true },
   { head: 'onnxruntime-node', pick: (r) => r.family === 'ort-node', best: true },
+  { head: 'rten-vecmath (Rust)', pick: (r) => r.contender === 'rten-vecmath' },
+  { head: 'hand-written two-pass', pick: (r) => r.contender === 'roof-two-pass' },
   { head: 'copy of x to y', pick: (r) => r.contender === 'copy', op: 'copy' },
 ];
 

@@ -7,7 +7,10 @@
  *   elements per second): forward and backward, zero-copy (views of wasm memory, outputs
  *   given) and the default call (plain arrays, results allocated by the library);
  * - the default call on half data against the plain-JS way: convert the bits to a
- *   Float32Array, normalize with the naive loop, convert back (round to nearest even).
+ *   Float32Array, normalize with the naive loop, convert back (round to nearest even);
+ * - the zero-copy bfloat16 forward against the hand-written bfloat16 two-pass kernel
+ *   (bench/roofs/roofs.wat: the same loads, arithmetic and rounding, nothing else), and that
+ *   kernel against its float32 twin (what bfloat16's half bytes give the roof itself).
  *
  * Each pair is timed in alternating rounds (A then B, then B then A, ...) with tinybench; the
  * figure is the median over rounds of the per-round ratio of medians, so both sides see the
@@ -23,6 +26,7 @@ import { writeBenchmarks } from './docs.js';
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { timePair } from './pairs.js';
+import { roofs } from './roofs.js';
 import { loadRmsNorm, type Build } from '../dist/index.js';
 import { fromF32Array, halfUlpDiff, parseShape, testRows, testWeight, toF32Array } from '../shared/reference.js';
 
@@ -34,6 +38,33 @@ const SHAPES = (process.env.SHAPES ?? '4096x4096,1024x5120,64x4096').split(',').
 const BIG = new Set(['4096x4096', '1024x5120']);
 
 const m = await loadRmsNorm(process.env.BUILD as Build | undefined);
+const roof = await roofs();
+
+/** The roof pairs of one shape (bfloat16 data of `x`, float32 `w`), in the roofs' own memory. */
+function roofPairs(rows: number, dim: number, x32: Float32Array, w32: Float32Array, xb: Uint16Array): Pair[] {
+  const n = rows * dim;
+  roof.reset();
+  const [x, w, y, bx, by] = [roof.alloc(4 * n), roof.alloc(4 * dim), roof.alloc(4 * n), roof.alloc(2 * n), roof.alloc(2 * n)];
+  roof.f32(x, n).set(x32);
+  roof.f32(w, dim).set(w32);
+  roof.u16(bx, n).set(xb);
+  const [hx, hw, hy] = [m.allocU16(n), m.allocF32(dim), m.allocU16(n)];
+  hx.view().set(xb);
+  hw.view().set(w32);
+  const o = { dtype: 'bfloat16' as const, weightDtype: 'float32' as const };
+  return [
+    {
+      name: 'bfloat16 forward ÷ hand-written',
+      slow: () => roof.k.fwd_bf16(bx, w, by, rows, dim, 1e-6),
+      fast: () => m.rmsNorm(hx.view(), hw.view(), { ...o, out: hy.view() }),
+    },
+    {
+      name: 'hand-written: bfloat16 ÷ float32',
+      slow: () => roof.k.fwd_f32(x, w, y, rows, dim, 1e-6),
+      fast: () => roof.k.fwd_bf16(bx, w, by, rows, dim, 1e-6),
+    },
+  ];
+}
 
 // --- The plain-JS way: what a user writes without half support. ---
 const f32 = new Float32Array(1);
@@ -148,6 +179,7 @@ function pairsFor(rows: number, dim: number): Pair[] {
         fast: () => m.rmsNormBackward(dy, x, w, { rstd: rs, dtype }),
       },
     );
+    if (dtype === 'bfloat16') pairs.push(...roofPairs(rows, dim, x32, w32, x));
     if (!BIG.has(`${rows}x${dim}`)) {
       pairs.push({
         name: `${dtype} default call vs plain JS`,

@@ -12,7 +12,10 @@
 import { shapeName } from './data.js';
 import type { Op, Row, Shape } from './types.js';
 
-/** Fills vsNaive (js-naive median ÷ row median, same op and shape) and pctOfCopy. */
+/** The roof each op is measured against (contenders/roofs.ts). */
+const ROOF: Partial<Record<Op, string>> = { forward: 'roof-two-pass', backward: 'roof-two-pass', copy: 'roof-copy' };
+
+/** Fills vsNaive (js-naive median ÷ row median, same op and shape), pctOfCopy and pctOfRoof. */
 export function derive(rows: Row[]): void {
   const find = (shape: string, op: Op, name: string) =>
     rows.find((r) => r.shape === shape && r.op === op && r.contender === name && r.medianMs !== null);
@@ -22,6 +25,8 @@ export function derive(rows: Row[]): void {
     r.vsNaive = naive ? naive.medianMs! / r.medianMs : null;
     const copy = find(r.shape, 'copy', 'copy');
     r.pctOfCopy = copy?.gbPerS && r.gbPerS ? (100 * r.gbPerS) / copy.gbPerS : null;
+    const roof = ROOF[r.op] ? find(r.shape, r.op, ROOF[r.op]!) : undefined;
+    r.pctOfRoof = roof?.gbPerS && r.gbPerS ? (100 * r.gbPerS) / roof.gbPerS : null;
   }
 }
 
@@ -54,7 +59,7 @@ const OP_ORDER: Op[] = ['forward', 'backward', 'layernorm', 'copy'];
 
 /** The table of one shape: every row, grouped by op. */
 export function shapeTable(rows: Row[], shape: string): string {
-  const head = ['op', 'contender', 'thr', 'median', 'Gelem/s', 'GB/s', '×naive', '%copy', '±rme', 'check'];
+  const head = ['op', 'contender', 'thr', 'median', 'Gelem/s', 'GB/s', '×naive', '%copy', '%roof', '±rme', 'check'];
   const body = OP_ORDER.flatMap((op) =>
     rows
       .filter((r) => r.shape === shape && r.op === op)
@@ -67,6 +72,7 @@ export function shapeTable(rows: Row[], shape: string): string {
         fmt(r.gbPerS),
         r.vsNaive === null ? '-' : `${fmt(r.vsNaive)}×`,
         r.pctOfCopy === null ? '-' : `${fmt(r.pctOfCopy, 3)}%`,
+        r.pctOfRoof == null ? '-' : `${fmt(r.pctOfRoof, 3)}%`,
         r.rmePct === null ? '-' : `${fmt(r.rmePct, 2)}%`,
         r.error ? 'error' : r.check.passed ? `ok ${r.check.maxAbsErr.toExponential(0)}` : 'FAILED',
       ]),
@@ -128,6 +134,10 @@ export function comparisons(rows: Row[], shapes: Shape[]): Comparison[] {
     c('plain-zc-fwd', 'plain arrays with out given ÷ zero-copy, forward (below 1: what copying costs)', (s) => ({ num: fwd(s, named('wasm-simd')), den: fwd(s, named('wasm-simd-zero-copy')) })),
     c('plain-zc-bwd', 'plain arrays with out given ÷ zero-copy, backward', (s) => ({ num: bwd(s, named('wasm-simd')), den: bwd(s, named('wasm-simd-zero-copy')) })),
     c('zc-copy', 'zero-copy forward ÷ the in-wasm copy of the same bytes (1: as fast as a copy)', (s) => ({ num: fwd(s, named('wasm-simd-zero-copy')), den: best(s, 'copy', named('copy')) })),
+    c('zc-roof', 'zero-copy forward ÷ the hand-written two-pass kernel (1: as fast as the roof)', (s) => ({ num: fwd(s, named('wasm-simd-zero-copy')), den: fwd(s, named('roof-two-pass')) })),
+    c('zc-roof-bwd', 'zero-copy backward ÷ the hand-written two-pass backward', (s) => ({ num: bwd(s, named('wasm-simd-zero-copy')), den: bwd(s, named('roof-two-pass')) })),
+    c('zc-rten', 'zero-copy ÷ rten-vecmath (Rust, +simd128), forward', (s) => ({ num: fwd(s, named('wasm-simd-zero-copy')), den: fwd(s, named('rten-vecmath')) })),
+    c('copy-roof', 'the bench build\'s copy loop ÷ the hand-written v128 copy', (s) => ({ num: best(s, 'copy', named('copy')), den: best(s, 'copy', named('roof-copy')) })),
   ];
 }
 

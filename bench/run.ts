@@ -18,6 +18,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { copies } from './contenders/copy.js';
+import { roofContenders, rtenContenders } from './contenders/roofs.js';
 import { jsNaive } from './contenders/js-naive.js';
 import { jsOptimized } from './contenders/js-optimized.js';
 import { layerNorm } from './contenders/layernorm.js';
@@ -63,11 +64,13 @@ const log = (s: string) => process.stderr.write(s + '\n');
 // Order within a shape: the copy first (the roof every row is compared with), then forward,
 // backward, LayerNorm; onnxruntime afterwards, in child processes.
 const pools = new Pools();
+const notes: string[] = [];
 const byOp = (ks: Contender[], op: string) => ks.filter((k) => k.op === op);
-const sync = [...jsNaive(), ...jsOptimized(), ...(await wasmSync())];
+const sync = [...jsNaive(), ...jsOptimized(), ...(await wasmSync()), ...(await roofContenders()), ...(await rtenContenders(notes))];
 const pooled = poolContenders(pools, cores);
 const contenders: Contender[] = [
   ...(await copies()),
+  ...byOp(sync, 'copy'),
   ...byOp(sync, 'forward'),
   ...byOp(pooled, 'forward'),
   ...byOp(sync, 'backward'),
@@ -93,7 +96,6 @@ for (const s of shapes) {
 }
 await pools.destroy();
 
-const notes: string[] = [];
 if (!args['no-ort']) {
   const specs = [
     { engine: 'web' as const, threads: 1 },
@@ -143,7 +145,8 @@ for (const s of shapeNames) {
 process.stdout.write(
   `\nBytes model for GB/s: forward ${BYTES_PER_ELEM.forward} B/elem (read x, write y), backward ` +
     `${BYTES_PER_ELEM.backward} B/elem (read dy, x; write dx), copy and layernorm 8 B/elem; gain/bias ignored. ` +
-    `%copy = GB/s ÷ the wasm copy's GB/s at that shape. Check: |y − ref64| ≤ ${ATOL} + ${RTOL}·|ref64| for every element.\n`,
+    `%copy = GB/s ÷ the wasm copy's GB/s at that shape; %roof = GB/s ÷ the hand-written kernel's of the same op ` +
+    `(bench/roofs/roofs.wat: roof-two-pass, roof-copy). Check: |y − ref64| ≤ ${ATOL} + ${RTOL}·|ref64| for every element.\n`,
 );
 const text = summary(rows, cs, ln, notes);
 process.stdout.write(`\nSummary: ${text}\n`);

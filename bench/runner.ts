@@ -101,7 +101,7 @@ export async function measure(bench: Bench, k: Contender, c: Case, ref: CaseRefe
     shape: shapeName(c), rows: c.rows, dim: c.dim, op: k.op, contender: k.name, family: k.family,
     threads: k.threads, zeroCopy: k.zeroCopy, note: k.note ?? null, bytesPerElem: BYTES_PER_ELEM[k.op],
     check: failedCheck('not run'), medianMs: null, meanMs: null, rmePct: null, samples: null,
-    gelemPerS: null, gbPerS: null, vsNaive: null, pctOfCopy: null, batch: null, error: null,
+    gelemPerS: null, gbPerS: null, vsNaive: null, pctOfCopy: null, pctOfRoof: null, batch: null, error: null,
   };
   let inst: Instance | undefined;
   const taskName = `${k.op}:${k.name}`;

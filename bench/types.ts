@@ -80,6 +80,11 @@ export interface Row {
   vsNaive: number | null;
   /** This row's GB/s ÷ the wasm copy's GB/s at the same shape, percent. */
   pctOfCopy: number | null;
+  /**
+   * This row's GB/s ÷ the hand-written roof's of the same op and shape, percent
+   * (contenders/roofs.ts: `roof-two-pass` for forward and backward, `roof-copy` for copies).
+   */
+  pctOfRoof?: number | null;
   /** Calls per tinybench sample (sub-20 µs calls are batched; the sample is their mean). */
   batch: number | null;
   error: string | null;
