@@ -123,7 +123,7 @@ export declare function refGated(
 ): RefGated;
 /** Float64 LayerNorm forward; `w`, `b` may be null. */
 export declare function refLayerNorm(x: Vec, w: Vec | null, b: Vec | null, dim: number, eps: number): { y: Float64Array };
-/** The kernels' float32 dweight summation (32-row blocks, in order), emulated with Math.fround. */
+/** The kernels' dweight summation (float32 per 32-row block, the blocks added in float64 in order), emulated with Math.fround. */
 export declare function dweightF32(dy: Vec, x: Vec, rstd: Vec, dim: number, blockRows?: number): Float32Array;
 
 /** A per-element tolerance: the largest allowed |actual − ref| for element `i`. */
@@ -140,7 +140,7 @@ export declare function rowTolerance(rowScale: Vec, dim: number, k?: number): To
 export declare function rowMaxAbs(ref: Vec, dim: number): Float64Array;
 /** `k · scale[i]`; k defaults to ROW_K. */
 export declare function sumTolerance(scale: Vec, k?: number): Tolerance;
-/** dweight's float32 rounding bound over `rows` rows: (32 + ⌈rows/32⌉ + 2 + extraUlps)·2^-24·abs[i]. */
+/** dweight's rounding bound: (34 + extraUlps)·2^-24·abs[i] (float32 sums per 32-row block, the blocks added in float64). */
 export declare function dweightTolerance(abs: Vec, rows: number, extraUlps?: number): Tolerance;
 /** |a − r| / t with the NaN/infinity rules of every check: ≤ 1 passes. */
 export declare function ratioOf(a: number, r: number, t: number): number;

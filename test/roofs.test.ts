@@ -18,7 +18,7 @@ describe.each(SHAPES)('%i × %i', (rows, dim) => {
     const w = Float32Array.from({ length: dim }, () => 0.5 + rand());
     const dy = Float32Array.from({ length: n }, () => rand() * 2 - 1);
     r.reset();
-    const [ax, aw, ay, ady, adx, adw, awork, abx, aby] = [4 * n, 4 * dim, 4 * n, 4 * n, 4 * n, 4 * dim, 4 * dim, 2 * n, 2 * n].map((b) => r.alloc(b));
+    const [ax, aw, ay, ady, adx, adw, awork, abx, aby] = [4 * n, 4 * dim, 4 * n, 4 * n, 4 * n, 4 * dim, 12 * dim, 2 * n, 2 * n].map((b) => r.alloc(b));
     r.f32(ax!, n).set(x);
     r.f32(aw!, dim).set(w);
     r.f32(ady!, n).set(dy);

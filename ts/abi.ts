@@ -124,7 +124,7 @@ export const BackwardOperand = {
   z: 7,
   /** the gate's gradient, rows × dim, or 0 */
   dz: 8,
-  /** the workspace, after the operands: the open dweight block (a span) or the block partials (a pool job) */
+  /** the workspace, after the operands: the f64 sum of the finished dweight blocks, then the open block (a span) or the block partials (a pool job) */
   work: 9,
 } as const;
 
@@ -139,7 +139,7 @@ export const BACKWARDOPERAND_TEXT: Readonly<Record<number, string>> = {
   6: 'the weight gradient, dim f32, or 0',
   7: 'the gate\'s input z, rows × dim, or 0',
   8: 'the gate\'s gradient, rows × dim, or 0',
-  9: 'the workspace, after the operands: the open dweight block (a span) or the block partials (a pool job)',
+  9: 'the workspace, after the operands: the f64 sum of the finished dweight blocks, then the open block (a span) or the block partials (a pool job)',
 };
 
 /** The bits of `dtypes` that hold a {@link Dtype}. */
@@ -148,6 +148,8 @@ export const DTYPE_MASK = 3;
 export const LLAMA = 4;
 /** With `LLAMA`: the weight has the activations' half type, so the backward rounds each weight-gradient term to it as autograd does. */
 export const LLAMA_W = 8;
+/** Floats per column at the start of a backward's workspace: the f64 sum of its finished dweight blocks (then the open block of a span, or a pool job's block partials). */
+export const DG_SUM_FLOATS = 2;
 
 /** The scalars and flags of one kernel call: a block of this layout in wasm memory, written by the caller once per call (the pool: into its control block) and read by every entry point, which takes its address. Each field's 4-byte word in the block, and whether it is a float32. */
 export const PARAMS = {

@@ -121,8 +121,8 @@ export function rmsNorm<T extends FloatArray = Float32Array>(x: T, weight: Float
 
 /**
  * RMSNorm backward: `dx = rstd · (gy − x · rstd² · mean(gy ⊙ x))` with `gy = dy ⊙ weight`,
- * and `dweight = Σ_rows dy ⊙ x · rstd` (deterministic: f32 sums per 32-row block, blocks
- * added in order).
+ * and `dweight = Σ_rows dy ⊙ x · rstd` (deterministic: f32 sums per 32-row block, the blocks
+ * added in f64 in order).
  *
  * @param dy Upstream gradient, `rows × dim`.
  * @param x The forward's input, `rows × dim`.

@@ -10,7 +10,7 @@
  * `ForwardOperand` / `BackwardOperand` give.
  * @module
  */
-import { BackwardOperand, ForwardOperand, PARAMS, PARAMS_WORDS } from './abi.js';
+import { BackwardOperand, DG_SUM_FLOATS, ForwardOperand, PARAMS, PARAMS_WORDS } from './abi.js';
 import type { KernelExports } from './load.js';
 
 /** An array as placed: float32 values, or half-precision bit patterns (a Float16Array is seen through its bits). */
@@ -59,11 +59,11 @@ export interface Op {
   /** Address words its kernels read: the operands, then one for the workspace. */
   readonly addrs: number;
   /**
-   * Floats of workspace for a sync span (after the operands): the backward's open dweight
-   * block, a row, when there is a weight.
+   * Floats of workspace for a sync span (after the operands): the backward's dweight sum and
+   * open block, when there is a weight.
    */
   syncWork(dim: number, arrs: readonly (Data | null)[]): number;
-  /** Floats of workspace for a pool job of `rows` rows: the backward's per-block dweight partials. */
+  /** Floats of workspace for a pool job of `rows` rows: the backward's dweight sum and per-block partials. */
   poolWork(rows: number, dim: number, blockRows: number, arrs: readonly (Data | null)[]): number;
   /** Chunks of a pool job must be whole dweight blocks. */
   readonly blockAligned: boolean;
@@ -140,8 +140,10 @@ export const BACKWARD: Op = {
     operand('options.dgate', MATRIX, true, [B.dy, B.x, B.z]),
   ],
   addrs: Object.keys(B).length,
-  syncWork: (dim, arrs) => (arrs[B.weight] !== null ? dim : 0),
-  poolWork: (rows, dim, blockRows, arrs) => (arrs[B.weight] !== null ? Math.ceil(rows / blockRows) * dim : 0),
+  // With a weight: the f64 sum of the finished dweight blocks, then the open block (a span) or
+  // the blocks' partials (a pool job).
+  syncWork: (dim, arrs) => (arrs[B.weight] !== null ? (DG_SUM_FLOATS + 1) * dim : 0),
+  poolWork: (rows, dim, blockRows, arrs) => (arrs[B.weight] !== null ? (DG_SUM_FLOATS + Math.ceil(rows / blockRows)) * dim : 0),
   blockAligned: true,
   cost: 2,
   span: (k, call, row0, rows, total) => k.rms_norm_backward(call, call + ADDRS_AT, row0, rows, total),

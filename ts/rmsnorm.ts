@@ -82,7 +82,7 @@ export class RmsNorm {
   /**
    * RMSNorm backward. With `gy = dy ⊙ weight`:
    * `dx = rstd · (gy − x · rstd² · mean(gy ⊙ x))` per row and `dweight = Σ_rows dy ⊙ x · rstd`,
-   * the latter summed in float32 per block of 32 rows and the blocks added in order (the
+   * the latter summed in float32 per block of 32 rows and the blocks added in float64 in order (the
    * same bits as the worker pool gives with any number of threads).
    *
    * @param dy Gradient of the loss w.r.t. the forward's output, `rows × dim`.

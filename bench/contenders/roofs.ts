@@ -43,7 +43,7 @@ export async function roofContenders(): Promise<Contender[]> {
       make(c: Case) {
         r.reset();
         const n = c.x.length;
-        const [dy, x, w, dx, dw, work] = [r.alloc(4 * n), r.alloc(4 * n), r.alloc(4 * c.dim), r.alloc(4 * n), r.alloc(4 * c.dim), r.alloc(4 * c.dim)];
+        const [dy, x, w, dx, dw, work] = [r.alloc(4 * n), r.alloc(4 * n), r.alloc(4 * c.dim), r.alloc(4 * n), r.alloc(4 * c.dim), r.alloc(12 * c.dim)];
         r.f32(dy, n).set(c.dy);
         r.f32(x, n).set(c.x);
         r.f32(w, c.dim).set(c.w);

@@ -11,7 +11,8 @@
 ;;   fwd_f32(x, w, y, rows, dim, eps)       y = x · rstd · w, two passes per row
 ;;   bwd_f32(dy, x, w, dx, dw, work, rows, dim, eps)
 ;;                                          the backward's two passes per row (rstd recomputed),
-;;                                          dw summed per block of 32 rows in `work` (dim floats)
+;;                                          dw summed per block of 32 rows in f32, the blocks in
+;;                                          f64: `work` holds dim f64 then dim f32 (12·dim bytes)
 ;;   fwd_bf16(x, w, y, rows, dim, eps)      fwd_f32 on bfloat16 rows (w float32), rounded to
 ;;                                          nearest even (no NaN case)
 (module
@@ -200,9 +201,13 @@
     (local $row i32) (local $b i32) (local $len i32) (local $cacc f64) (local $sacc f64) (local $o i32)
     (local $c f32) (local $a f32) (local $bb f32) (local $av v128) (local $bv v128)
     (local $i i32) (local $bytes i32) (local $e4 i32) (local $xv v128) (local $d v128) (local $xs f32) (local $ds f32)
+    (local $acc i32)
     (local.set $bytes (i32.shl (local.get $dim) (i32.const 2)))
     (local.set $e4 (i32.shl (i32.and (local.get $dim) (i32.const -4)) (i32.const 2)))
-    (memory.fill (local.get $dw) (i32.const 0) (local.get $bytes))
+    ;; the f64 sum of finished blocks, then the open block
+    (local.set $acc (local.get $work))
+    (local.set $work (i32.add (local.get $work) (i32.shl (local.get $dim) (i32.const 3))))
+    (memory.fill (local.get $acc) (i32.const 0) (i32.shl (local.get $dim) (i32.const 3)))
     (block $rows_done
       (loop $rows
         (br_if $rows_done (i32.ge_u (local.get $row) (local.get $rows)))
@@ -259,31 +264,36 @@
         (local.set $row (i32.add (local.get $row) (i32.const 1)))
         ;; a finished block (or the last row): its partial into dw
         (if (i32.or (i32.eqz (i32.and (local.get $row) (i32.const 31))) (i32.eq (local.get $row) (local.get $rows)))
-          (then (call $add_into (local.get $dw) (local.get $work) (local.get $dim))))
+          (then (call $add_f64 (local.get $acc) (local.get $work) (local.get $dim))))
         (local.set $x (i32.add (local.get $x) (local.get $bytes)))
         (local.set $dy (i32.add (local.get $dy) (local.get $bytes)))
         (local.set $dx (i32.add (local.get $dx) (local.get $bytes)))
-        (br $rows))))
+        (br $rows)))
+    (call $round_into (local.get $dw) (local.get $acc) (local.get $dim)))
 
-  ;; acc[i] += src[i] over n floats
-  (func $add_into (param $acc i32) (param $src i32) (param $n i32)
-    (local $i i32) (local $e i32) (local $bytes i32)
-    (local.set $bytes (i32.shl (local.get $n) (i32.const 2)))
-    (local.set $e (i32.shl (i32.and (local.get $n) (i32.const -4)) (i32.const 2)))
-    (block $b4
-      (loop $l4
-        (br_if $b4 (i32.ge_u (local.get $i) (local.get $e)))
-        (v128.store (i32.add (local.get $acc) (local.get $i))
-          (f32x4.add (v128.load (i32.add (local.get $acc) (local.get $i))) (v128.load (i32.add (local.get $src) (local.get $i)))))
-        (local.set $i (i32.add (local.get $i) (i32.const 16)))
-        (br $l4)))
-    (block $b1
-      (loop $l1
-        (br_if $b1 (i32.ge_u (local.get $i) (local.get $bytes)))
-        (f32.store (i32.add (local.get $acc) (local.get $i))
-          (f32.add (f32.load (i32.add (local.get $acc) (local.get $i))) (f32.load (i32.add (local.get $src) (local.get $i)))))
-        (local.set $i (i32.add (local.get $i) (i32.const 4)))
-        (br $l1))))
+  ;; acc[i] += f64(src[i]) over n columns
+  (func $add_f64 (param $acc i32) (param $src i32) (param $n i32)
+    (local $i i32)
+    (block $b
+      (loop $l
+        (br_if $b (i32.ge_u (local.get $i) (local.get $n)))
+        (f64.store (local.get $acc) (f64.add (f64.load (local.get $acc)) (f64.promote_f32 (f32.load (local.get $src)))))
+        (local.set $acc (i32.add (local.get $acc) (i32.const 8)))
+        (local.set $src (i32.add (local.get $src) (i32.const 4)))
+        (local.set $i (i32.add (local.get $i) (i32.const 1)))
+        (br $l))))
+
+  ;; dst[i] = f32(acc[i]) over n columns
+  (func $round_into (param $dst i32) (param $acc i32) (param $n i32)
+    (local $i i32)
+    (block $b
+      (loop $l
+        (br_if $b (i32.ge_u (local.get $i) (local.get $n)))
+        (f32.store (local.get $dst) (f32.demote_f64 (f64.load (local.get $acc))))
+        (local.set $acc (i32.add (local.get $acc) (i32.const 8)))
+        (local.set $dst (i32.add (local.get $dst) (i32.const 4)))
+        (local.set $i (i32.add (local.get $i) (i32.const 1)))
+        (br $l))))
 
   ;; Σ x² over n bfloat16 at p (n ≤ 1024), in the fold's order.
   (func $ss_bf16 (param $p i32) (param $n i32) (result f32)

@@ -52,6 +52,10 @@ pub const LLAMA: u32 = 4;
 /// With `LLAMA`: the weight has the activations' half type, so the backward rounds each weight-gradient term to it as autograd does.
 pub const LLAMA_W: u32 = 8;
 
+/// Floats per column at the start of a backward's workspace: the f64 sum of its finished
+/// dweight blocks (then the open block of a span, or a pool job's block partials).
+pub const DG_SUM_FLOATS: u32 = 2;
+
 /// What one storage type is, beside its code.
 #[derive(Clone, Copy, Debug)]
 pub struct DtypeFacts {
@@ -172,6 +176,6 @@ pub enum BackwardOperand {
     Z = 7,
     /// the gate's gradient, rows × dim, or 0
     Dz = 8,
-    /// the workspace, after the operands: the open dweight block (a span) or the block partials (a pool job)
+    /// the workspace, after the operands: the f64 sum of the finished dweight blocks, then the open block (a span) or the block partials (a pool job)
     Work = 9,
 }

@@ -22,28 +22,33 @@ fn sharded(
     let rows = x.len() / dim;
     let nblocks = kernel::dg_blocks(rows);
     let mut dx = vec![f32::NAN; x.len()];
-    let mut partials = vec![f32::NAN; nblocks * dim];
+    let mut work = work_buf(kernel::pool_work_floats(nblocks, dim));
+    let w_ptr = work.as_mut_ptr() as *mut f32;
     let k = backward_args(dy, x, g, rstd, &mut dx, dim, 1e-6);
     // the shards in reverse order: the result must not depend on which finishes first
     for w in shards.windows(2).rev() {
         assert_eq!(w[0] % DG_BLOCK_ROWS, 0);
-        // SAFETY: shapes as documented; partials holds nblocks × dim.
-        unsafe { kernel::backward_rows::<V, _>(&k, w[0], w[1], partials.as_mut_ptr()) };
+        // SAFETY: shapes as documented; work holds the sum and nblocks × dim partials.
+        unsafe { kernel::backward_rows::<V, _>(&k, w[0], w[1], w_ptr) };
     }
     let dg = g.map(|_| {
         // Blocks reduced in segments (later ones accumulating), as the pool does for a matrix
         // streamed through its window: the bits must equal one reduction over all blocks.
         let mut dg = vec![f32::NAN; dim];
+        // Each segment's job has its own partials after the sum the segments share.
+        let mut seg = work_buf(kernel::pool_work_floats(nblocks, dim));
+        let seg_ptr = seg.as_mut_ptr() as *mut f32;
         for s in seg_blocks.windows(2) {
-            // SAFETY: partials holds nblocks × dim, dg holds dim.
+            // SAFETY: both workspaces hold the sum and nblocks × dim partials; dg holds dim.
             unsafe {
-                kernel::reduce_partials::<V>(
-                    partials.as_ptr().add(s[0] * dim),
-                    s[1] - s[0],
-                    dim,
-                    dg.as_mut_ptr(),
-                    s[0] > 0,
-                )
+                let parts = kernel::pool_work_floats(0, dim);
+                let n = (s[1] - s[0]) * dim;
+                core::ptr::copy_nonoverlapping(
+                    w_ptr.add(parts + s[0] * dim),
+                    seg_ptr.add(parts),
+                    n,
+                );
+                kernel::reduce_partials(seg_ptr, s[1] - s[0], dim, dg.as_mut_ptr(), s[0] > 0)
             };
         }
         dg
@@ -124,7 +129,7 @@ fn backward_in_spans_gives_the_same_bits_as_one_call() {
                 for span in [1, 7, 32, 33, 64, 100, rows] {
                     let mut dx2 = vec![f32::NAN; x.len()];
                     let mut dg2 = vec![f32::NAN; dim];
-                    let mut work = vec![f32::NAN; dim];
+                    let mut work = work_buf(kernel::span_work_floats(dim));
                     let mut r0 = 0;
                     while r0 < rows {
                         let n = span.min(rows - r0);
@@ -146,7 +151,7 @@ fn backward_in_spans_gives_the_same_bits_as_one_call() {
                                 n,
                                 rows,
                                 dg2.as_mut_ptr(),
-                                work.as_mut_ptr(),
+                                work.as_mut_ptr() as *mut f32,
                             )
                         };
                         r0 += n;

@@ -180,10 +180,15 @@ impl Case {
     fn backward(&self, rstd: Option<&[f32]>) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
         let rows = self.x.len() / self.dim;
         let (mut dx, mut dz) = (vec![0f32; self.x.len()], vec![0f32; self.x.len()]);
-        let (mut dg, mut work) = (vec![0f32; self.dim], vec![0f32; self.dim]);
+        let (mut dg, mut work) = (
+            vec![0f32; self.dim],
+            work_buf(kernel::span_work_floats(self.dim)),
+        );
         let k = self.backward_of(rstd, &mut dx, &mut dz);
         // SAFETY: every slice has the shape the kernel expects.
-        unsafe { kernel::backward::<V, f32>(&k, rows, dg.as_mut_ptr(), work.as_mut_ptr()) };
+        unsafe {
+            kernel::backward::<V, f32>(&k, rows, dg.as_mut_ptr(), work.as_mut_ptr() as *mut f32)
+        };
         (dx, dz, dg)
     }
 
@@ -334,7 +339,7 @@ fn gated_backward_in_spans_and_shards_gives_the_bits_of_one_call() {
         let (dx, dz, dg) = c.backward(None);
         // spans of 7 rows, the open dweight block carried between them
         let (mut dx2, mut dz2) = (vec![0f32; rows * dim], vec![0f32; rows * dim]);
-        let (mut dg2, mut work) = (vec![0f32; dim], vec![0f32; dim]);
+        let (mut dg2, mut work) = (vec![0f32; dim], work_buf(kernel::span_work_floats(dim)));
         let mut row0 = 0;
         while row0 < rows {
             let len = 7.min(rows - row0);
@@ -350,7 +355,7 @@ fn gated_backward_in_spans_and_shards_gives_the_bits_of_one_call() {
                     len,
                     rows,
                     dg2.as_mut_ptr(),
-                    work.as_mut_ptr(),
+                    work.as_mut_ptr() as *mut f32,
                 );
             }
             row0 += len;
@@ -362,13 +367,17 @@ fn gated_backward_in_spans_and_shards_gives_the_bits_of_one_call() {
         // pool shards on block boundaries, then the partials reduced
         let (mut dx3, mut dz3) = (vec![0f32; rows * dim], vec![0f32; rows * dim]);
         let blocks = kernel::dg_blocks(rows);
-        let (mut partials, mut dg3) = (vec![0f32; blocks * dim], vec![0f32; dim]);
+        let (mut work3, mut dg3) = (
+            work_buf(kernel::pool_work_floats(blocks, dim)),
+            vec![0f32; dim],
+        );
+        let w3 = work3.as_mut_ptr() as *mut f32;
         let k = c.backward_of(None, &mut dx3, &mut dz3);
         // SAFETY: every slice has the shape the kernel expects.
         unsafe {
-            kernel::backward_rows::<V, f32>(&k, 64, rows, partials.as_mut_ptr());
-            kernel::backward_rows::<V, f32>(&k, 0, 64, partials.as_mut_ptr());
-            kernel::reduce_partials::<V>(partials.as_ptr(), blocks, dim, dg3.as_mut_ptr(), false);
+            kernel::backward_rows::<V, f32>(&k, 64, rows, w3);
+            kernel::backward_rows::<V, f32>(&k, 0, 64, w3);
+            kernel::reduce_partials(w3, blocks, dim, dg3.as_mut_ptr(), false);
         }
         assert!(
             same_bits(&dx, &dx3) && same_bits(&dz, &dz3) && same_bits(&dg, &dg3),

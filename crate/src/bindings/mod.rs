@@ -44,6 +44,16 @@ fn span_of(addr: usize, len: usize, size: usize, required: bool) -> Result<(), S
     Ok(())
 }
 
+/// Checks a workspace: `floats` floats at `addr` inside memory, 8-byte aligned (it starts
+/// with f64 sums).
+fn work_span(addr: usize, floats: usize, required: bool) -> Result<(), Status> {
+    span(addr, floats, required)?;
+    if addr % 8 != 0 {
+        return Err(Status::Align);
+    }
+    Ok(())
+}
+
 fn matrix(rows: usize, dim: usize) -> Result<usize, Status> {
     if dim == 0 {
         return Err(Status::Dim);
@@ -254,9 +264,10 @@ fn backward_of<A: Elem>(c: &Call<10>) -> Backward<A> {
 
 /// RMSNorm backward over rows `[row0, row0 + rows)` of a `total`-row matrix, single-threaded
 /// (see `kernel::backward_span`; the addresses, [`BackwardOperand`] order, point at row
-/// `row0`): writes `dx` (may equal `dy` or `x`) and, with a weight, adds the finished dweight
-/// blocks into `dweight` (`dim` floats, zeroed first when `row0` is 0), carrying the open
-/// block in the workspace (`dim` floats) from one span to the next. With a gate also `dz`. One
+/// `row0`): writes `dx` (may equal `dy` or `x`) and, with a weight, `dweight` (`dim` floats,
+/// written by the span that reaches `total`), carrying the f64 sum of the finished dweight
+/// blocks and the open block in the workspace (`3 × dim` floats, 8-byte aligned) from one
+/// span to the next. With a gate also `dz`. One
 /// call over everything: `row0 = 0`, `total = rows`. rstd (from the forward) may be 0 to
 /// recompute it; the residual's gradient (or 0) is added to `dx`.
 #[wasm_bindgen]
@@ -271,7 +282,7 @@ pub fn rms_norm_backward(
         let c = backward_call(params, addrs, rows)?;
         let (w, dim) = (c.a[B::Weight as usize] != 0, c.p.dim as usize);
         span(c.a[B::Dweight as usize], dim, w)?;
-        span(c.a[B::Work as usize], dim, w)?;
+        work_span(c.a[B::Work as usize], kernel::span_work_floats(dim), w)?;
         if row0.checked_add(rows).is_none_or(|end| end > total) {
             return Err(Status::Shard);
         }
@@ -292,7 +303,7 @@ pub fn rms_norm_backward(
 
 /// One pool shard of the backward: rows `[row0, row1)` of a `rows`-row problem whose row 0
 /// the addresses give, `row0` a multiple of [`dg_block_rows`]. With a weight, block partials
-/// go to the workspace (`ceil(rows / dg_block_rows) × dim` floats); add them with
+/// go to the workspace (after its f64 sum: `(2 + ceil(rows / dg_block_rows)) × dim` floats); add them with
 /// [`rms_norm_backward_reduce`]. Otherwise as [`rms_norm_backward`].
 #[wasm_bindgen]
 pub fn rms_norm_backward_rows(
@@ -308,9 +319,11 @@ pub fn rms_norm_backward_rows(
             return Err(Status::Shard);
         }
         let (w, dim) = (c.a[B::Weight as usize] != 0, c.p.dim as usize);
-        span(
+        let blocks = kernel::dg_blocks(rows);
+        matrix(blocks, dim)?;
+        work_span(
             c.a[B::Work as usize],
-            matrix(kernel::dg_blocks(rows), dim)?,
+            kernel::pool_work_floats(blocks, dim),
             w,
         )?;
         fn go<A: Elem>(c: &Call<10>, row0: usize, row1: usize) {
@@ -329,9 +342,9 @@ pub fn rms_norm_backward_rows(
     })())
 }
 
-/// After a pool job's last shard: `dweight = Σ_b partials[b·dim ..]` (the workspace's blocks,
-/// in order) onto zero or, when `accumulate` is 1, onto `dweight` as it is (the pool's later
-/// segments of one streamed matrix). Nothing without a weight.
+/// After a pool job's last shard: the workspace's block partials added in f64, in order, onto
+/// zero or, when `accumulate` is 1, onto the workspace's sum as the previous job of the same
+/// streamed matrix left it, and rounded into `dweight`. Nothing without a weight.
 #[wasm_bindgen]
 pub fn rms_norm_backward_reduce(params: usize, addrs: usize, rows: usize, accumulate: u32) -> u32 {
     status((|| {
@@ -340,13 +353,14 @@ pub fn rms_norm_backward_reduce(params: usize, addrs: usize, rows: usize, accumu
             return Ok(());
         }
         let (dim, blocks) = (c.p.dim as usize, kernel::dg_blocks(rows));
-        let (partials, dw) = (c.a[B::Work as usize], c.a[B::Dweight as usize]);
-        span(partials, matrix(blocks, dim)?, true)?;
+        let (work, dw) = (c.a[B::Work as usize], c.a[B::Dweight as usize]);
+        matrix(blocks, dim)?;
+        work_span(work, kernel::pool_work_floats(blocks, dim), true)?;
         span(dw, dim, true)?;
         // SAFETY: checked above.
         unsafe {
-            kernel::reduce_partials::<Native>(
-                partials as *const f32,
+            kernel::reduce_partials(
+                work as *mut f32,
                 blocks,
                 dim,
                 dw as *mut f32,

@@ -33,7 +33,8 @@ pub use backward::Backward;
 #[cfg(feature = "bench-kernels")]
 pub use bench::{add, copy, layer_norm_forward};
 pub use blocks::{
-    backward, backward_rows, backward_span, dg_blocks, reduce_partials, DG_BLOCK_ROWS,
+    backward, backward_rows, backward_span, dg_blocks, pool_work_floats, reduce_partials,
+    span_work_floats, DG_BLOCK_ROWS,
 };
 pub use forward::{forward, forward_with, Forward};
 pub use gate::{exp, silu};

@@ -207,19 +207,3 @@ pub(super) unsafe fn add_sum_sq<V: F32x4, A: Elem>(
     add_rows::<V, A>(x.add(stat), res.add(stat), h.add(stat), n - stat);
     s
 }
-
-/// `acc[i] += src[i]` for `n` floats (lane-wise, so the same bits as a scalar loop).
-#[inline(always)]
-pub(super) unsafe fn add_into<V: F32x4>(acc: *mut f32, src: *const f32, n: usize) {
-    let mut i = 0;
-    while i + 4 <= n {
-        V::load(acc.add(i))
-            .add(V::load(src.add(i)))
-            .store(acc.add(i));
-        i += 4;
-    }
-    while i < n {
-        *acc.add(i) += *src.add(i);
-        i += 1;
-    }
-}

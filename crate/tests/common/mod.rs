@@ -205,10 +205,10 @@ pub fn backward(
     let rows = x.len() / dim;
     let mut dx = vec![f32::from_bits(0x7fc0_dead); x.len()];
     let mut dg = vec![f32::from_bits(0x7fc0_dead); dim];
-    let mut work = vec![f32::from_bits(0x7fc0_dead); dim];
+    let mut work = work_buf(kernel::span_work_floats(dim));
     let k = backward_args(dy, x, g, rstd, &mut dx, dim, eps);
     // SAFETY: every slice has the shape the kernel expects.
-    unsafe { kernel::backward::<V, _>(&k, rows, dg.as_mut_ptr(), work.as_mut_ptr()) };
+    unsafe { kernel::backward::<V, _>(&k, rows, dg.as_mut_ptr(), work.as_mut_ptr() as *mut f32) };
     (dx, g.map(|_| dg))
 }
 
@@ -273,4 +273,9 @@ pub fn scale_rows(x: &mut [f32], dim: usize, scales: &[f64]) {
             *v = t.clamp(-3.4e38, 3.4e38) as f32;
         }
     }
+}
+
+/// A workspace of `floats` floats, 8-byte aligned (it starts with f64 sums), filled with NaNs.
+pub fn work_buf(floats: usize) -> Vec<f64> {
+    vec![f64::NAN; floats.div_ceil(2)]
 }
