@@ -23,6 +23,7 @@ export interface LayerHost {
   allocF32(length: number): F32Buffer;
   allocU16(length: number): U16Buffer;
   forwardChecked(a: ForwardArgs, fn: string): FloatArray;
+  windowForward(x: Float32Array, wAt: number, q: Params, y: Float32Array, rstd: Float32Array): boolean;
   backwardChecked(a: BackwardArgs, fn: string): RmsNormBackwardResult<FloatArray, FloatArray>;
 }
 
@@ -159,6 +160,16 @@ export class RmsNormLayer<W extends FloatArray = Float32Array> {
    * @throws TypeError / RangeError on a bad `x` or option, before anything is written.
    */
   forward<T extends FloatArray = Float32Array>(x: T, options?: RmsNormLayerForwardOptions<T>): T {
+    // The common call — plain float32 rows, no options — the short way (no placement).
+    if (options === undefined && this.act === DT.float32 && x instanceof Float32Array && !this.freed) {
+      const n = x.length;
+      if (n !== 0 && n % this.dim === 0) {
+        const rstd = this.rstdOut.take(n / this.dim) as Float32Array;
+        const y = this.y.take(n) as Float32Array;
+        const w = this.weight();
+        if (this.rn.windowForward(x, w === null ? 0 : w.byteOffset, this.params, y, rstd)) return y as T;
+      }
+    }
     const xa = this.rows('forward', 'x', x);
     const rows = xa.length / this.dim;
     const rstd = this.rstdOut.take(rows) as Float32Array;

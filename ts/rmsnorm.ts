@@ -9,8 +9,9 @@
 import type { Build, LoadedWasm } from './load.js';
 import { RmsNormLayer, type RmsNormLayerOptions } from './layer.js';
 import { heapOf, Scratch, type Heap, type F32Buffer, type U16Buffer } from './memory.js';
-import type { Data, Params } from './ops.js';
+import { ADDRS_AT, F, FORWARD, type Data, type Params } from './ops.js';
 import { CALL_WORDS, writeAddrs, writeParams } from './call-block.js';
+import { FastForward } from './fast-path.js';
 import { backwardCall, backwardResults, forwardCall, forwardResult, type Call } from './results.js';
 import { Placer, SYNC_WINDOW_FLOATS, type WindowRules } from './place/placer.js';
 import { checkStatus } from './status.js';
@@ -36,9 +37,12 @@ export class RmsNorm {
   readonly wasm: LoadedWasm;
   readonly #heap: Heap;
   private readonly window: Scratch;
+  private readonly windowFloats: number;
   private readonly placer: Placer;
   /** This instance's call block (call-block.ts): every kernel call of this thread reads it. */
   private readonly callAt: number;
+  /** The zero-copy float32 forward's short way (fast-path.ts). */
+  private readonly fast: FastForward;
 
   /**
    * An instance over a loaded module. Use {@link loadRmsNorm} / {@link init}, which make one
@@ -53,8 +57,10 @@ export class RmsNorm {
     // Taken now, so that a call on plain arrays never grows the memory (which would detach
     // the caller's views of non-shared memory) unless one segment needs more.
     this.window.carveOne(windowFloats);
+    this.windowFloats = windowFloats;
     this.placer = new Placer(this.#heap, this.window, syncRules(windowFloats));
     this.callAt = this.#heap.alloc(CALL_WORDS);
+    this.fast = new FastForward(wasm.exports, this.callAt);
   }
 
   /**
@@ -70,6 +76,9 @@ export class RmsNorm {
    * @throws TypeError / RangeError on bad arguments, before anything is written.
    */
   rmsNorm<T extends FloatArray = Float32Array>(x: T, weight: FloatArray | null, options?: RmsNormOptions<T>): T {
+    const heap = this.#heap;
+    const y = this.fast.run(heap.i32(), heap.f32(), x, weight, options);
+    if (y !== undefined) return y as T;
     return this.forwardChecked(checkForward('rmsNorm', x, weight, options)) as T;
   }
 
@@ -109,6 +118,40 @@ export class RmsNorm {
       return r.result;
     }
     return this.run(fn, backwardCall(a), a.rows, a.params);
+  }
+
+  /**
+   * A layer's forward of a plain float32 `x` (rows × q.dim; the layer checked it) with no
+   * options, the short way: `x` copied into the window, the kernel on the weight at byte
+   * `wAt` (0: none), `y` and `rstd` copied out. The same kernel and parameters as the
+   * general path, so the same bits; false (nothing done) when it does not fit the window.
+   * @internal
+   */
+  windowForward(x: Float32Array, wAt: number, q: Params, y: Float32Array, rstd: Float32Array): boolean {
+    const n = x.length;
+    const rows = rstd.length;
+    // x, then y a page and 256 bytes further (copies 4 KiB apart alias: see Scratch.carve), then rstd.
+    const yOff = Math.ceil(n / 1024) * 1024 + 64;
+    const rOff = yOff + Math.ceil(n / 1024) * 1024 + 64;
+    if (rOff + rows > this.windowFloats) return false;
+    const base = this.window.carveOne(this.windowFloats);
+    const heap = this.#heap;
+    const f32 = heap.f32();
+    const i32 = heap.i32();
+    const at = base >>> 2;
+    f32.set(x, at);
+    const c = this.callAt >>> 2;
+    writeParams(i32, f32, c, q);
+    const a = c + ADDRS_AT / 4;
+    for (let i = 0; i < FORWARD.addrs; i++) i32[a + i] = 0;
+    i32[a + F.x] = base;
+    i32[a + F.weight] = wAt;
+    i32[a + F.y] = base + 4 * yOff;
+    i32[a + F.rstd] = base + 4 * rOff;
+    checkStatus('layer.forward', this.wasm.exports.rms_norm_forward(this.callAt, this.callAt + ADDRS_AT, 0, rows));
+    y.set(f32.subarray(at + yOff, at + yOff + n));
+    rstd.set(f32.subarray(at + rOff, at + rOff + rows));
+    return true;
   }
 
   /** Places a checked call and runs its operation on each segment of rows: copy in, kernel, copy out. */
