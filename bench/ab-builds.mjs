@@ -34,7 +34,7 @@ for (const dim of dims) {
   const rows = Math.max(1, Math.floor(total / dim));
   const calls = inst.map((ex) => {
     const n = rows * dim;
-    const [x, y, w, dy, dx, rs, dw, work] = [n, n, dim, n, n, rows, dim, dim].map((len) => ex.alloc_f32(len));
+    const [x, y, w, dy, dx, rs, dw, work] = [n, n, dim, n, n, rows, dim, 3 * dim].map((len) => ex.alloc_f32(len)); // work: the dweight sum (f64) and the open block
     const F = new Float32Array(ex.memory.buffer);
     seed = 1; // the same inputs for A and B
     for (let i = 0; i < n; i++) { F[x / 4 + i] = rand(); F[dy / 4 + i] = rand(); }

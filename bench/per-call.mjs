@@ -57,7 +57,7 @@ for (const [rows, dim] of shapes) {
   const [xb, yb, wb, dyb, dxb, dwb] = [buf(n), buf(n), buf(dim), buf(n), buf(n), buf(dim)];
   // Everything that allocates wasm memory before the views are made: growth detaches them.
   const layer = lib.createRmsNorm(new Float32Array(dim));
-  const [rx, ry, rw, rdy, rdx, rdw, rwork] = [n, n, dim, n, n, dim, dim].map((len) => k.alloc_f32(len));
+  const [rx, ry, rw, rdy, rdx, rdw, rwork] = [n, n, dim, n, n, dim, 3 * dim].map((len) => k.alloc_f32(len));
   const X = xb.view(), Y = yb.view(), W = wb.view(), DY = dyb.view(), DX = dxb.view(), DW = dwb.view();
   for (let i = 0; i < n; i++) { X[i] = Math.sin(i); DY[i] = Math.cos(i * 0.7); }
   for (let i = 0; i < dim; i++) W[i] = 1 + Math.cos(i) / 4;
