@@ -183,7 +183,7 @@ function write(name: EngineName, version: string, env: PageEnv, rows: Row[], hal
   const title = { chromium: 'Chromium', firefox: 'Firefox', webkit: 'WebKit (MiniBrowser)' }[name];
   const notes = [
     `${title} ${version} (${name === 'webkit' ? 'under Xvfb' : 'headless'}), page ${env.crossOriginIsolated ? 'cross-origin isolated' : 'not cross-origin isolated'}; pool in ${env.poolMode} mode with ${env.poolThreads} worker(s) (navigator.hardwareConcurrency = ${env.cores}).`,
-    `Timing: batched calls timed with performance.now() (resolution ${(env.clockResolutionMs * 1000).toPrecision(3)} µs), batches ≥ ${Math.max(1, 200 * env.clockResolutionMs)} ms, per-call time = batch ÷ calls, ${budgetMs} ms of samples per row (at least 5).`,
+    `Timing: batched calls timed with performance.now() (resolution ${(env.clockResolutionMs * 1000).toPrecision(3)} µs), batches ≥ ${Number(Math.max(1, 200 * env.clockResolutionMs).toPrecision(3))} ms, per-call time = batch ÷ calls, ${budgetMs} ms of samples per row (at least 5).`,
     'onnxruntime-web 1.30 runs in the page (its wasm EP, one RMSNormalization node, opset 23), in a page of its own per thread count; only session.run() on a tensor made once is timed, which includes its copies of X in and Y out.',
     'js-optimized, onnxruntime-node and pool sizes other than the core count are only in the Node benchmark (npm run bench).',
   ];

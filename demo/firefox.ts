@@ -9,9 +9,13 @@ import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 /** Where Debian's firefox-esr package puts the browser; override with FIREFOX_PATH. */
 export const FIREFOX_PATH = process.env.FIREFOX_PATH ?? '/usr/bin/firefox-esr';
 
-/** Starts a headless Firefox with a fresh temporary profile (puppeteer makes and removes it). */
+/**
+ * Starts a headless Firefox with a fresh temporary profile (puppeteer makes and removes it).
+ * Calls into the page may run for many minutes (a benchmark's whole loop is one evaluate), longer
+ * than puppeteer's 3-minute protocol timeout; callers put their own timeouts where they need them.
+ */
 export function launchFirefox(): Promise<Browser> {
-  return puppeteer.launch({ browser: 'firefox', executablePath: FIREFOX_PATH, headless: true, protocol: 'webDriverBiDi' });
+  return puppeteer.launch({ browser: 'firefox', executablePath: FIREFOX_PATH, headless: true, protocol: 'webDriverBiDi', protocolTimeout: 60 * 60_000 });
 }
 
 /**
