@@ -1,6 +1,7 @@
 // The benchmark's hand-written roofs (bench/roofs/roofs.wat) compute what the package computes,
 // in the same order: on ordinary data their outputs have the package's bits, so "% of roof" in
 // `npm run bench` and `bench:half` compares two ways of doing the same work.
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { loadRmsNorm } from '../dist/index.js';
 import { roofs } from '../bench/roofs.js';
@@ -35,5 +36,20 @@ describe.each(SHAPES)('%i × %i', (rows, dim) => {
     const copy = r.alloc(4 * n);
     r.k.copy(ax!, copy, 4 * n - ((4 * n) % 16));
     expect(r.f32(copy, n - (n % 4))).toEqual(x.subarray(0, n - (n % 4)));
+  });
+});
+
+// The roofs address `base + 16` with the loads' offset immediates; so must the package, or V8
+// spends an add per access (build.sh's fold_offsets: LLVM leaves those adds in its unrolled loops).
+describe('the builds’ memory accesses', () => {
+  it.each(['simd', 'simd-threads', 'simd-relaxed', 'simd-relaxed-threads'])('%s: no v128 load or store behind an add of a constant', async (build) => {
+    const wabt = await (await import('wabt')).default();
+    const bytes = readFileSync(new URL(`../wasm/${build}/rmsnorm_wasm_bg.wasm`, import.meta.url));
+    const mod = wabt.readWasm(bytes, { simd: true, threads: true, bulk_memory: true, relaxed_simd: true });
+    const text = mod.toText({});
+    mod.destroy();
+    expect((text.match(/\bv128\.(load|store)\b/g) ?? []).length, 'v128 accesses').toBeGreaterThan(1000);
+    const behindAdd = text.match(/i32\.const \d+\n\s*i32\.add\n\s*v128\.(load|store)\b(?![^\n]*offset=)/g) ?? [];
+    expect(behindAdd.length).toBe(0);
   });
 });
