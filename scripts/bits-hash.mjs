@@ -1,10 +1,17 @@
-// Bits fingerprint: hashes the forward (y, rstd) and backward (dx, dweight; saved and
-// recomputed rstd; with and without weight) outputs of every build this engine runs (simd,
-// simd-threads, scalar; simd-relaxed and simd-relaxed-threads where it has relaxed SIMD, e.g.
-// node --experimental-wasm-relaxed-simd on Node 20) and of the pool at 1 and 2 threads, on 17 shapes from 1x1 to 1x100003 (rows below,
-// at and past the kernels' 16-float step and their 1024-float sum block). Every entry must be
-// equal (same bits on every build and thread count); compare the line before and after a
-// refactor that must not change results.
+// Bits fingerprint of every build this engine runs (simd, simd-threads, scalar; simd-relaxed
+// and simd-relaxed-threads where it has relaxed SIMD, e.g. node --experimental-wasm-relaxed-simd
+// on Node 20) and of the pool at 1 and 2 threads. Every entry of a line must be equal (same
+// bits on every build and thread count); compare the lines before and after a change that must
+// not change results.
+//
+// Line 1, `plain`: the forward (y, rstd) and backward (dx, dweight; saved and recomputed rstd;
+// with and without weight) of float32 calls on 17 shapes from 1x1 to 1x100003 (rows below, at
+// and past the kernels' 16-float step and their 1024-float sum block).
+// Line 2, `flavours`: every flavour the kernels have, forward and backward, on 9 shapes:
+// float32, float16 and bfloat16 storage; no weight, a float32 weight and a weight of the
+// activations' dtype; the fused residual add (and its dresidual); Gemma's offset; pRMSNorm's
+// partial; the llama and gemma casting modes; both gate modes. The pool's entries run every
+// call of 2 rows or more sharded (its test hooks), so that its chunks are what is hashed.
 //
 //   node scripts/bits-hash.mjs [repository root, default .]    (needs dist/ and wasm/ built)
 import { createHash } from 'node:crypto';
@@ -13,13 +20,17 @@ import { pathToFileURL } from 'node:url';
 
 const root = resolve(process.argv[2] ?? '.');
 const { loadRmsNorm, createPool, relaxedSimdSupported } = await import(pathToFileURL(`${root}/dist/index.js`).href);
+const { poolHooks } = await import(pathToFileURL(`${root}/dist/pool/hooks.js`).href);
 const { rng } = await import(pathToFileURL(`${root}/shared/reference.js`).href);
 const shapes = [[1, 1], [3, 7], [5, 15], [4, 16], [2, 17], [7, 63], [9, 100], [33, 256], [3, 257], [2, 1000], [65, 1024], [4, 4099], [2, 8192], [1, 8193], [1, 20000], [1, 65536], [1, 100003]];
+const flavourShapes = [[1, 1], [3, 7], [2, 17], [9, 100], [33, 256], [3, 257], [70, 64], [2, 1000], [1, 8193]];
+
+const bytesOf = (a) => new Uint8Array(a.buffer.slice(a.byteOffset, a.byteOffset + a.byteLength));
 
 /** Hash of every output of `m` (the sync API of one build, or a pool: awaited either way) over the shapes. */
 async function fingerprint(m) {
   const h = createHash('sha256');
-  const add = (a) => h.update(new Uint8Array(a.buffer.slice(a.byteOffset, a.byteOffset + a.byteLength)));
+  const add = (a) => h.update(bytesOf(a));
   for (const [rows, dim] of shapes) {
     const r = rng(rows * 100000 + dim);
     const x = new Float32Array(rows * dim).map(() => r() * 2 - 1);
@@ -39,13 +50,82 @@ async function fingerprint(m) {
   return h.digest('hex').slice(0, 16);
 }
 
-const out = {};
+/** The flavours: each a set of options beside the dtype and the weight's kind. */
+function* flavours() {
+  for (const dtype of ['float32', 'float16', 'bfloat16']) {
+    for (const wk of ['none', 'f32', 'act']) {
+      if (wk === 'act' && dtype === 'float32') continue;
+      const weighted = wk !== 'none';
+      for (const residual of [false, true]) {
+        for (const gateMode of [null, 'after', 'before']) {
+          if (residual && gateMode) continue;
+          for (const offset of weighted ? [0, 1] : [0]) {
+            for (const partial of [1, 0.7]) {
+              for (const castingMode of dtype === 'float32' ? ['none'] : weighted ? ['none', 'llama', 'gemma'] : ['none']) {
+                yield { dtype, wk, residual, gateMode, offset, partial, castingMode };
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+/** Hash of every flavour's outputs (see the header) from `m`; `half` converts float32 values to half bits. */
+async function flavourprint(m, half) {
+  const h = createHash('sha256');
+  const add = (a) => h.update(bytesOf(a));
+  for (const [rows, dim] of flavourShapes) {
+    const r = rng(rows * 7919 + dim);
+    const vals = (n, lo, span) => new Float32Array(n).map(() => lo + span * r());
+    const n = rows * dim;
+    const srcs = { x: vals(n, -1, 2), res: vals(n, -1, 2), z: vals(n, -3, 6), dy: vals(n, -1, 2), dres: vals(n, -0.5, 1), w: vals(dim, 0.5, 1) };
+    for (const f of flavours()) {
+      const act = (a) => (f.dtype === 'float32' ? a.slice() : half(a, f.dtype));
+      const weight = f.wk === 'none' ? null : f.wk === 'f32' ? srcs.w.slice() : half(srcs.w, f.dtype);
+      const common = { dim, dtype: f.dtype, eps: 1e-5, partial: f.partial, ...(f.offset && { offset: f.offset }), ...(f.castingMode !== 'none' && { castingMode: f.castingMode }) };
+      if (weight && f.wk === 'act') common.weightDtype = f.dtype;
+      const gate = f.gateMode ? { gate: act(srcs.z), gateMode: f.gateMode } : {};
+      const x = act(srcs.x);
+      const residual = f.residual ? act(srcs.res) : undefined;
+      const rstd = new Float32Array(rows);
+      const y = await m.rmsNorm(x, weight, { ...common, ...gate, rstd, ...(residual && { residual }) });
+      add(y);
+      add(rstd);
+      if (residual) add(residual);
+      const hx = residual ?? x; // the backward of a fused add takes its h
+      for (const rs of [rstd, undefined]) {
+        const dresidual = f.residual ? act(srcs.dres) : undefined;
+        const g = await m.rmsNormBackward(act(srcs.dy), hx, weight, { ...common, ...gate, ...(rs && { rstd: rs }), ...(dresidual && { dresidual }) });
+        add(g.dx);
+        if (g.dweight) add(g.dweight);
+        if (g.dgate) add(g.dgate);
+      }
+    }
+  }
+  return h.digest('hex').slice(0, 16);
+}
+
+const plain = {};
+const wide = {};
+const sync = await loadRmsNorm('simd');
+const half = (a, dtype) => sync.float32ToHalf(a, dtype);
 const relaxed = relaxedSimdSupported() ? ['simd-relaxed', 'simd-relaxed-threads'] : [];
-for (const build of ['simd', 'simd-threads', ...relaxed, 'scalar']) out[build] = await fingerprint(await loadRmsNorm(build));
+for (const build of ['simd', 'simd-threads', ...relaxed, 'scalar']) {
+  const m = await loadRmsNorm(build);
+  plain[build] = await fingerprint(m);
+  wide[build] = await flavourprint(m, half);
+}
 for (const threads of [1, 2]) {
   const pool = await createPool({ threads });
-  out['pool' + threads] = await fingerprint(pool);
+  plain['pool' + threads] = await fingerprint(pool);
+  const hooks = poolHooks(pool);
+  hooks.setInlineBelow(0);
+  hooks.forceWay('sharded');
+  wide['pool' + threads] = await flavourprint(pool, half);
   await pool.destroy();
 }
-console.log(JSON.stringify(out));
+console.log(JSON.stringify(plain));
+console.log(JSON.stringify({ flavours: wide }));
 process.exit(0);
