@@ -90,7 +90,7 @@ export class AtomicFile {
     const path = joinPath(dirOf(target), tempName(baseOf(target)));
     if (byteLength(baseOf(target)) > NAME_MAX) throw new NormalizeError(`cannot write ${shown(target)}: the name is longer than ${NAME_MAX} bytes`);
     try {
-      return new AtomicFile(target, path, await open(path, 'wx'));
+      return new AtomicFile(target, path, await open(path, 'wx+'));
     } catch (e) {
       throw fsError(e, 'write', target, ` (a temporary file in ${shown(dirOf(target))})`);
     }

@@ -18,7 +18,7 @@ import type { F32Buffer, U16Buffer } from '../memory.js';
 import { checkForward } from '../check/calls.js';
 import type { Dtype, FloatArray } from '../types.js';
 import { KERNEL_DTYPES, DTYPES } from '../dtypes.js';
-import { removeStrays } from './atomic.js';
+import { AtomicFile, removeStrays } from './atomic.js';
 import { CHUNK_BYTES, copyArray, normalizeArray, Regions, SLOTS } from './chunks.js';
 import { NormalizeError } from './errors.js';
 import { checkFileOptions, FILE_KEYS, isPath, type FileArgs } from './file-args.js';
@@ -28,6 +28,9 @@ import { baseOf, dirOf, shown, type FsPath } from './paths.js';
 import { planArrays, rstdArrays, type ArrayPlan } from './plan.js';
 import { openSink, planOutput, sameInode, type OutputPlan } from './sink.js';
 import { openSource } from './source.js';
+import { fitsRegions, normalizePositioned } from './positioned.js';
+import { taskQueueOf } from '../pool/task-queue.js';
+import * as zlib from 'node:zlib';
 import type { NormalizeFileOptions, NormalizeSummary } from './types.js';
 import { loadWeight, type LoadedWeight } from './weight.js';
 
@@ -131,17 +134,51 @@ export async function normalizeFileWith(input: FsPath, output: FsPath, options: 
     await using own = o.pool ? null : await createPool(o.threads === undefined ? undefined : { threads: o.threads });
     const pool: RmsNormPool = o.pool ?? own!;
     const sync = await loadRmsNorm();
+    const total = arrays.reduce((s, p) => s + (p.norm?.rows ?? 0), 0);
+    const totalBytes = arrays.reduce((s, q) => s + (q.norm?.rows ?? NaN) * (q.norm?.dim ?? 0) * DTYPES[q.norm?.inDtype ?? 'float32'].bytes, 0);
+    const queue = taskQueueOf(pool);
+    // Every read and write at a position (see positioned.ts): the workers move the rows.
+    if (
+      queue && src.fd !== undefined && out instanceof AtomicFile && (rstdOut === null || rstdOut instanceof AtomicFile) &&
+      arrays.every((p) => p.input.source === src && p.input.bytes !== null) && fitsRegions(queue, arrays) &&
+      (writer.dataCrc === undefined || typeof zlib.crc32 === 'function')
+    ) {
+      const rowsOf = arrays.map(() => 0);
+      let bytesDone = 0;
+      await queue.acquire();
+      let r: Awaited<ReturnType<typeof normalizePositioned>>;
+      try {
+        r = await normalizePositioned({
+          queue, pool, sync, src, plans: arrays, out, rstd: rstdOut as AtomicFile | null, weight: weight.w, signal, checksum: o.checksum === true, chunkBytes: a.chunkBytes,
+          writer: () => format.writer(arrays.map((p) => p.out), contents.meta, shown(output)),
+          rstdWriter: plans.rstd ? () => format.writer(rstdArrays(arrays), undefined, shown(o.rstd!)) : null,
+          call: { weightDtype, castingMode: o.castingMode, eps: o.eps, offset: o.offset, partial: o.partial },
+          progress: (i, rows) => {
+            const n = arrays[i]!.norm!;
+            bytesDone += (rows - rowsOf[i]!) * n.dim * DTYPES[n.inDtype].bytes;
+            rowsOf[i] = rows;
+            o.onProgress?.({ rows: rowsOf.reduce((a, b) => a + b, 0), totalRows: total, bytes: bytesDone, totalBytes, seconds: (performance.now() - t0) / 1000 });
+          },
+        });
+      } finally {
+        await queue.release();
+      }
+      signal?.throwIfAborted();
+      await out.flush(o.durable !== false);
+      await rstdOut?.flush(o.durable !== false);
+      await rstdOut?.publish();
+      await out.publish();
+      return summaryOf(input, output, contents.format, arrays, r.rows, { at: r.bytes, digest: () => r.sha256 }, pool, t0);
+    }
     const outFile = new OutputFile(out, writer, o.checksum === true);
     const rstdFile = rstdOut ? new OutputFile(rstdOut, rstdWriter!, false) : null;
     using wBuf = weight.w ? placeWeight(pool, weight.w, weightDtype) : null;
     let rows = 0;
     let rowsBefore = 0;
-    const total = arrays.reduce((s, p) => s + (p.norm?.rows ?? 0), 0);
     const progress = (r: number, p: ArrayPlan) =>
       o.onProgress?.({
         rows: rowsBefore + r, totalRows: total, bytes: (rowsBefore + r) * p.norm!.dim * DTYPES[p.norm!.inDtype].bytes,
-        totalBytes: arrays.reduce((s, q) => s + (q.norm?.rows ?? NaN) * (q.norm?.dim ?? 0) * DTYPES[q.norm?.inDtype ?? 'float32'].bytes, 0),
-        seconds: (performance.now() - t0) / 1000,
+        totalBytes, seconds: (performance.now() - t0) / 1000,
       });
     // rstd of a container is kept until the end: its arrays may go in another order than the data's.
     const rstdKept = new Map<number, Uint8Array[]>();
@@ -210,7 +247,9 @@ async function writeKept(file: OutputFile, order: readonly number[] | undefined,
 }
 
 /** What {@link normalizeFile} reports. */
-function summaryOf(input: FsPath, output: FsPath, format: NormalizeSummary['format'], plans: readonly ArrayPlan[], rows: number, out: OutputFile, pool: RmsNormPool, t0: number): NormalizeSummary {
+function summaryOf(
+  input: FsPath, output: FsPath, format: NormalizeSummary['format'], plans: readonly ArrayPlan[], rows: number, out: { at: number; digest(): string | undefined }, pool: RmsNormPool, t0: number,
+): NormalizeSummary {
   const seconds = (performance.now() - t0) / 1000;
   const norm = plans.filter((p) => p.norm);
   const first = norm[0]!;

@@ -24,6 +24,8 @@ export interface Source {
   readonly size: number | null;
   /** The file's identity and time when opened (regular files). */
   readonly stats: Stats;
+  /** The descriptor of a regular file, for reads at positions from other threads; undefined for a stream. */
+  readonly fd?: number;
   /**
    * Reads `into.length` bytes at `pos` (fewer only at the end); resolves to the count. A stream
    * needs `pos` at or past what it has read so far.
@@ -43,6 +45,7 @@ class FileSource implements Source {
     readonly stats: Stats,
     private readonly raw: RawRead,
     private readonly done: () => Promise<void>,
+    readonly fd: number,
   ) {}
 
   get size(): number {
@@ -171,9 +174,9 @@ function descriptorOf(path: FsPath): number {
 }
 
 /** A Source over an open descriptor with these stats (a stream unless a regular file). */
-function sourceOf(path: FsPath, st: Stats, raw: RawRead, close: () => Promise<void>): Source {
+function sourceOf(path: FsPath, st: Stats, raw: RawRead, close: () => Promise<void>, fd: number): Source {
   if (st.isDirectory()) throw new NormalizeError(`cannot read ${shown(path)}: it is a directory`);
-  return st.isFile() ? new FileSource(path, st, raw, close) : new StreamSource(path, st, raw, close);
+  return st.isFile() ? new FileSource(path, st, raw, close, fd) : new StreamSource(path, st, raw, close);
 }
 
 /**
@@ -188,7 +191,7 @@ export async function openSource(path: FsPath): Promise<Source> {
       throw fsError(e, 'read', path === '-' ? 'standard input' : path);
     });
     const raw: RawRead = async (into, off, len, pos) => (await readFd(fd, into, off, len, pos)).bytesRead;
-    return sourceOf(path, st, raw, async () => {});
+    return sourceOf(path, st, raw, async () => {}, fd);
   }
   let fh: FileHandle;
   try {
@@ -205,7 +208,7 @@ export async function openSource(path: FsPath): Promise<Source> {
         throw codeOf(e) === 'EAGAIN' ? e : fsError(e, 'read', path);
       }
     };
-    return sourceOf(path, st, raw, () => fh.close().catch(() => {}));
+    return sourceOf(path, st, raw, () => fh.close().catch(() => {}), fh.fd);
   } catch (e) {
     await fh.close().catch(() => {});
     throw e;

@@ -55,14 +55,31 @@ export const FLAG0 = STREAM + 1;
 /** Test hook: worker `HOLD - 1` stops inside the next chunk it claims until HOLD changes. */
 export const HOLD = STREAM + 2;
 /**
+ * A task job (tasks.ts): the next record to claim (workers compete for it), the records queued
+ * (the caller writes it), the records finished (workers add to it), each on a line of its own;
+ * then, read-only while the job runs, whether the ring is closed, its address and slots and the
+ * bytes of each worker's region.
+ */
+export const TASK_WORDS = {
+  head: NEXT + 5 * LINE,
+  tail: NEXT + 6 * LINE,
+  done: NEXT + 7 * LINE,
+  closed: NEXT + 8 * LINE,
+  table: NEXT + 8 * LINE + 1,
+  slots: NEXT + 8 * LINE + 2,
+  regionBytes: NEXT + 8 * LINE + 3,
+} as const;
+/**
  * Worker w's line: its wake-up word at SEQ0 + w·STRIDE, then its busy flag, then EXITING: 1
  * once it has left its serve loop and is releasing its own stack and TLS (the pool must not
- * release them again, nor terminate it: it holds the shared allocator's lock), 2 when done.
+ * release them again, nor terminate it: it holds the shared allocator's lock), 2 when done;
+ * then REGION, the byte address of its region for task jobs.
  */
-export const SEQ0 = NEXT + 5 * LINE;
+export const SEQ0 = NEXT + 9 * LINE;
 export const STRIDE = LINE;
 export const BUSY = 1;
 export const EXITING = 2;
+export const REGION = 3;
 
 /** Most chunks a job is cut into (one done flag each). */
 export const MAX_CHUNKS = 1024;
@@ -77,10 +94,13 @@ export function flagsAt(workers: number): number {
   return SEQ0 + STRIDE * Math.max(workers, 1);
 }
 
-/** Opcodes of the jobs that run no kernel; a kernel job's is {@link KERNEL0} + its operation's id (ops.ts). */
-export const Op = { NOOP: 0, EXIT: 1, FAIL: 2 } as const;
+/**
+ * Opcodes of the jobs that are not one kernel call over rows; a kernel job's is {@link KERNEL0}
+ * + its operation's id (ops.ts). TASKS: every worker serves the task ring until it is closed.
+ */
+export const Op = { NOOP: 0, EXIT: 1, FAIL: 2, TASKS: 3 } as const;
 /** The first kernel opcode. */
-export const KERNEL0 = 3;
+export const KERNEL0 = 4;
 
 /** The operation of opcode `op`, or undefined for a job that runs no kernel. */
 const opOf = (op: number) => OPS[op - KERNEL0];

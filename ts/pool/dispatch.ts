@@ -46,6 +46,11 @@ export interface JobSpec {
   only?: number;
   /** Set when the inputs are copied in and results out chunk by chunk. */
   stream?: Stream | null;
+  /**
+   * The calling thread takes no part and waits without blocking (a task job: it keeps the
+   * event loop free to plan files and record them while the workers serve the ring).
+   */
+  background?: boolean;
 }
 
 /** Runs jobs on the control block, one at a time; see the module doc. */
@@ -152,7 +157,7 @@ export class Dispatcher {
     const done = this.hasWaitAsync ? null : new Promise<void>((r) => (this.doneByMessage = r));
     for (const i of ids) this.workers.wake(i);
     try {
-      if (this.canBlock) await this.takePart(job, rows, chunk, chunks, stream, callerHelps, failed);
+      if (this.canBlock && !spec.background) await this.takePart(job, rows, chunk, chunks, stream, callerHelps, failed);
       else await this.waitDone(failed, done);
     } catch (e) {
       if (!this.destroyed) await this.drain(job);

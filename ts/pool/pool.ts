@@ -25,10 +25,12 @@ import { CallQueue, abortReason, type Settle } from './queue.js';
 import { INLINE_BELOW, SLICE_MS } from './tuning.js';
 import { Workers } from './workers.js';
 import { registerPoolHooks, type PoolHooks } from './hooks.js';
+import { registerTaskQueue, TaskQueue } from './task-queue.js';
 
 import { checkSignal, POOL_KEYS, type PoolCallOptions, type RmsNormPool } from './api.js';
 
 type Job =
+  | { kind: 'tasks'; settle: Settle<void>; signal?: undefined }
   | { kind: 'forward'; check: () => ForwardArgs; settle: Settle<FloatArray>; signal?: AbortSignal }
   | { kind: 'backward'; check: () => BackwardArgs; settle: Settle<RmsNormBackwardResult<FloatArray, FloatArray>>; signal?: AbortSignal }
   | { kind: 'ping'; settle: Settle<void>; signal?: undefined }
@@ -53,6 +55,7 @@ export class Pool implements RmsNormPool {
   private ctl: Int32Array | null = null;
   private workers: Workers | null = null;
   private dispatcher: Dispatcher | null = null;
+  private taskQueue: TaskQueue | null = null;
   private readonly queue = new CallQueue<Job>();
   private readonly choice = new Choice();
   private busy = false;
@@ -95,6 +98,11 @@ export class Pool implements RmsNormPool {
       throw e;
     }
     workers.keepAlive(false);
+    this.taskQueue = new TaskQueue(this.heap, ctl, {
+      threads: this.threads,
+      run: () => this.enqueue<void>((settle) => ({ kind: 'tasks', settle }), undefined),
+    });
+    registerTaskQueue(this, this.taskQueue);
   }
 
   rmsNorm<T extends FloatArray = Float32Array>(x: T, weight: FloatArray | null, options?: RmsNormOptions<T> & PoolCallOptions): Promise<T> {
@@ -206,6 +214,12 @@ export class Pool implements RmsNormPool {
   }
 
   private async execute(job: Job): Promise<void> {
+    if (job.kind === 'tasks') {
+      const spec = { op: C.Op.TASKS, addrs: [], naddrs: 0, rows: 0, params: NO_PARAMS, work: 0, blockAligned: false, background: true };
+      await this.dispatcher!.run(spec);
+      job.settle.resolve();
+      return;
+    }
     if (job.kind === 'ping' || job.kind === 'fail') {
       if (this.threads > 0) {
         const spec = { op: job.kind === 'ping' ? C.Op.NOOP : C.Op.FAIL, addrs: [], naddrs: 0, rows: 0, params: NO_PARAMS, work: 0, blockAligned: false };
@@ -243,11 +257,13 @@ export class Pool implements RmsNormPool {
     this.destroyed = true;
     const err = destroyedError();
     for (const job of this.queue.clear()) job.settle.reject(err);
+    this.taskQueue?.close();
     this.dispatcher?.destroy(err);
     const stopped = (await this.workers?.stop()) ?? true;
     // Nothing can touch the pool's memory any more (unless a browser worker would not stop).
     if (stopped) {
       this.scratch.release();
+      this.taskQueue?.free();
       if (this.ctlAddr !== 0) this.heap.free(this.ctlAddr, this.ctl!.length);
     }
     this.ctlAddr = 0;

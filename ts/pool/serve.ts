@@ -10,8 +10,9 @@
 // for both (they differ in target features only; test/relaxed.test.ts compares them).
 import { initSync } from '../../wasm/simd-threads/rmsnorm_wasm.js';
 import type { KernelExports } from '../load.js';
-import { BUSY, EXITING, FAIL_WORKER, JOB, MESSAGE, Op, OP, SEQ0, SPIN, STRIDE, work } from './control.js';
+import { BUSY, COMPLETED, DONE, EXITING, FAIL_WORKER, JOB, MESSAGE, N_CHUNKS, Op, OP, REGION, SEQ0, SPIN, STRIDE, TASK_WORDS, work } from './control.js';
 import type { InitMessage, WorkerMessage } from './messages.js';
+import { serveTasks, type TaskIo } from './tasks.js';
 
 /** The worker's end of its channel to the pool. */
 export interface Port {
@@ -31,7 +32,7 @@ export interface ThreadExports {
   __wbindgen_thread_destroy(tls?: number, stack?: number): void;
 }
 
-function serve(port: Port, ctl: Int32Array, k: KernelExports & ThreadExports, index: number): void {
+function serve(port: Port, ctl: Int32Array, k: KernelExports & ThreadExports, index: number, memory: WebAssembly.Memory, io: TaskIo | null): void {
   const seqAt = SEQ0 + STRIDE * index;
   let seen = Atomics.load(ctl, seqAt);
   port.post({
@@ -69,14 +70,27 @@ function serve(port: Port, ctl: Int32Array, k: KernelExports & ThreadExports, in
       continue;
     }
     Atomics.store(ctl, seqAt + BUSY, 1);
-    const completed = work(ctl, k, job, op === Op.NOOP, index);
+    let completed: boolean;
+    if (op === Op.TASKS) {
+      // Serve the ring until it is closed (only where files can be read: the pool starts task
+      // jobs only in Node), then count as one finished chunk.
+      if (io) serveTasks(ctl, TASK_WORDS, memory, k, io, ctl[seqAt + REGION]!);
+      completed = Atomics.add(ctl, COMPLETED, 1) + 1 === ctl[N_CHUNKS];
+      if (completed) {
+        Atomics.store(ctl, DONE, 1);
+        Atomics.notify(ctl, DONE);
+      }
+    } else completed = work(ctl, k, job, op === Op.NOOP, index);
     Atomics.store(ctl, seqAt + BUSY, 0);
     if (completed && ctl[MESSAGE] === 1) port.post({ type: 'rmsnorm-wasm:done' });
   }
 }
 
-/** Waits for the pool's init message on `port`, then serves jobs until told to exit. */
-export function startWorker(port: Port): void {
+/**
+ * Waits for the pool's init message on `port`, then serves jobs until told to exit. `io`: the
+ * file calls of task jobs (Node's worker entry passes them; a browser's has none).
+ */
+export function startWorker(port: Port, io: TaskIo | null = null): void {
   port.onMessage((m) => {
     const msg = m as InitMessage;
     if (msg?.type !== 'rmsnorm-wasm:init') return;
@@ -87,7 +101,7 @@ export function startWorker(port: Port): void {
       port.post({ type: 'rmsnorm-wasm:failed', message: String((e as Error)?.message ?? e) });
       return;
     }
-    serve(port, new Int32Array(msg.memory.buffer, msg.ctl, msg.words), k, msg.index);
+    serve(port, new Int32Array(msg.memory.buffer, msg.ctl, msg.words), k, msg.index, msg.memory, io);
     port.close();
   });
 }

@@ -84,3 +84,11 @@ export const PROBE_RUN = 3;
  * slows down is left at once (its own timings say so).
  */
 export const PROBE_BACKOFF_MAX = 32;
+
+/**
+ * Task jobs (tasks.ts): records in the ring, and the bytes of each worker's region, the most
+ * rows one record moves. A record costs a claim and two system calls; REGION_BYTES keeps a
+ * record's rows in the core's cache between its read, its normalization and its write.
+ */
+export const TASK_SLOTS = 64;
+export const REGION_BYTES = 4 << 20;

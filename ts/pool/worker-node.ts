@@ -2,7 +2,9 @@
  * Entry of a pool worker in Node (a worker_threads Worker).
  * @module
  */
+import { readSync, writeSync } from 'node:fs';
 import { parentPort } from 'node:worker_threads';
+import * as zlib from 'node:zlib';
 import { startWorker } from './serve.js';
 
 const port = parentPort!;
@@ -12,4 +14,10 @@ startWorker({
   // Deno's node:worker_threads gives parentPort no close(); its workers end by the web
   // worker's global close() instead.
   close: () => (typeof port.close === 'function' ? port.close() : (globalThis as { close?: () => void }).close?.()),
+}, {
+  readSync,
+  writeSync,
+  // A runtime whose node:zlib lacks crc32 (an older Bun or Deno) cannot write zip members
+  // through task jobs: the pool then keeps such files on the calling thread (task-queue.ts).
+  crc32: typeof zlib.crc32 === 'function' ? zlib.crc32 : () => Number.NaN,
 });

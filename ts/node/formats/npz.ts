@@ -70,6 +70,7 @@ function writer(arrays: readonly ArrayOut[], _meta: Contents['meta'], name: stri
       return out;
     },
     data: (_i, bytes) => zip.data(bytes),
+    dataCrc: (_i, crc, length) => zip.dataCrc(crc, length),
     after: () => zip.finish(),
     end: () => zip.end(),
   };

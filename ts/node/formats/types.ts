@@ -62,6 +62,8 @@ export interface FormatWriter {
   before(i: number): Uint8Array;
   /** Sees array `i`'s data as it is written, in order (a zip member's CRC). */
   data?(i: number, bytes: Uint8Array): void;
+  /** With {@link data}: sees `length` bytes of array `i`'s data, in order, as their CRC-32 (computed by whoever wrote them). */
+  dataCrc?(i: number, crc: number, length: number): void;
   /** Bytes just after array `i`'s data. */
   after(i: number): Uint8Array;
   /** The file's trailer (after the last array). */

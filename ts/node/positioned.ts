@@ -1,0 +1,321 @@
+/**
+ * A file normalized by the pool's workers themselves (pool/tasks.ts): the calling thread lays
+ * the output out from its format (where each array's data goes, what bytes lie around it),
+ * then hands out ranges of rows as task records; each worker reads its rows from the input at
+ * their position into the shared memory, normalizes them there and writes them to the output
+ * at theirs. The calling thread writes the format's own bytes, combines the zip members'
+ * CRC-32 from the records' (in order), and, for `checksum`, hashes the output front to back as
+ * its bytes are complete, reading them back from the file.
+ *
+ * It applies where every read and write can be positioned: a regular input whose arrays are
+ * its own bytes (not a deflated `.npz` member), outputs that are files. Everything else goes
+ * front to back on the calling thread's side (chunks.ts). The bytes written are the same
+ * either way.
+ * @module
+ */
+import { createHash } from 'node:crypto';
+import { constants } from 'node:os';
+import type { RmsNorm, RmsNormPool } from '../index.js';
+import { ADDRS_AT, F } from '../ops.js';
+import { CALL_WORDS, writeParams } from '../call-block.js';
+import { checkForward } from '../check/calls.js';
+import { DTYPES, KERNEL_DTYPES, type FileDtype } from '../dtypes.js';
+import { Dtype as DT } from '../abi.js';
+import type { Dtype, FloatArray, HalfDtype } from '../types.js';
+import type { TaskQueue, TaskResult } from '../pool/task-queue.js';
+import { fileDtypeIndex, Kind, Outcome, regionBytesFor } from '../pool/tasks.js';
+import type { AtomicFile } from './atomic.js';
+import { fsError, NormalizeError } from './errors.js';
+import type { ArrayOut, FormatWriter } from './formats/index.js';
+import { crc32Combine } from './formats/zip.js';
+import { crc32 } from 'node:zlib';
+import { shown } from './paths.js';
+import type { ArrayPlan } from './plan.js';
+import type { Source } from './source.js';
+import { chunkRowsOf, type ChunkCall } from './chunks.js';
+
+/** Where an output's pieces go: each array's data, and the format's bytes around them. */
+interface Layout {
+  dataAt: number[];
+  pieces: { pos: number; bytes: Uint8Array }[];
+  size: number;
+}
+
+/** Lays out what `w` writes around `outs` (feeding it `crcs` of the data, when it wants them). */
+function layoutOf(w: FormatWriter, outs: readonly ArrayOut[], crcs: readonly number[] | null): Layout {
+  const dataAt: number[] = new Array(outs.length).fill(0);
+  const pieces: Layout['pieces'] = [];
+  let pos = 0;
+  const put = (b: Uint8Array) => {
+    if (b.length > 0) pieces.push({ pos, bytes: b });
+    pos += b.length;
+  };
+  put(w.start());
+  for (const i of w.order ?? outs.map((_, k) => k)) {
+    put(w.before(i));
+    dataAt[i] = pos;
+    pos += outs[i]!.bytes;
+    if (crcs) w.dataCrc?.(i, crcs[i]!, outs[i]!.bytes);
+    put(w.after(i));
+  }
+  put(w.end());
+  return { dataAt, pieces, size: pos };
+}
+
+/** What {@link normalizePositioned} needs. */
+export interface PositionedJob {
+  queue: TaskQueue;
+  pool: RmsNormPool;
+  /** Widens a half weight to the float32 the kernels read. */
+  sync: RmsNorm;
+  src: Source;
+  plans: readonly ArrayPlan[];
+  /** A new writer of the output's format (called twice: a dry run for the layout, then the real one). */
+  writer(): FormatWriter;
+  rstdWriter: (() => FormatWriter) | null;
+  out: AtomicFile;
+  rstd: AtomicFile | null;
+  weight: FloatArray | null;
+  call: ChunkCall;
+  checksum: boolean;
+  /** The most bytes of input one record holds (options.chunkBytes); a worker's region at most. */
+  chunkBytes?: number;
+  signal?: AbortSignal;
+  /** Rows of array `i` done so far (called as records finish). */
+  progress(i: number, rows: number): void;
+}
+
+/** The errno name of Node's (negative) errno number. */
+const errnoName = (n: number): string | undefined => Object.entries(constants.errno).find(([, v]) => v === -n)?.[0];
+
+/** The error a failed record stands for; `short`: what to say of an input that ended early (`errno`: the bytes read). */
+function recordError(r: TaskResult, j: PositionedJob, short: (got: number) => string): Error {
+  if (r.outcome === Outcome.SHORT) return new NormalizeError(`${shown(j.src.path)}: the file ended early${short(r.errno)} (it shrank while it was read)`);
+  if (r.outcome === Outcome.READ || r.outcome === Outcome.WRITE) {
+    const code = errnoName(r.errno) ?? 'EIO';
+    const e = Object.assign(new Error(code), { code });
+    if (code === 'ENOSPC') return new NormalizeError(`no space left on the device writing ${shown(j.out.target)} (nothing was written in its place)`, 'ENOSPC');
+    return fsError(e, r.outcome === Outcome.READ ? 'read' : 'write', r.outcome === Outcome.READ ? j.src.path : j.out.target);
+  }
+  return new Error(`rmsnorm-wasm: internal error: a file task failed with status ${r.outcome}`);
+}
+
+/** Rows of `dim` one record of this array takes: as many as a worker's region holds. */
+function rowsPerRecord(q: TaskQueue, dim: number, inDt: FileDtype, compute: FileDtype, outDt: FileDtype): number {
+  let rows = Math.max(1, Math.floor(q.regionBytes / regionBytesFor(1, dim, inDt, compute, outDt)));
+  while (rows > 1 && regionBytesFor(rows, dim, inDt, compute, outDt) > q.regionBytes) rows--;
+  return rows;
+}
+
+/** Whether every row of `plans` fits a worker's region (else the file goes front to back). */
+export function fitsRegions(q: TaskQueue, plans: readonly ArrayPlan[]): boolean {
+  return plans.every((p) => !p.norm || regionBytesFor(1, p.norm.dim, p.norm.inDtype, p.norm.computeDtype, p.norm.outDtype) <= q.regionBytes);
+}
+
+/**
+ * Normalizes the file `j` describes (see the module doc) into `j.out` (and `j.rstd`); resolves
+ * to the rows normalized, the output's size and, with `checksum`, its SHA-256.
+ */
+export async function normalizePositioned(j: PositionedJob): Promise<{ rows: number; bytes: number; sha256?: string }> {
+  const { queue: q, plans } = j;
+  const outs = plans.map((p) => p.out);
+  const dry = layoutOf(j.writer(), outs, j.writer().dataCrc ? outs.map(() => 0) : null);
+  const real = j.writer();
+  const crcFormat = real.dataCrc !== undefined;
+  const rstdOuts = plans.filter((p) => p.norm).map((p) => rstdOut(p));
+  const rstdLayout = j.rstdWriter ? layoutOf(j.rstdWriter(), rstdOuts, j.rstdWriter().dataCrc ? rstdOuts.map(() => 0) : null) : null;
+  const hash = j.checksum ? new Follower(j.out) : null;
+  // A format whose bytes do not depend on the data writes them now.
+  if (!crcFormat) for (const p of dry.pieces) await writePiece(j.out, p, hash);
+
+  // The weight as float32 in the pool's memory, and a call block per dtype computed in.
+  const bufs: { free(): void }[] = [];
+  try {
+    const callOf = new Map<Dtype, number>();
+    let wAt = 0;
+    const blockOf = (p: ArrayPlan): number => {
+      const dt = p.norm!.computeDtype;
+      let at = callOf.get(dt);
+      if (at !== undefined) return at;
+      const empty = DTYPES[dt].array === 'Float32Array' ? new Float32Array(0) : new Uint16Array(0);
+      const a = checkForward('normalizeFile', empty, j.weight, { ...j.call, dim: p.norm!.dim, dtype: dt });
+      if (a.weight && wAt === 0) {
+        const wb = j.pool.allocF32(a.weight.length);
+        bufs.push(wb);
+        const w32 = a.params.wdt === DT.float32 ? (a.weight as Float32Array) : j.sync.halfToFloat32(a.weight as Uint16Array, KERNEL_DTYPES[a.params.wdt] as HalfDtype);
+        wb.view().set(w32);
+        wAt = wb.view().byteOffset;
+      }
+      const cb = j.pool.allocF32(CALL_WORDS);
+      bufs.push(cb);
+      const v = cb.view();
+      const i32 = new Int32Array(v.buffer, v.byteOffset, CALL_WORDS);
+      writeParams(i32, v, 0, a.params);
+      i32.fill(0, ADDRS_AT / 4);
+      i32[ADDRS_AT / 4 + F.weight] = a.weight ? wAt : 0;
+      at = v.byteOffset;
+      callOf.set(dt, at);
+      return at;
+    };
+
+    const srcFd = j.src.fd!;
+    const outFd = j.out.fh.fd;
+    const rstdFd = j.rstd?.fh.fd ?? -1;
+    const outstanding = new Set<Promise<void>>();
+    let failure: unknown = null;
+    let rows = 0;
+    const crcParts: { crc: number; bytes: number }[][] = plans.map(() => []);
+    const rstdCrcParts: { at: number; bytes: number }[][] = plans.map(() => []);
+    const done = plans.map(() => 0);
+    let normIndex = -1;
+    const rstdIndexOf = new Map<number, number>();
+    plans.forEach((p, i) => p.norm && rstdIndexOf.set(i, ++normIndex));
+
+    const track = (result: Promise<TaskResult>, onOk: (r: TaskResult) => void, short: (got: number) => string, written: [number, number]) => {
+      const settled = result.then(
+        (r) => {
+          if (r.outcome !== Outcome.OK) throw recordError(r, j, short);
+          onOk(r);
+          hash?.complete(written[0], written[1]);
+        },
+        (e: unknown) => {
+          throw e;
+        },
+      ).catch((e: unknown) => {
+        failure ??= e;
+      });
+      const p = settled.finally(() => outstanding.delete(p));
+      outstanding.add(p);
+    };
+
+    outer: for (const i of real.order ?? plans.map((_, k) => k)) {
+      const p = plans[i]!;
+      const label = plans.length > 1 ? ` in array ${JSON.stringify(p.out.name)}` : '';
+      if (!p.norm) {
+        // Copied as it is, a region at a time (a CRC for a zip member).
+        const bytes = p.input.bytes ?? 0;
+        const step = Math.min(q.regionBytes, j.chunkBytes ?? Infinity);
+        for (let off = 0; off < bytes; off += step) {
+          if (failure || j.signal?.aborted) break outer;
+          const n = Math.min(step, bytes - off);
+          const k = crcParts[i]!.push({ crc: 0, bytes: n }) - 1;
+          const { result } = await q.submit({ kind: Kind.COPY, fdIn: srcFd, posIn: p.input.offset + off, bytesIn: n, fdOut: outFd, posOut: dry.dataAt[i]! + off, wantCrc: crcFormat ? 1 : 0 });
+          track(result, (r) => (crcParts[i]![k]!.crc = r.crc), () => label, [dry.dataAt[i]! + off, n]);
+        }
+        continue;
+      }
+      const n = p.norm;
+      const per = Math.min(rowsPerRecord(q, n.dim, n.inDtype, n.computeDtype, n.outDtype), j.chunkBytes === undefined ? Infinity : chunkRowsOf(n, j.chunkBytes));
+      const call = blockOf(p);
+      const inRow = DTYPES[n.inDtype].bytes * n.dim;
+      const outRow = DTYPES[n.outDtype].bytes * n.dim;
+      const ri = rstdIndexOf.get(i)!;
+      for (let r0 = 0; r0 < n.rows!; r0 += per) {
+        if (failure || j.signal?.aborted) break outer;
+        const m = Math.min(per, n.rows! - r0);
+        const k = crcParts[i]!.push({ crc: 0, bytes: m * outRow }) - 1;
+        const rstdPos = rstdLayout ? rstdLayout.dataAt[ri]! + 4 * r0 : 0;
+        if (rstdLayout) rstdCrcParts[i]!.push({ at: rstdPos, bytes: 4 * m });
+        const { result } = await q.submit({
+          kind: Kind.NORM, fdIn: srcFd, posIn: p.input.offset + (n.first + r0) * inRow, bytesIn: m * inRow,
+          fdOut: outFd, posOut: dry.dataAt[i]! + r0 * outRow, rows: m, call,
+          inDtype: fileDtypeIndex(n.inDtype), outDtype: fileDtypeIndex(n.outDtype),
+          ...(rstdLayout && { fdRstd: rstdFd, posRstd: rstdPos }), wantCrc: crcFormat ? 1 : 0,
+        });
+        track(result, (r) => {
+          crcParts[i]![k]!.crc = r.crc;
+          rows += m;
+          done[i]! += m;
+          j.progress(i, done[i]!);
+        }, (got) => `${label}, at row ${r0 + Math.floor(got / inRow)} of ${n.rows}`, [dry.dataAt[i]! + r0 * outRow, m * outRow]);
+      }
+    }
+    while (outstanding.size > 0) await Promise.all(outstanding);
+    if (failure) throw failure;
+    j.signal?.throwIfAborted();
+
+    if (crcFormat) {
+      const crcs = plans.map((_, i) => crcParts[i]!.reduce((c, part) => crc32Combine(c, part.crc, part.bytes), 0));
+      const fin = layoutOf(real, outs, crcs);
+      if (fin.size !== dry.size || fin.dataAt.some((a, i) => a !== dry.dataAt[i])) throw new Error('rmsnorm-wasm: internal error: the output layout changed between its two runs');
+      for (const piece of fin.pieces) await writePiece(j.out, piece, hash);
+    }
+    if (rstdLayout && j.rstd) {
+      const w = j.rstdWriter!();
+      let crcs: number[] | null = null;
+      if (w.dataCrc) {
+        // The rstd file is small (a float per row): its CRCs are read back from it.
+        crcs = [];
+        for (const i of plans.keys()) if (plans[i]!.norm) crcs.push(await crcOfRanges(j.rstd, rstdCrcParts[i]!));
+      }
+      for (const piece of layoutOf(w, rstdOuts, crcs).pieces) await writePiece(j.rstd, piece, null);
+    }
+    const sha256 = await hash?.finish(dry.size);
+    return { rows, bytes: dry.size, ...(sha256 !== undefined && { sha256 }) };
+  } finally {
+    for (const b of bufs) b.free();
+  }
+}
+
+/** The rstd file's array for plan `p`: a float per row. */
+function rstdOut(p: ArrayPlan): ArrayOut {
+  const shape = p.out.shape.length > 1 ? p.out.shape.slice(0, -1) : [1];
+  return { name: p.out.name, dtype: 'float32', typeName: 'float32', shape, bytes: (p.norm!.rows ?? 0) * 4 };
+}
+
+async function writePiece(f: AtomicFile, p: { pos: number; bytes: Uint8Array }, hash: Follower | null): Promise<void> {
+  await f.write([p.bytes], p.pos);
+  hash?.complete(p.pos, p.bytes.length);
+}
+
+/** The CRC-32 of the ranges of `f` in order (read back). */
+async function crcOfRanges(f: AtomicFile, ranges: readonly { at: number; bytes: number }[]): Promise<number> {
+  let crc = 0;
+  for (const r of ranges) {
+    const b = new Uint8Array(r.bytes);
+    const { bytesRead } = await f.fh.read(b, 0, r.bytes, r.at);
+    crc = crc32(b.subarray(0, bytesRead), crc);
+  }
+  return crc >>> 0;
+}
+
+/**
+ * The SHA-256 of a file written out of order: ranges are reported complete as they are, and
+ * the longest complete prefix is read back and hashed as it grows.
+ */
+class Follower {
+  private readonly h = createHash('sha256');
+  private at = 0;
+  private readonly ready = new Map<number, number>();
+  private running: Promise<void> = Promise.resolve();
+  private readonly buf = new Uint8Array(4 << 20);
+
+  constructor(private readonly f: AtomicFile) {}
+
+  complete(pos: number, bytes: number): void {
+    if (bytes === 0) return;
+    this.ready.set(pos, bytes);
+    this.running = this.running.then(() => this.advance());
+  }
+
+  private async advance(): Promise<void> {
+    for (let n = this.ready.get(this.at); n !== undefined; n = this.ready.get(this.at)) {
+      this.ready.delete(this.at);
+      for (let off = 0; off < n; ) {
+        const k = Math.min(this.buf.length, n - off);
+        const { bytesRead } = await this.f.fh.read(this.buf, 0, k, this.at + off);
+        if (bytesRead !== k) throw new Error(`rmsnorm-wasm: internal error: ${shown(this.f.path)} is shorter than what was written`);
+        this.h.update(this.buf.subarray(0, k));
+        off += k;
+      }
+      this.at += n;
+    }
+  }
+
+  /** The hex digest once the whole file (`size` bytes) is hashed. */
+  async finish(size: number): Promise<string> {
+    await this.running;
+    if (this.at !== size) throw new Error(`rmsnorm-wasm: internal error: hashed ${this.at} of ${size} bytes`);
+    return this.h.digest('hex');
+  }
+}

@@ -1,0 +1,287 @@
+/**
+ * File tasks: the worker's side of a pool job that moves its own rows between files and the
+ * shared wasm memory. While such a job runs, the calling thread fills a ring of task records in
+ * the shared memory (task-queue.ts) and every worker takes the next record, reads its rows
+ * from the input file at their position into its own region of the memory, normalizes them
+ * there in place, and writes them to the output at theirs (positioned reads and writes: the
+ * threads share the process's descriptors). No byte of data passes through the calling
+ * thread, which only plans, hands out ranges and records what is done.
+ *
+ * A record is 16 float64 (positions pass 2^32); its state word is one int32 per slot. The
+ * workers learn of new records from {@link TAIL}, the caller of finished ones from {@link DONE}.
+ * File I/O comes in through {@link TaskIo} (Node's `fs` in worker-node.ts), so that this module
+ * has no Node import and the browser's worker bundles without one.
+ * @module
+ */
+import { ADDRS_AT, F, FORWARD } from '../ops.js';
+import { PARAMS, PARAMS_WORDS, DTYPE_MASK } from '../abi.js';
+import { DTYPES, FILE_DTYPES, type FileDtype } from '../dtypes.js';
+import type { KernelExports } from '../load.js';
+import { CALL_WORDS } from '../call-block.js';
+
+/** What a worker may do with files: Node's synchronous, positioned `fs` calls, and zlib's CRC-32. */
+export interface TaskIo {
+  readSync(fd: number, buf: Uint8Array, offset: number, length: number, position: number): number;
+  writeSync(fd: number, buf: Uint8Array, offset: number, length: number, position: number): number;
+  crc32(data: Uint8Array, value?: number): number;
+}
+
+/** Float64 fields of a task record. */
+export const T = {
+  /** {@link Kind}. */
+  kind: 0,
+  fdIn: 1,
+  posIn: 2,
+  /** Bytes to read (and, for a copy, to write). */
+  bytesIn: 3,
+  fdOut: 4,
+  posOut: 5,
+  /** Rows to normalize (a norm task). */
+  rows: 6,
+  /** Byte address of the file's call block: its parameters and the weight's address (a norm task). */
+  call: 7,
+  /** The input's file dtype, as an index of FILE_DTYPES. */
+  inDtype: 8,
+  /** The output's dtype, as an index of FILE_DTYPES. */
+  outDtype: 9,
+  /** Where each row's rstd goes (float32), or -1. */
+  fdRstd: 10,
+  posRstd: 11,
+  /** 1: the record's CRC-32 of the bytes written is wanted (a zip member's). */
+  wantCrc: 12,
+  /** Results: the CRC-32, the status ({@link Outcome}), the errno of a failed read or write, bytes read. */
+  crc: 13,
+  outcome: 14,
+  errno: 15,
+} as const;
+/** Float64 per record. */
+export const RECORD = 16;
+
+/** What a task does. */
+export const Kind = { NORM: 1, COPY: 2 } as const;
+
+/** A task's outcome: 0 done; a positive kernel status; or one of these. */
+export const Outcome = {
+  OK: 0,
+  /** The input ended before the bytes asked for (it shrank): `errno` holds the bytes read. */
+  SHORT: -1,
+  /** A read failed: `errno` holds Node's (negative) errno. */
+  READ: -2,
+  /** A write failed. */
+  WRITE: -3,
+  /** The task needs more than the worker's region. */
+  REGION: -4,
+} as const;
+
+/** Task slot states (int32 per slot, after the records). */
+export const State = { FREE: 0, QUEUED: 1, DONE: 2 } as const;
+
+/** The file dtype of index `i` (a record's inDtype / outDtype). */
+export const fileDtypeAt = (i: number): FileDtype => FILE_DTYPES[i]!;
+/** The index of `d` in a record. */
+export const fileDtypeIndex = (d: FileDtype): number => FILE_DTYPES.indexOf(d);
+
+/**
+ * Bytes of a worker's region a norm task of `rows × dim` needs (see {@link runTask}'s layout):
+ * the call block, the rows as computed, the staging area of a conversion, the rstd.
+ */
+export function regionBytesFor(rows: number, dim: number, inDtype: FileDtype, compute: FileDtype, outDtype: FileDtype): number {
+  const n = rows * dim;
+  const stage = Math.max(inDtype !== compute ? DTYPES[inDtype].bytes : 0, outDtype !== compute ? DTYPES[outDtype].bytes : 0) * n;
+  return align16(4 * CALL_WORDS) + align16(DTYPES[compute].bytes * n) + align16(stage) + align16(4 * rows);
+}
+const align16 = (b: number) => Math.ceil(b / 16) * 16;
+
+/** Reads exactly `n` bytes at `pos` (fewer only at the end of the file); returns the bytes read. */
+function readFull(io: TaskIo, fd: number, buf: Uint8Array, n: number, pos: number): number {
+  let got = 0;
+  while (got < n) {
+    const k = io.readSync(fd, buf, got, n - got, pos + got);
+    if (k === 0) break;
+    got += k;
+  }
+  return got;
+}
+
+function writeFull(io: TaskIo, fd: number, buf: Uint8Array, n: number, pos: number): void {
+  for (let put = 0; put < n; ) put += io.writeSync(fd, buf, put, n - put, pos + put);
+}
+
+/**
+ * Runs the task in record `r` (float64 index into `f64`, a view of the memory) with the
+ * worker's region at byte `region` of `regionBytes`. Layout of the region: the worker's call
+ * block, the rows in the dtype computed in, a staging area (the input before a conversion, or
+ * the output after one), the rstd of each row.
+ */
+function runTask(mem: { buffer: ArrayBufferLike }, f64: Float64Array, r: number, k: KernelExports, io: TaskIo, region: number, regionBytes: number): void {
+  const buf = mem.buffer;
+  const u8 = (at: number, n: number) => new Uint8Array(buf, at, n);
+  const kind = f64[r + T.kind];
+  const fdIn = f64[r + T.fdIn]!;
+  const posIn = f64[r + T.posIn]!;
+  const bytesIn = f64[r + T.bytesIn]!;
+  const fdOut = f64[r + T.fdOut]!;
+  const posOut = f64[r + T.posOut]!;
+  const wantCrc = f64[r + T.wantCrc] === 1;
+  let outcome: number = Outcome.OK;
+  let errno = 0;
+  let crc = 0;
+  const read = (into: Uint8Array): boolean => {
+    let got: number;
+    try {
+      got = readFull(io, fdIn, into, bytesIn, posIn);
+    } catch (e) {
+      outcome = Outcome.READ;
+      errno = (e as { errno?: number }).errno ?? 0;
+      return false;
+    }
+    if (got !== bytesIn) {
+      outcome = Outcome.SHORT;
+      errno = got;
+      return false;
+    }
+    return true;
+  };
+  const write = (fd: number, from: Uint8Array, pos: number): boolean => {
+    try {
+      writeFull(io, fd, from, from.length, pos);
+      return true;
+    } catch (e) {
+      outcome = Outcome.WRITE;
+      errno = (e as { errno?: number }).errno ?? 0;
+      return false;
+    }
+  };
+  run: if (kind === Kind.COPY) {
+    // A copy goes through the region in pieces of its size.
+    for (let done = 0; done < bytesIn; ) {
+      const n = Math.min(regionBytes, bytesIn - done);
+      const v = u8(region, n);
+      let got: number;
+      try {
+        got = readFull(io, fdIn, v, n, posIn + done);
+      } catch (e) {
+        outcome = Outcome.READ;
+        errno = (e as { errno?: number }).errno ?? 0;
+        break run;
+      }
+      if (got !== n) {
+        outcome = Outcome.SHORT;
+        errno = done + got;
+        break run;
+      }
+      if (wantCrc) crc = io.crc32(v, crc);
+      if (!write(fdOut, v, posOut + done)) break run;
+      done += n;
+    }
+  } else {
+    const rows = f64[r + T.rows]!;
+    const call = f64[r + T.call]!;
+    const i32 = new Int32Array(buf);
+    const dtypes = i32[(call >>> 2) + PARAMS.dtypes.word]!;
+    const dim = i32[(call >>> 2) + PARAMS.dim.word]!;
+    const inDt = fileDtypeAt(f64[r + T.inDtype]!);
+    const outDt = fileDtypeAt(f64[r + T.outDtype]!);
+    const compute = FILE_DTYPES.find((d) => DTYPES[d].code === (dtypes & DTYPE_MASK))!;
+    const n = rows * dim;
+    const cBytes = DTYPES[compute].bytes;
+    const converts = inDt !== compute;
+    const narrows = outDt !== compute;
+    const own = region;
+    const x = own + align16(4 * CALL_WORDS);
+    const stage = x + align16(cBytes * n);
+    const stageBytes = Math.max(converts ? DTYPES[inDt].bytes : 0, narrows ? DTYPES[outDt].bytes : 0) * n;
+    const rstdAt = stage + align16(stageBytes);
+    if (regionBytesFor(rows, dim, inDt, compute, outDt) > regionBytes) {
+      outcome = Outcome.REGION;
+      break run;
+    }
+    if (!read(u8(converts ? stage : x, bytesIn))) break run;
+    if (converts) {
+      if (DTYPES[inDt].code < 0) new Float32Array(buf, x, n).set(new Float64Array(buf, stage, n));
+      else {
+        const s = k.widen_half(stage, x, n, DTYPES[inDt].code);
+        if (s !== 0) {
+          outcome = s;
+          break run;
+        }
+      }
+    }
+    // The worker's own call block: the file's parameters, its rows at x (in place), the weight.
+    const c = own >>> 2;
+    const from = call >>> 2;
+    for (let w = 0; w < PARAMS_WORDS; w++) i32[c + w] = i32[from + w]!;
+    const a = c + ADDRS_AT / 4;
+    for (let w = 0; w < FORWARD.addrs; w++) i32[a + w] = 0;
+    i32[a + F.x] = x;
+    i32[a + F.y] = x;
+    i32[a + F.weight] = i32[from + ADDRS_AT / 4 + F.weight]!;
+    const wantRstd = f64[r + T.fdRstd]! >= 0;
+    i32[a + F.rstd] = wantRstd ? rstdAt : 0;
+    const s = k.rms_norm_forward(own, own + ADDRS_AT, 0, rows);
+    if (s !== 0) {
+      outcome = s;
+      break run;
+    }
+    let out = x;
+    if (narrows) {
+      const s2 = k.narrow_half(x, stage, n, DTYPES[outDt].code);
+      if (s2 !== 0) {
+        outcome = s2;
+        break run;
+      }
+      out = stage;
+    }
+    const bytes = u8(out, n * DTYPES[outDt].bytes);
+    if (wantCrc) crc = io.crc32(bytes);
+    if (!write(fdOut, bytes, posOut)) break run;
+    if (wantRstd && !write(f64[r + T.fdRstd]!, u8(rstdAt, 4 * rows), f64[r + T.posRstd]!)) break run;
+  }
+  f64[r + T.crc] = crc >>> 0;
+  f64[r + T.outcome] = outcome;
+  f64[r + T.errno] = errno;
+}
+
+/** Int32 words of the control block a task job uses (see control.ts for where they start). */
+export interface TaskWords {
+  /** Next record to claim; the records queued so far; records finished (notified); 1 once no more will come. */
+  head: number;
+  tail: number;
+  done: number;
+  closed: number;
+  /** Byte address of the ring, its slots, and the workers' regions (address, bytes). */
+  table: number;
+  slots: number;
+  regionBytes: number;
+}
+
+/**
+ * A worker's part of a task job: claims and runs records until the ring is closed and empty.
+ * `region`: this worker's region's byte address. Polls briefly for new records, then sleeps on
+ * the tail word.
+ */
+export function serveTasks(ctl: Int32Array, w: TaskWords, mem: { buffer: ArrayBufferLike }, k: KernelExports, io: TaskIo, region: number): void {
+  const slots = ctl[w.slots]!;
+  const table = ctl[w.table]!;
+  const regionBytes = ctl[w.regionBytes]!;
+  for (;;) {
+    const h = Atomics.load(ctl, w.head);
+    const t = Atomics.load(ctl, w.tail);
+    if (h < t) {
+      if (Atomics.compareExchange(ctl, w.head, h, h + 1) !== h) continue;
+      const slot = h % slots;
+      const buf = mem.buffer;
+      const f64 = new Float64Array(buf, table, slots * RECORD);
+      const state = new Int32Array(buf, table + 8 * slots * RECORD, slots);
+      runTask(mem, f64, slot * RECORD, k, io, region, regionBytes);
+      Atomics.store(state, slot, State.DONE);
+      Atomics.add(ctl, w.done, 1);
+      Atomics.notify(ctl, w.done);
+      continue;
+    }
+    if (Atomics.load(ctl, w.closed) === 1) return;
+    let spins = 2000;
+    while (spins-- > 0 && Atomics.load(ctl, w.tail) === t && Atomics.load(ctl, w.closed) === 0);
+    if (Atomics.load(ctl, w.tail) === t && Atomics.load(ctl, w.closed) === 0) Atomics.wait(ctl, w.tail, t, 50);
+  }
+}
