@@ -11,7 +11,8 @@
  * rounded once, to nearest even).
  * @module
  */
-import type { RmsNorm, RmsNormPool } from '../index.js';
+import type { RmsNorm } from '../index.js';
+import type { Engine } from './engine.js';
 import type { F32Buffer } from '../memory.js';
 import type { CastingMode, Dtype, FloatArray, HalfDtype } from '../types.js';
 import { DTYPES, type FileDtype } from '../dtypes.js';
@@ -34,7 +35,7 @@ export class Regions {
   ) {}
 
   /** `count` regions of at least `bytes` each in `pool`'s memory. */
-  static alloc(pool: RmsNormPool, count: number, bytes: number): Regions {
+  static alloc(pool: Engine, count: number, bytes: number): Regions {
     const floats = Math.max(4, Math.ceil(bytes / 4));
     const bufs: F32Buffer[] = [];
     try {
@@ -89,7 +90,7 @@ export interface ArrayJob {
   call: ChunkCall;
   /** The weight in the pool's memory (a view made anew at each call), or null. */
   weight: (() => FloatArray) | null;
-  pool: RmsNormPool;
+  pool: Engine;
   /** The sync instance that converts halves. */
   sync: RmsNorm;
   regions: Regions;

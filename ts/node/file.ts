@@ -13,7 +13,8 @@
  * streams (`-`, a FIFO, a device) are written through. See chunks.ts for the pipeline.
  * @module
  */
-import { createPool, loadRmsNorm, type RmsNormPool } from '../index.js';
+import { loadRmsNorm } from '../index.js';
+import { startEngine, type Engine } from './engine.js';
 import type { F32Buffer, U16Buffer } from '../memory.js';
 import { checkForward } from '../check/calls.js';
 import type { Dtype, FloatArray } from '../types.js';
@@ -44,6 +45,10 @@ export interface FileContext {
   weight?: LoadedWeight;
   /** The run has removed the temporaries a killed run left beside this output already. */
   cleared?: boolean;
+  /** What the run normalizes with (its pool, or the calling thread for a small dataset). */
+  engine?: Engine;
+  /** Makes the output's directory (a dataset's, once per directory) before the output is opened. */
+  makeDir?: (dir: FsPath) => Promise<void>;
 }
 
 /** The outputs' plans, checked against each other and the input: nothing is written over the input unless `inPlace`. */
@@ -118,6 +123,8 @@ export async function normalizeFileWith(input: FsPath, output: FsPath, options: 
   const plans = await planOutputs(input, output, a);
   const weight = await weightOf(a, ctx);
   const src = await openSource(input);
+  // Started now, so that its workers start while the header is read.
+  await using engineStart = ctx.engine ? null : startEngine({ pool: o.pool, threads: o.threads }, src.size);
   try {
     const name = shown(input);
     const format = await formatOf(src, a.format);
@@ -129,14 +136,15 @@ export async function normalizeFileWith(input: FsPath, output: FsPath, options: 
     const signal = o.signal;
 
     if (plans.out.kind === 'file' && !ctx.cleared) await removeStrays(dirOf(plans.out.target), [baseOf(plans.out.target)]);
+    if (plans.out.kind === 'file') await ctx.makeDir?.(dirOf(plans.out.target));
     await using out = await openSink(plans.out);
     await using rstdOut = plans.rstd ? await openSink(plans.rstd) : null;
-    await using own = o.pool ? null : await createPool(o.threads === undefined ? undefined : { threads: o.threads });
-    const pool: RmsNormPool = o.pool ?? own!;
+    const engine = ctx.engine ?? (await engineStart!.get());
+    const pool = engine;
     const sync = await loadRmsNorm();
     const total = arrays.reduce((s, p) => s + (p.norm?.rows ?? 0), 0);
     const totalBytes = arrays.reduce((s, q) => s + (q.norm?.rows ?? NaN) * (q.norm?.dim ?? 0) * DTYPES[q.norm?.inDtype ?? 'float32'].bytes, 0);
-    const queue = taskQueueOf(pool);
+    const queue = engine.pool && taskQueueOf(engine.pool);
     // Every read and write at a position (see positioned.ts): the workers move the rows.
     if (
       queue && src.fd !== undefined && out instanceof AtomicFile && (rstdOut === null || rstdOut instanceof AtomicFile) &&
@@ -149,7 +157,7 @@ export async function normalizeFileWith(input: FsPath, output: FsPath, options: 
       let r: Awaited<ReturnType<typeof normalizePositioned>>;
       try {
         r = await normalizePositioned({
-          queue, pool, sync, src, plans: arrays, out, rstd: rstdOut as AtomicFile | null, weight: weight.w, signal, checksum: o.checksum === true, chunkBytes: a.chunkBytes,
+          queue, pool: engine.pool!, sync, src, plans: arrays, out, rstd: rstdOut as AtomicFile | null, weight: weight.w, signal, checksum: o.checksum === true, chunkBytes: a.chunkBytes,
           writer: () => format.writer(arrays.map((p) => p.out), contents.meta, shown(output)),
           rstdWriter: plans.rstd ? () => format.writer(rstdArrays(arrays), undefined, shown(o.rstd!)) : null,
           call: { weightDtype, castingMode: o.castingMode, eps: o.eps, offset: o.offset, partial: o.partial },
@@ -229,7 +237,7 @@ export async function normalizeFileWith(input: FsPath, output: FsPath, options: 
 const describePath = (p: unknown): string => (isPath(p) ? shown(p) : p === null ? 'null' : typeof p);
 
 /** The weight in the pool's memory, in the dtype the calls settled on (a Float16Array is copied as its bits). */
-function placeWeight(pool: RmsNormPool, w: FloatArray, dtype: Dtype): F32Buffer | U16Buffer {
+function placeWeight(pool: Engine, w: FloatArray, dtype: Dtype): F32Buffer | U16Buffer {
   const buf = dtype === 'float32' ? pool.allocF32(w.length) : pool.allocU16(w.length);
   const v = buf.view();
   v.set(v instanceof Uint16Array ? new Uint16Array(w.buffer, w.byteOffset, w.length) : (w as Float32Array));
@@ -248,7 +256,7 @@ async function writeKept(file: OutputFile, order: readonly number[] | undefined,
 
 /** What {@link normalizeFile} reports. */
 function summaryOf(
-  input: FsPath, output: FsPath, format: NormalizeSummary['format'], plans: readonly ArrayPlan[], rows: number, out: { at: number; digest(): string | undefined }, pool: RmsNormPool, t0: number,
+  input: FsPath, output: FsPath, format: NormalizeSummary['format'], plans: readonly ArrayPlan[], rows: number, out: { at: number; digest(): string | undefined }, pool: Engine, t0: number,
 ): NormalizeSummary {
   const seconds = (performance.now() - t0) / 1000;
   const norm = plans.filter((p) => p.norm);

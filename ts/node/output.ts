@@ -65,7 +65,9 @@ export class OutputFile {
   private async put(parts: Uint8Array[]): Promise<void> {
     const at = this.at;
     this.at += parts.reduce((a, b) => a + b.length, 0);
-    await this.sink.write(parts, at);
+    // Hashed before the write is awaited: a view of wasm memory that is not shared is detached
+    // (length 0) when another file's chunks grow the memory meanwhile.
     for (const p of parts) this.hash?.update(p);
+    await this.sink.write(parts, at);
   }
 }

@@ -9,7 +9,6 @@
 import { readdir, realpath, unlink } from 'node:fs/promises';
 import { removeStrays } from '../atomic.js';
 import { NormalizeError } from '../errors.js';
-import { makeDirs } from '../sink.js';
 import { baseOf, bytesOf, dirOf, fromBytes, joinPath, shown, type FsPath } from '../paths.js';
 import type { DatasetFile } from './inputs.js';
 import { stemOf } from './shards.js';
@@ -17,7 +16,10 @@ import { stemOf } from './shards.js';
 /** The output path of the whole file an output belongs to (itself, or the file a part was cut from). */
 export const originOf = (f: DatasetFile): FsPath => f.origin ?? f.rel;
 
-/** Makes the directories of `files`' outputs and removes every temporary file left beside them (the caller holds their shard's lock). */
+/**
+ * Removes every temporary file left beside `files`' outputs (the caller holds their shard's
+ * lock), every directory at once. Makes no directory: an output's is made when it is written.
+ */
 export async function removeTemps(outDir: string, files: readonly DatasetFile[]): Promise<void> {
   const byDir = new Map<string, { dir: FsPath; names: FsPath[] }>();
   for (const f of files) {
@@ -27,10 +29,7 @@ export async function removeTemps(outDir: string, files: readonly DatasetFile[])
     if (!byDir.has(key)) byDir.set(key, { dir: d, names: [] });
     byDir.get(key)!.names.push(baseOf(out));
   }
-  for (const { dir, names } of byDir.values()) {
-    await makeDirs(dir);
-    await removeStrays(dir, names, true);
-  }
+  await Promise.all([...byDir.values()].map(({ dir, names }) => removeStrays(dir, names, true)));
 }
 
 /**
@@ -73,7 +72,8 @@ export async function refuseOverwrites(outDir: string, files: readonly DatasetFi
   const real = new Map<string, Promise<string>>();
   const realOf = (d: FsPath) => {
     const key = bytesOf(d).toString('latin1');
-    if (!real.has(key)) real.set(key, realpath(d, { encoding: 'buffer' }).then((b) => b.toString('latin1')));
+    // A directory not made yet is no input's (an input's exists): it gets a name no real path has.
+    if (!real.has(key)) real.set(key, realpath(d, { encoding: 'buffer' }).then((b) => b.toString('latin1'), () => `\0missing:${key}`));
     return real.get(key)!;
   };
   for (const f of files) {

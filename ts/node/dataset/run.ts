@@ -15,7 +15,8 @@
  */
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { createPool } from '../../index.js';
+import { startEngine } from '../engine.js';
+import { taskQueueOf } from '../../pool/task-queue.js';
 import { describe } from '../../check/arrays.js';
 import { DTYPES } from '../../dtypes.js';
 import { NormalizeError } from '../errors.js';
@@ -24,7 +25,7 @@ import { CHUNK_BYTES, SLOTS } from '../chunks.js';
 import { checkFileOptions, FILE_KEYS, isPath } from '../file-args.js';
 import { normalizeFileWith } from '../file.js';
 import { formatOf, takesName } from '../formats/index.js';
-import { baseOf, byteLength, joinPath, NAME_MAX, shown } from '../paths.js';
+import { baseOf, byteLength, bytesOf, joinPath, NAME_MAX, shown, type FsPath } from '../paths.js';
 import { openSource } from '../source.js';
 import type { NormalizeFileOptions } from '../types.js';
 import { loadWeight, type LoadedWeight } from '../weight.js';
@@ -156,6 +157,8 @@ async function runLocked(
   const dim = o.dim ?? (weight ? weight.w.length : (o.weight as { length?: number } | null | undefined)?.length) ?? undefined;
   const plan = await splitLarge(listed, count, o.splitBytes ?? SPLIT_BYTES, (f) => firstAxisOf(f, o, dim));
   const files = shardOf(plan, index, count);
+  // Started now, so that its workers start while the manifests are read.
+  await using engineStart = startEngine({ pool: o.pool, threads: o.threads }, files.reduce((a, f) => a + f.bytes, 0));
   refuseLongNames(files);
   const settings = settingsOf(o, weight);
   const settingsKey = JSON.stringify(settings);
@@ -197,10 +200,22 @@ async function runLocked(
   const stop = new AbortController();
   const signal = o.signal ? AbortSignal.any([o.signal, stop.signal]) : stop.signal;
   let first: Error | null = null;
-  await using own = todo.length > 0 && !o.pool ? await createPool(o.threads === undefined ? undefined : { threads: o.threads }) : null;
-  const pool = o.pool ?? own;
-  summary.threads = pool?.threads ?? 0;
-  const manifest = todo.length > 0 ? await ManifestWriter.open(summary.manifest) : null;
+  const engine = todo.length > 0 ? await engineStart.get() : null;
+  summary.threads = engine?.threads ?? 0;
+  // Opened at the first output recorded: a run that writes nothing leaves no manifest.
+  let manifestOpen: Promise<ManifestWriter> | null = null;
+  const manifest = () => (manifestOpen ??= ManifestWriter.open(summary.manifest));
+  // Each output's directory is made when its file is written, once.
+  const dirsMade = new Map<string, Promise<void>>();
+  const makeDir = (d: FsPath): Promise<void> => {
+    const key = bytesOf(d).toString('latin1');
+    let p = dirsMade.get(key);
+    if (!p) dirsMade.set(key, (p = makeDirs(d)));
+    return p;
+  };
+  // One task job for the whole run, not one per file (pool/task-queue.ts).
+  const queue = engine?.pool ? taskQueueOf(engine.pool) : null;
+  await queue?.acquire();
   try {
     let next = 0;
     const worker = async (): Promise<void> => {
@@ -222,17 +237,17 @@ async function runLocked(
           const s = await normalizeFileWith(
             f.input, output,
             {
-              ...perFile, pool: pool!, signal, inPlace: true, range: f.part && [f.part.start, f.part.end],
+              ...perFile, signal, inPlace: true, range: f.part && [f.part.start, f.part.end],
               onProgress: (p) => {
                 inFlight.set(f, p.bytes);
                 progress();
               },
             },
-            { weight: weight ?? undefined, cleared: true },
+            { weight: weight ?? undefined, cleared: true, engine: engine!, makeDir },
           );
           const st = await stat(output);
           const record = recordOf(f, s, settings, st.mtimeMs, (performance.now() - t) / 1000);
-          await manifest!.append(record);
+          await (await manifest()).append(record);
           summary.written++;
           summary.rows += s.rows;
           summary.bytes += s.bytes;
@@ -262,7 +277,9 @@ async function runLocked(
     if (rejected) throw (rejected as PromiseRejectedResult).reason;
     o.signal?.throwIfAborted();
   } finally {
-    await manifest?.close();
+    await queue?.release();
+    const opened = manifestOpen as Promise<ManifestWriter> | null;
+    if (opened) await (await opened).close();
   }
   if (first) {
     const n = summary.written;
