@@ -20,6 +20,12 @@ DEB_TOOLS=(
   /usr/lib/x86_64-linux-gnu/webkit2gtk-4.1/MiniBrowser:libwebkit2gtk-4.1-0
   WebKitWebDriver:webkit2gtk-driver
   Xvfb:xvfb
+  # A one-machine Slurm for the test that runs the documented job array under the real
+  # scheduler (its signals, cancels and resubmits), and munge, its authentication daemon.
+  /usr/sbin/slurmctld-wlm:slurmctld
+  /usr/sbin/slurmd-wlm:slurmd
+  sbatch:slurm-client
+  munged:munge
 )
 # Packages with no program of their own to check: the std sources -Z build-std compiles.
 DEB_EXTRA=(rust-web-src)

@@ -513,7 +513,7 @@ describe('the engine examples of docs/files.md', () => {
   const local = (command: string) =>
     command
       .replace(/\\\n\s*/g, ' ')
-      .replace(/npx (--yes )?rmsnorm-wasm/, `"${process.execPath}" "${BIN}"`)
+      .replace(/node_modules\/\.bin\/rmsnorm-wasm/, `"${process.execPath}" "${BIN}"`)
       .replace(/ \/(data|shared)\//g, ` ${dir}/$1/`);
 
   /** Runs `commands` (with their environments) at once; resolves when all have exited 0. */
@@ -540,8 +540,12 @@ describe('the engine examples of docs/files.md', () => {
   it('the Kubernetes Indexed Job', async () => {
     const yaml = block('yaml', 'JOB_COMPLETION_INDEX');
     const n = Number(/completions: (\d+)/.exec(yaml)![1]);
-    const args = /args:\n\s*- ([\s\S]*?)\n\s*volumeMounts/.exec(yaml)![1]!.replace(/\s+/g, ' ');
-    await all(Array.from({ length: n }, (_, i) => ({ cmd: local(args), env: { JOB_COMPLETION_INDEX: String(i) } })));
+    // The container's command and its arguments, as Kubernetes runs them: no shell, $(VAR) put in by Kubernetes.
+    const command = JSON.parse(/command: (\[[^\]]*\])/.exec(yaml)![1]!) as string[];
+    const args = JSON.parse(/args: (\[[^\]]*\])/.exec(yaml)![1]!.replace(/\s+/g, ' ')) as string[];
+    expect(command).toEqual(['rmsnorm-wasm']);
+    const argv = (i: number) => args.map((a) => a.replace('$(JOB_COMPLETION_INDEX)', String(i)).replace(/^\/data\//, `${dir}/data/`));
+    await all(Array.from({ length: n }, (_, i) => ({ cmd: [`"${process.execPath}"`, `"${BIN}"`, ...argv(i).map((a) => `'${a}'`)].join(' '), env: {} })));
     expectCovered(join(dir, 'data', 'acts'), join(dir, 'data', 'normed'), n);
   }, 120_000);
 

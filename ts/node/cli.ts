@@ -81,6 +81,48 @@ function writesStdout(output: string | undefined): boolean {
   }
 }
 
+/** Schedulers that stop a job with SIGTERM, by the variable they set in its environment. */
+const SCHEDULERS: readonly (readonly [string, string])[] = [
+  ['SLURM_JOB_ID', 'Slurm'],
+  ['PBS_JOBID', 'PBS'],
+  ['LSB_JOBID', 'LSF'],
+  ['KUBERNETES_SERVICE_HOST', 'Kubernetes'],
+];
+
+/**
+ * How npm started this process (`npm exec`, `npm run`: npm's title for itself), if npm is its
+ * parent or the parent of the shell that started it; read from /proc, so null elsewhere.
+ */
+function npmParent(): string | null {
+  let pid = process.ppid;
+  for (let up = 0; up < 2 && pid > 1; up++) {
+    try {
+      const title = readFileSync(`/proc/${pid}/cmdline`, 'latin1').split('\0').filter(Boolean).join(' ');
+      const m = /^(npm|npx) ?(\w*)/.exec(title) ?? (/(npm|npx)-cli\.js (\w*)/.exec(title));
+      if (m) return `${m[1]} ${m[2]}`.trim();
+      const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+      pid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    } catch {
+      return null;
+    }
+  }
+  return null;
+}
+
+/**
+ * The warning for a command started by npm (`npx`, `npm exec`, `npm run`) under a scheduler,
+ * whose stop signal then reaches npm and may not reach the command; null otherwise.
+ */
+export function schedulerWarning(env: NodeJS.ProcessEnv, parent: () => string | null = npmParent): string | null {
+  const found = SCHEDULERS.find(([v]) => env[v]);
+  const npm = found && parent();
+  if (!found || !npm) return null;
+  return (
+    `started through npm (${npm}) under ${found[1]} (${found[0]} is set): the scheduler's stop signal may reach npm and not ` +
+    `this command, which would then run on after its job; start node_modules/.bin/rmsnorm-wasm (with exec in a script) instead`
+  );
+}
+
 /** Runs the command with `argv` (without node and the script); resolves to the exit code. */
 export async function main(argv: string[]): Promise<number> {
   let cmd: Command;
@@ -98,6 +140,8 @@ export async function main(argv: string[]): Promise<number> {
     process.stdout.write(version() + '\n');
     return 0;
   }
+  const warning = schedulerWarning(process.env);
+  if (warning && !cmd.quiet) process.stderr.write(`rmsnorm-wasm: warning: ${warning}\n`);
   const ac = new AbortController();
   let stoppedBy: (typeof STOPS)[number] | null = null;
   const handlers = STOPS.map((sig) => {
