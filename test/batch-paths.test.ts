@@ -184,7 +184,30 @@ describe('every input found', () => {
     const r = cli('normalize', join(cache, 'snapshots'), '--out-dir', join(root, 'hf-nofollow'), '--no-follow-symlinks');
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/warning: skipped the symbolic link .*acts\.npy \(links are not followed\)/);
-    expect(r.stderr).toMatch(/the directory has no input files/);
+    expect(r.stderr).toMatch(/the directory has no input files \(files named \*\.npy, \*\.npz or \*\.safetensors, not hidden, in it or below\)/);
+    expect(existsSync(join(root, 'hf-nofollow'))).toBe(false);
+  });
+
+  it('a run refused for its weight leaves no folder and no manifest; a row too long for memory is a data error naming the file and the limit', async () => {
+    const d = join(root, 'refused');
+    for (const sub of ['a/b', 'c/d/e', 'f']) {
+      mkdirSync(join(d, 'in', sub), { recursive: true });
+      writeFileSync(join(d, 'in', sub, 'x.npy'), readFileSync(X));
+    }
+    writeFileSync(join(d, 'w3.npy'), Buffer.concat([npyHeader([3]), Buffer.alloc(12)]));
+    const r = cli('normalize', join(d, 'in'), '--out-dir', join(d, 'out'), '--weight', join(d, 'w3.npy'));
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/the weight has 3 elements, but the rows of .*x\.npy have \d+ \(no other file written\)/);
+    expect(readdirSync(join(d, 'out'))).toEqual([]);
+    // One row of 2^31 float32 (a sparse file): exit 1, not a usage error, before any output.
+    const huge = join(d, 'huge.npy');
+    writeFileSync(huge, npyHeader([1, 2 ** 31]));
+    sh(`truncate -s ${statSync(huge).size + 2 ** 33} ${q(huge)}`);
+    const h = cli('normalize', huge, join(d, 'huge-out.npy'));
+    expect(h.code).toBe(1);
+    expect(h.stderr).toMatch(/huge\.npy: its rows have 2147483648 elements \(8589934592 bytes of float32\); a row is normalized whole in memory, which takes rows of at most 1073741824 bytes \(268435456 elements\)/);
+    expect(h.stderr).not.toMatch(/--help|allocF32/);
+    expect(existsSync(join(d, 'huge-out.npy'))).toBe(false);
   });
 
   it('a name that is not UTF-8 is read and written under the same bytes, recorded, and skipped on the rerun', async () => {

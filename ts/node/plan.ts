@@ -13,6 +13,12 @@ import type { ArrayIn, ArrayOut, Contents } from './formats/index.js';
 
 /** The longest row the kernels take (their `dim` is a 32-bit count). */
 export const MAX_DIM = 0xffffffff;
+/**
+ * The most bytes a row may take in memory (the largest of its dtypes read, computed in and
+ * written): a row is normalized whole, in one piece of wasm memory, which holds at most 2 GiB
+ * on the threads build.
+ */
+export const MAX_ROW_BYTES = 1 << 30;
 
 /** One array of the input, and what becomes of it. */
 export interface ArrayPlan {
@@ -85,6 +91,13 @@ export function planArrays(contents: Contents, a: FileArgs, weightLength: number
     if (weightLength !== null && weightLength !== dim) throw new NormalizeError(`the weight has ${weightLength} elements, but the rows of ${where} have ${dim}`);
     const outDtype: Dtype = a.outDtype ?? (inDtype === 'float64' ? 'float32' : inDtype);
     const computeDtype: Dtype = outDtype === inDtype ? outDtype : 'float32';
+    const rowBytes = dim * Math.max(DTYPES[inDtype].bytes, DTYPES[computeDtype].bytes, DTYPES[outDtype].bytes);
+    const rowCount = x.bytes === null ? null : product(x.shape.slice(0, -1));
+    if (rowBytes > MAX_ROW_BYTES && rowCount !== 0) {
+      throw new NormalizeError(
+        `${where}: its rows have ${dim} elements (${rowBytes} bytes of ${computeDtype === inDtype ? inDtype : `${inDtype} and ${computeDtype}`}); a row is normalized whole in memory, which takes rows of at most ${MAX_ROW_BYTES} bytes (${MAX_ROW_BYTES / rowBytes * dim} elements)`,
+      );
+    }
     if (a.o.castingMode === 'llama' && computeDtype !== inDtype && inDtype !== 'float32') {
       throw new RangeError(`normalizeFile: options.castingMode 'llama' rounds to the input's dtype (${inDtype}), so options.outDtype must be ${inDtype} too, got ${outDtype}`);
     }

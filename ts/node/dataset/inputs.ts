@@ -79,6 +79,8 @@ function globRegExp(pattern: string): RegExp {
 export interface WalkRules {
   /** Whether a file of this (base) name is an input. */
   accept: (name: string) => boolean;
+  /** What {@link accept} takes, in words (for the message about a directory with none). */
+  accepts: string;
   /** Follow symbolic links (default true). */
   follow: boolean;
   /** The output directory's identity (`dev:ino`), never entered. */
@@ -168,7 +170,7 @@ export async function listInputs(inputs: readonly string[], outDir: string, rule
     if (st.isDirectory()) {
       if (idOf(st) === r.skip || resolve(given) === resolve(outDir)) throw new NormalizeError(`${given} is the output directory: choose an output directory apart from the inputs`);
       const files = await walk(given, r);
-      if (files.length === 0) throw new NormalizeError(`${given}: the directory has no input files`);
+      if (files.length === 0) throw new NormalizeError(`${given}: the directory has no input files (${r.accepts}, not hidden, in it or below)`);
       found.push(...files.map((rel) => ({ input: joinPath(given, rel), rel })));
     } else found.push({ input: given, rel: baseOf(given) });
   }

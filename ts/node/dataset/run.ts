@@ -24,7 +24,7 @@ import { makeDirs } from '../sink.js';
 import { CHUNK_BYTES, SLOTS } from '../chunks.js';
 import { checkFileOptions, FILE_KEYS, isPath } from '../file-args.js';
 import { normalizeFileWith } from '../file.js';
-import { formatOf, takesName } from '../formats/index.js';
+import { formatOf, takenNames, takesName } from '../formats/index.js';
 import { baseOf, byteLength, bytesOf, joinPath, NAME_MAX, shown, type FsPath } from '../paths.js';
 import { openSource } from '../source.js';
 import type { NormalizeFileOptions } from '../types.js';
@@ -135,23 +135,24 @@ export async function normalizeDataset(inputs: string | readonly string[], outDi
     warnings.push(m);
     o.onWarning?.(m);
   };
+  // Listed before the output directory is made: a run refused for its inputs leaves nothing.
+  const listed = await listInputs(list, outDir, { accept: (n) => takesName(n, o.format), accepts: takenNames(o.format), follow: o.followSymlinks !== false, warn });
   await makeDirs(outDir, 'the output directory');
   const lock = await ShardLock.acquire(outDir, index, count, {
     waitS: o.lockWait ?? Infinity, staleS: o.lockStale ?? STALE_S, signal: o.signal,
     onWait: (owner) => warn(`waiting for ${describeOwner(owner)}, which is writing ${count === 1 ? '' : `shard ${index}/${count} of `}${outDir}`),
   });
   try {
-    return await runLocked(list, outDir, o, index, count, lock, warn, warnings, t0);
+    return await runLocked(listed, outDir, o, index, count, lock, warn, warnings, t0);
   } finally {
     await lock.release();
   }
 }
 
 async function runLocked(
-  list: string[], outDir: string, o: NormalizeDatasetOptions, index: number, count: number, lock: ShardLock,
+  listed: DatasetFile[], outDir: string, o: NormalizeDatasetOptions, index: number, count: number, lock: ShardLock,
   warn: (m: string) => void, warnings: string[], t0: number,
 ): Promise<DatasetSummary> {
-  const listed = await listInputs(list, outDir, { accept: (n) => takesName(n, o.format), follow: o.followSymlinks !== false, warn });
   // The weight is read once for the run, and recorded by the hash of what was read.
   const weight: LoadedWeight | null = isPath(o.weight) ? await loadWeight(o.weight, o.weightDtype, o.weightTensor) : null;
   const dim = o.dim ?? (weight ? weight.w.length : (o.weight as { length?: number } | null | undefined)?.length) ?? undefined;
@@ -283,7 +284,7 @@ async function runLocked(
   }
   if (first) {
     const n = summary.written;
-    throw new NormalizeError(`${(first as Error).message} (${n} other file${n === 1 ? '' : 's'} written and recorded in ${summary.manifest})`);
+    throw new NormalizeError(`${(first as Error).message} (${n === 0 ? 'no other file written' : `${n} other file${n === 1 ? '' : 's'} written and recorded in ${summary.manifest}`})`);
   }
   summary.seconds = (performance.now() - t0) / 1000;
   summary.gbPerS = summary.bytes / summary.seconds / 1e9;

@@ -2,6 +2,7 @@
  * The formats, and telling which one a file is by its first bytes — never by its name.
  * @module
  */
+import { listed } from '../../dtypes.js';
 import { NormalizeError } from '../errors.js';
 import { shown } from '../paths.js';
 import type { Source } from '../source.js';
@@ -27,6 +28,13 @@ export function takesName(name: string, format: FormatName | undefined): boolean
   if (format === 'raw') return true;
   const lower = name.toLowerCase();
   return FORMATS.some((f) => (format === undefined || f.name === format) && f.extensions.some((e) => lower.endsWith(e)));
+}
+
+/** What a directory walk takes, in words: the extensions of `format` (all formats' by default), or every file for raw. */
+export function takenNames(format: FormatName | undefined): string {
+  if (format === 'raw') return 'every file (--format raw)';
+  const ext = FORMATS.filter((f) => format === undefined || f.name === format).flatMap((f) => f.extensions);
+  return `files named ${listed(ext.map((e) => `*${e}`), '')}`;
 }
 
 /** The first bytes of a file as a message shows them: text when they are printable, else hex. */
