@@ -68,6 +68,8 @@ export const TASK_WORDS = {
   table: NEXT + 8 * LINE + 1,
   slots: NEXT + 8 * LINE + 2,
   regionBytes: NEXT + 8 * LINE + 3,
+  /** The test hook {@link HOLD}: worker `HOLD - 1` stops before its next record. */
+  hold: HOLD,
 } as const;
 /**
  * Worker w's line: its wake-up word at SEQ0 + w·STRIDE, then its busy flag, then EXITING: 1

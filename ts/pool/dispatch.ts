@@ -244,6 +244,8 @@ export class Dispatcher {
     Atomics.store(ctl, C.NEXT, (job << 16) | 0xffff);
     Atomics.store(ctl, C.READY, 1 << 30); // release workers waiting for streamed input
     Atomics.notify(ctl, C.READY);
+    Atomics.store(ctl, C.TASK_WORDS.closed, 1); // and those serving a task ring
+    Atomics.notify(ctl, C.TASK_WORDS.tail);
     const deadline = Date.now() + 5000;
     const busy = () => [...this.participants].some((i) => !this.deadInJob.has(i) && this.workers.busy(i));
     while (busy() && Date.now() < deadline && !this.destroyed) await new Promise((r) => setTimeout(r, 1));

@@ -20,6 +20,8 @@ export interface PoolHooks {
   busy(i: number): boolean;
   /** Terminates worker `i` from outside, as a crash would. */
   killWorker(i: number): void;
+  /** Task records (pool/tasks.ts) the workers have finished since the pool started. */
+  taskRecords(): number;
 }
 
 const registry = new WeakMap<object, PoolHooks>();

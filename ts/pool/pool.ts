@@ -302,6 +302,7 @@ export class Pool implements RmsNormPool {
         if (!this.workers) throw new RangeError(`no worker ${i}`);
         this.workers.kill(i);
       },
+      taskRecords: (): number => this.taskQueue?.finished ?? 0,
     };
   }
 }

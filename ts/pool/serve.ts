@@ -74,7 +74,7 @@ function serve(port: Port, ctl: Int32Array, k: KernelExports & ThreadExports, in
     if (op === Op.TASKS) {
       // Serve the ring until it is closed (only where files can be read: the pool starts task
       // jobs only in Node), then count as one finished chunk.
-      if (io) serveTasks(ctl, TASK_WORDS, memory, k, io, ctl[seqAt + REGION]!);
+      if (io) serveTasks(ctl, TASK_WORDS, memory, k, io, ctl[seqAt + REGION]!, index);
       completed = Atomics.add(ctl, COMPLETED, 1) + 1 === ctl[N_CHUNKS];
       if (completed) {
         Atomics.store(ctl, DONE, 1);

@@ -36,6 +36,8 @@ export interface TaskJobRunner {
 export class TaskQueue {
   /** Bytes of each worker's region: the most a norm record's rows may take (tasks.ts's regionBytesFor). */
   readonly regionBytes = REGION_BYTES;
+  /** Records finished since the queue was made (the pool's test hooks report it). */
+  finished = 0;
   private users = 0;
   /** Whether a job is serving the ring; the end of the current (or closing) job. */
   private running = false;
@@ -160,6 +162,7 @@ export class TaskQueue {
           this.pending.delete(slot);
           this.failures.delete(slot);
           Atomics.store(state, slot, State.FREE);
+          this.finished++;
           resolve(result);
         }
         for (const wake of this.room.splice(0)) wake();

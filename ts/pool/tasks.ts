@@ -253,6 +253,8 @@ export interface TaskWords {
   table: number;
   slots: number;
   regionBytes: number;
+  /** The pool's test hook: worker `hold - 1` waits before its next record while the word says so. */
+  hold: number;
 }
 
 /**
@@ -260,7 +262,7 @@ export interface TaskWords {
  * `region`: this worker's region's byte address. Polls briefly for new records, then sleeps on
  * the tail word.
  */
-export function serveTasks(ctl: Int32Array, w: TaskWords, mem: { buffer: ArrayBufferLike }, k: KernelExports, io: TaskIo, region: number): void {
+export function serveTasks(ctl: Int32Array, w: TaskWords, mem: { buffer: ArrayBufferLike }, k: KernelExports, io: TaskIo, region: number, index: number): void {
   const slots = ctl[w.slots]!;
   const table = ctl[w.table]!;
   const regionBytes = ctl[w.regionBytes]!;
@@ -269,6 +271,7 @@ export function serveTasks(ctl: Int32Array, w: TaskWords, mem: { buffer: ArrayBu
     const t = Atomics.load(ctl, w.tail);
     if (h < t) {
       if (Atomics.compareExchange(ctl, w.head, h, h + 1) !== h) continue;
+      for (let held; (held = Atomics.load(ctl, w.hold)) === index + 1; ) Atomics.wait(ctl, w.hold, held);
       const slot = h % slots;
       const buf = mem.buffer;
       const f64 = new Float64Array(buf, table, slots * RECORD);
