@@ -163,73 +163,82 @@ function pool(json: PoolJson | null): string {
 
 interface FileJson {
   date: string;
+  cpu: string;
+  cores: number;
   rows: number;
   dim: number;
   bytes: number;
-  threads: number;
-  seconds: { cp: number; cpFsync: number; normalizeFile: number; plainJs: number };
+  rounds: number;
+  seconds: Record<string, number>;
+  threads: { threads: number; seconds: number; gbPerS: number }[];
+  startupSeconds: number;
   rssGrowthMiB: number;
+  ratios: { vsLoop: number; vsCp: number; fsyncVsCpFsync: number; checksumCost: number };
 }
 
-/** A section with a table of seconds and GB/s over `bytes` of data, and the RSS growth under it. */
-function secondsTable(title: string, intro: string, bytes: number, rows: [string, number, number?][], rssGrowthMiB: number): string {
-  return [
-    `## ${title}`,
-    '',
-    intro,
-    '',
-    '| | seconds | GB/s |',
-    '|---|---:|---:|',
-    ...rows.map(([what, s, b = bytes]) => `| ${what} | ${s.toFixed(2)} | ${(b / s / 1e9).toFixed(2)} |`),
-    '',
-    `The process's resident memory grew by ${rssGrowthMiB.toFixed(0)} MiB.`,
-    '',
-  ].join('\n');
+/** A table of seconds and GB/s over `bytes` of data, one row per `[label, seconds]`. */
+function secondsTable(bytes: number, rows: [string, number][]): string[] {
+  return ['| | seconds | GB/s |', '|---|---:|---:|', ...rows.map(([what, s]) => `| ${what} | ${s.toFixed(2)} | ${(bytes / s / 1e9).toFixed(2)} |`)];
 }
 
 function file(json: FileJson | null): string {
   if (!json) return '';
-  return secondsTable(
-    'Files',
-    `A ${json.rows} × ${json.dim} float32 file (${(json.bytes / 2 ** 30).toFixed(0)} GiB) in the page cache; ${json.date.slice(0, 10)}. \`npm run bench:file\`.`,
-    json.bytes,
-    [
-      ['`cp`', json.seconds.cp],
-      ['`cp`, then `fsync` of the copy', json.seconds.cpFsync],
-      [`\`normalizeFile\`, ${json.threads} threads, flushed`, json.seconds.normalizeFile],
-      ['plain JS: read a chunk, the naive loop, write; fsync', json.seconds.plainJs],
-    ],
-    json.rssGrowthMiB,
-  );
+  const s = json.seconds;
+  const x = (v: number) => `${v.toFixed(2)}×`;
+  return [
+    '## Files',
+    '',
+    `A ${json.rows} × ${json.dim} float32 \`.npy\` (${(json.bytes / 2 ** 30).toFixed(0)} GiB) in the page cache; ${json.cpu}, ${json.cores} cores; ${json.date.slice(0, 10)}. ` +
+      `\`npm run bench:file\`: medians of ${json.rounds} interleaved rounds, each step from the same start.`,
+    '',
+    ...secondsTable(json.bytes, [
+      ['`cp` (the kernel copies inside itself)', s.cp!],
+      ['`cp`, then `fsync` of the copy', s['cp + fsync']!],
+      ['one-thread JavaScript loop: read and write 8 MiB at a time', s.loop!],
+      ...json.threads.map((t): [string, number] => [`\`normalizeFile\`, ${t.threads} thread${t.threads > 1 ? 's' : ''}, no fsync`, t.seconds]),
+      [`\`normalizeFile\`, default (${json.cores} threads, output flushed)`, s.default!],
+      ['`normalizeFile`, `checksum` (SHA-256 of the output), no fsync', s.checksum!],
+    ]),
+    '',
+    `On ${json.cores} threads \`normalizeFile\` ran at ${x(json.ratios.vsLoop)} the one-thread loop and ${x(json.ratios.vsCp)} \`cp\`; with its default fsync, ` +
+      `${x(json.ratios.fsyncVsCpFsync)} \`cp\` + \`fsync\`. \`checksum\` took ${x(json.ratios.checksumCost)} the time. The process's resident memory grew by ${json.rssGrowthMiB.toFixed(0)} MiB. ` +
+      `\`rmsnorm-wasm normalize\` of a one-row file took ${(json.startupSeconds * 1000).toFixed(0)} ms from the process's start to its end.`,
+    '',
+    '![normalizeFile GB/s by threads](../bench/results/file-threads.svg)',
+    '',
+  ].join('\n');
 }
 
 interface DatasetJson {
   date: string;
+  cpu: string;
+  cores: number;
   files: number;
-  maxRows: number;
-  dim: number;
   bytes: number;
-  oneFileBytes: number;
-  threads: number;
-  seconds: { cpR: number; oneFile: number; normalizeDataset: number; notFlushed: number };
-  rssGrowthMiB: number;
+  rounds: number;
+  seconds: Record<string, number>;
+  ratios: { vsCpR: number; fsyncVsCpRSync: number; checksumCost: number };
 }
 
 function dataset(json: DatasetJson | null): string {
   if (!json) return '';
-  return secondsTable(
-    'Datasets',
-    `${json.files} \`.npy\` files in nested folders, of 1 to ${json.maxRows} rows × ${json.dim} (one in three float16, the rest float32; ` +
-      `${(json.bytes / 1e9).toFixed(2)} GB of data) in the page cache, against one file of the same bytes; ${json.date.slice(0, 10)}. \`npm run bench:file\`.`,
-    json.bytes,
-    [
-      ['`cp -r`', json.seconds.cpR],
-      [`\`normalizeFile\` of one file of the same bytes, ${json.threads} threads, flushed`, json.seconds.oneFile, json.oneFileBytes],
-      [`\`normalizeDataset\`, ${json.threads} threads, each output flushed, manifest`, json.seconds.normalizeDataset],
-      ['the same with `durable: false` (`--no-fsync`): outputs not flushed', json.seconds.notFlushed],
-    ],
-    json.rssGrowthMiB,
-  );
+  const s = json.seconds;
+  return [
+    '## Datasets',
+    '',
+    `${json.files} files, ${(json.bytes / 1e6).toFixed(0)} MB, as \`scripts/make-dataset.mjs\` makes them (nested \`.npy\` of 1 to 20 000 rows in float32 and float16, ` +
+      `safetensors shards with bfloat16 beside int64 and int32 tensors, a Hugging Face cache of links to blobs), in the page cache; ${json.cpu}, ${json.cores} cores; ` +
+      `${json.date.slice(0, 10)}. \`npm run bench:file\`: whole processes, start-up included, medians of ${json.rounds} interleaved rounds.`,
+    '',
+    ...secondsTable(json.bytes, [
+      ['`cp -r`', s['cp -r']!],
+      ['`cp -r`, then `sync`', s['cp -r + sync']!],
+      ['`rmsnorm-wasm normalize IN --out-dir OUT --no-fsync`', s['no fsync']!],
+      ['`rmsnorm-wasm normalize IN --out-dir OUT` (each output flushed)', s.default!],
+      ['the same, `--no-fsync --checksum`', s.checksum!],
+    ]),
+    '',
+  ].join('\n');
 }
 
 interface SizeJson {
