@@ -7,6 +7,7 @@
  * Run: `npm run bench:pool` (after `npm run build`); `--json FILE` also writes the numbers.
  * @module
  */
+import { renderCurve } from './curve-svg.js';
 import { writeBenchmarks } from './docs.js';
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -33,9 +34,38 @@ async function median(f: () => unknown, budgetMs = 300): Promise<number> {
   return t[t.length >> 1]! * 1000;
 }
 
+/**
+ * `a` and `b` timed in alternating blocks of BLOCK calls, after `warm` calls of each (the pool
+ * learns its way over its first calls of a kind); the first call of a block is not counted (it
+ * meets the other's leftovers: the pool's workers asleep after the sync calls, or still
+ * polling). Both meet the same machine, collections and page faults. Median µs of each.
+ */
+async function pair(a: () => unknown, b: () => unknown, budgetMs: number, warm = 40): Promise<[number, number]> {
+  const BLOCK = 5;
+  for (let i = 0; i < warm; i++) await a();
+  for (let i = 0; i < warm; i++) await b();
+  const ta: number[] = [];
+  const tb: number[] = [];
+  const block = async (f: () => unknown, into: number[]) => {
+    for (let i = 0; i < BLOCK; i++) {
+      const s = performance.now();
+      await f();
+      if (i > 0) into.push(performance.now() - s);
+    }
+  };
+  const t0 = performance.now();
+  while ((performance.now() - t0 < budgetMs && ta.length < 2000) || ta.length < 16) {
+    await block(a, ta);
+    await block(b, tb);
+  }
+  const med = (v: number[]) => v.sort((x, y) => x - y)[v.length >> 1]! * 1000;
+  return [med(ta), med(tb)];
+}
+
 const fmt = (v: number, w = 9) => v.toFixed(1).padStart(w);
 await init();
-const threads = Number(process.env.THREADS ?? availableParallelism());
+const cores = availableParallelism();
+const threads = Number(process.env.THREADS ?? cores);
 // The sync default (init()'s build) for plain arrays; the instance of the pool's build for views.
 const rn = instance()!;
 const pool = await createPool({ threads });
@@ -43,7 +73,7 @@ const shared = await loadRmsNorm(pool.build);
 const out: Record<string, unknown> = {
   date: new Date().toISOString(),
   cpu: cpus()[0]?.model,
-  cores: availableParallelism(),
+  cores,
   loadavg: loadavg(),
   node: process.version,
   threads,
@@ -67,23 +97,34 @@ function buffers(rows: number, dim: number) {
   };
 }
 
-type Comparison = Awaited<ReturnType<typeof compare>>;
+/** Where a comparison's arrays are: views of the pool's memory, the caller's SharedArrayBuffers, plain arrays with `out`, plain arrays with results allocated by the call. */
+type Kind = 'views' | 'shared' | 'plain' | 'default';
+const KINDS: readonly Kind[] = ['views', 'shared', 'plain', 'default'];
 
-async function compare(pool: RmsNormPool, rows: number, dim: number, plain: boolean, way: 'chosen' | 'sharded' = 'chosen') {
+/** Pool and sync call of `kind` on `rows × dim`, interleaved; the sync call runs on the same arrays (views: on the pool's build). */
+async function compare(p: RmsNormPool, rows: number, dim: number, kind: Kind, budgetMs: number) {
   const b = buffers(rows, dim);
   const v = b.views();
-  // Plain arrays: copies outside wasm memory, so every call copies in and out.
-  const { x, y, dy, w, dw } = plain
-    ? { x: v.x.slice(), y: v.y.slice(), dy: v.dy.slice(), w: v.w.slice(), dw: v.dw.slice() }
-    : v;
-  const sync = plain ? rn : shared;
-  const fs = await median(() => sync.rmsNorm(x, w, { out: y }));
-  const fp = await median(() => pool.rmsNorm(x, w, { out: y }));
-  const bs = await median(() => sync.rmsNormBackward(dy, x, w, { dx: y, dweight: dw }));
-  const bp = await median(() => pool.rmsNormBackward(dy, x, w, { dx: y, dweight: dw }));
+  const copy = (a: Float32Array) => {
+    if (kind !== 'shared') return a.slice();
+    const c = new Float32Array(new SharedArrayBuffer(a.byteLength));
+    c.set(a);
+    return c;
+  };
+  const { x, y, dy, w, dw } = kind === 'views' ? v : { x: copy(v.x), y: copy(v.y), dy: copy(v.dy), w: v.w.slice(), dw: copy(v.dw) };
+  const sync = kind === 'views' ? shared : rn;
+  const alloc = kind === 'default';
+  const [fs, fp] = await pair(() => (alloc ? sync.rmsNorm(x, w) : sync.rmsNorm(x, w, { out: y })), () => (alloc ? p.rmsNorm(x, w) : p.rmsNorm(x, w, { out: y })), budgetMs);
+  const [bs, bp] = await pair(
+    () => (alloc ? sync.rmsNormBackward(dy, x, w) : sync.rmsNormBackward(dy, x, w, { dx: y, dweight: dw })),
+    () => (alloc ? p.rmsNormBackward(dy, x, w) : p.rmsNormBackward(dy, x, w, { dx: y, dweight: dw })),
+    budgetMs,
+  );
   b.free();
-  return { rows, dim, plain, way, fwdSync: fs, fwdPool: fp, fwdRatio: fs / fp, bwdSync: bs, bwdPool: bp, bwdRatio: bs / bp };
+  return { rows, dim, kind, fwdSync: fs, fwdPool: fp, fwdRatio: fs / fp, bwdSync: bs, bwdPool: bp, bwdRatio: bs / bp };
 }
+
+type Comparison = Awaited<ReturnType<typeof compare>>;
 
 // `--service`: only the service scenarios (section 5).
 const serviceOnly = process.argv.includes('--service');
@@ -96,33 +137,77 @@ const ping = await median(() => pool.ping(), 1000);
 out.pingMedianUs = ping;
 console.log(`\nempty dispatch round trip (pool.ping): median ${ping.toFixed(1)} µs`);
 
-// 2. Large shapes.
-console.log('\nspeed-up over the sync call, medians in µs');
-console.log('    shape     arrays              | fwd sync  fwd pool  ratio | bwd sync  bwd pool  ratio');
-// Plain arrays also with sharding forced: the pool runs them the faster way (choice.ts), and
-// this row shows what sharding them would give (only the calling thread can read a plain
-// array, so it makes every copy in and out while the workers compute).
-const hooks = poolHooks(pool);
-const large: Comparison[] = [];
-for (const [rows, dim] of [[128, 2048], [512, 4096], [1024, 5120]] as const) {
-  for (const [plain, way] of [[false, 'chosen'], [true, 'chosen'], [true, 'sharded']] as const) {
-    hooks.forceWay(way === 'sharded' ? 'sharded' : null);
-    const r = await compare(pool, rows, dim, plain, way);
-    hooks.forceWay(null);
-    large.push(r);
-    const label = plain ? (way === 'sharded' ? 'plain, sharded forced' : 'plain') : 'zero-copy';
-    console.log(
-      `${`${rows}x${dim}`.padStart(10)} ${label.padEnd(21)} |${fmt(r.fwdSync)} ${fmt(r.fwdPool)} ${r.fwdRatio.toFixed(2).padStart(6)} |${fmt(r.bwdSync)} ${fmt(r.bwdPool)} ${r.bwdRatio.toFixed(2).padStart(6)}`,
-    );
+// 2. The speed-up over the sync call by size (bytes of x) and kind of arrays, ROUNDS rounds
+//    (the median of the rounds is kept).
+const ROUNDS = Number(process.env.ROUNDS ?? 3);
+const MIB = (process.env.SIZES ?? '1,4,16,64,256').split(',').map(Number);
+const dim = 4096;
+console.log(`\nspeed-up over the sync call on the same arrays (sync time / pool time; medians of calls in alternating blocks, median of ${ROUNDS} rounds)`);
+console.log('    size  rows × dim    |' + KINDS.map((k) => ` ${k.padStart(7)} fwd  bwd |`).join(''));
+const rounds: Comparison[][] = [];
+for (let r = 0; r < ROUNDS; r++) {
+  const row: Comparison[] = [];
+  for (const mib of MIB) {
+    for (const kind of KINDS) row.push(await compare(pool, (mib << 20) / 4 / dim, dim, kind, Math.min(1500, 150 + mib * 8)));
   }
+  rounds.push(row);
 }
-out.large = large;
+const medOf = (v: number[]) => v.sort((a, b) => a - b)[v.length >> 1]!;
+const bySize: Comparison[] = rounds[0]!.map((c, i) => ({
+  ...c,
+  fwdRatio: medOf(rounds.map((rr) => rr[i]!.fwdRatio)),
+  bwdRatio: medOf(rounds.map((rr) => rr[i]!.bwdRatio)),
+  fwdSync: medOf(rounds.map((rr) => rr[i]!.fwdSync)),
+  fwdPool: medOf(rounds.map((rr) => rr[i]!.fwdPool)),
+  bwdSync: medOf(rounds.map((rr) => rr[i]!.bwdSync)),
+  bwdPool: medOf(rounds.map((rr) => rr[i]!.bwdPool)),
+}));
+for (const mib of MIB) {
+  const cs = bySize.filter((c) => c.rows * c.dim * 4 === mib << 20);
+  console.log(`${`${mib} MiB`.padStart(8)}  ${`${cs[0]!.rows} × ${dim}`.padStart(11)}  |` + cs.map((c) => ` ${c.fwdRatio.toFixed(2).padStart(7)}  ${c.bwdRatio.toFixed(2).padStart(4)} |`).join(''));
+}
+out.bySize = bySize;
+out.rounds = ROUNDS;
+
+// 2b. The threads curve: views, by size, on pools of 1, 2, 4, … threads up to twice the cores.
+const TCURVE = [...new Set([1, 2, 4, 8, 16, 32, 64].filter((t) => t < cores).concat([cores, 2 * cores]))].sort((a, b) => a - b);
+console.log(`\nthreads: speed-up over the sync call on views by pool threads (forward / backward)`);
+console.log('    size  |' + TCURVE.map((t) => ` ${String(t).padStart(3)} threads |`).join(''));
+const curve: { mib: number; threads: number; fwdRatio: number; bwdRatio: number }[] = [];
+for (const mib of [1, 16, 64]) {
+  const cells: string[] = [];
+  for (const t of TCURVE) {
+    const p = await createPool({ threads: t });
+    const c = await compare(p, (mib << 20) / 4 / dim, dim, 'views', 400);
+    await p.destroy();
+    curve.push({ mib, threads: t, fwdRatio: c.fwdRatio, bwdRatio: c.bwdRatio });
+    cells.push(` ${c.fwdRatio.toFixed(2)}/${c.bwdRatio.toFixed(2)} |`);
+  }
+  console.log(`${`${mib} MiB`.padStart(8)}  |${cells.join('')}`);
+}
+out.threadsCurve = curve;
+writeFileSync(
+  new URL('./results/pool-threads.svg', import.meta.url),
+  renderCurve({
+    title: 'The pool on views: speed-up over the sync call by threads',
+    subtitle: `${out.cpu}, ${cores} cores; ${String(out.date).slice(0, 10)}; forward (solid) and backward (dashed colours)`,
+    yLabel: 'sync time / pool time',
+    cores,
+    series: [1, 16, 64].flatMap((mib, k) => [
+      { label: `${mib} MiB forward`, color: ['#7fb8e6', '#1f5fa8', '#0b2e59'][k]!, points: curve.filter((c) => c.mib === mib).map((c) => [c.threads, c.fwdRatio] as const) },
+      { label: `${mib} MiB backward`, color: ['#9fd89f', '#2e8b3e', '#145220'][k]!, points: curve.filter((c) => c.mib === mib).map((c) => [c.threads, c.bwdRatio] as const) },
+    ]),
+    refs: [{ label: 'the sync call', color: '#888', y: 1 }],
+  }),
+);
+
+const hooks = poolHooks(pool);
 
 // 3. Default thresholds: the pool must never be more than 5% slower than sync.
 console.log('\ndefault thresholds, zero-copy: pool time / sync time');
 const small: Comparison[] = [];
 for (const [rows, dim] of [[1, 64], [8, 64], [64, 64], [1, 4096], [8, 1024], [32, 1024], [16, 4096], [64, 1024], [128, 1024], [64, 4096]] as const) {
-  const r = await compare(pool, rows, dim, false);
+  const r = await compare(pool, rows, dim, 'views', 300);
   small.push(r);
   console.log(`${`${rows}x${dim}`.padStart(10)}  fwd ${(1 / r.fwdRatio).toFixed(3)}  bwd ${(1 / r.bwdRatio).toFixed(3)}`);
 }
@@ -135,7 +220,7 @@ hooks.setInlineBelow(0);
 console.log('\ninline threshold off, dim 1024, zero-copy: sync / pool (> 1.05: the pool pays)');
 const sweep: Comparison[] = [];
 for (const rows of [4, 8, 16, 32, 64, 128, 256, 512]) {
-  const r = await compare(pool, rows, 1024, false);
+  const r = await compare(pool, rows, 1024, 'views', 300);
   sweep.push(r);
   console.log(`${String(rows * 1024).padStart(8)} elements  fwd ${r.fwdRatio.toFixed(2)}  bwd ${r.bwdRatio.toFixed(2)}`);
 }

@@ -12,8 +12,8 @@ function simulated() {
   let t = 0;
   const choice = new Choice(() => t);
   return {
-    call(msSharded: number, msAlone: number, plain = true): boolean {
-      const p = choice.pick(0, plain, 1 << 20);
+    call(msSharded: number, msAlone: number, elems = 1 << 20): boolean {
+      const p = choice.pick(0, 'plain', elems, elems);
       t += p.sharded ? msSharded : msAlone;
       choice.record(p);
       return p.sharded;
@@ -53,6 +53,24 @@ describe('pool choice (sharded or alone)', () => {
     for (let i = 0; i < 3000 && backAt < 0; i++) if (!s.call(1.5, 0.5)) backAt = i;
     expect(backAt).toBeGreaterThanOrEqual(0);
     expect(backAt).toBeLessThanOrEqual(8 * Math.ceil(PROBE_MS / 1.5));
+  });
+
+  it('decides per size class: a way that loses on small calls still wins on large ones', () => {
+    const s = simulated();
+    // Small calls lose when sharded, large ones win (as zero-copy views do from a few MiB).
+    for (let i = 0; i < 2000; i++) {
+      s.call(0.1, 0.05, 64 << 10);
+      s.call(1, 2, 4 << 20);
+    }
+    const small = Array.from({ length: 200 }, () => s.call(0.1, 0.05, 64 << 10));
+    const large = Array.from({ length: 200 }, () => s.call(1, 2, 4 << 20));
+    expect(small.filter(Boolean).length).toBeLessThanOrEqual(PROBE_RUN);
+    expect(large.filter((x) => !x).length).toBeLessThanOrEqual(PROBE_RUN);
+    // Calls of another kind of array have choices of their own.
+    const t = new Choice(() => 0);
+    expect(t.pick(0, 'view', 4 << 20, 4 << 20).bucket).not.toBe(t.pick(0, 'shared', 4 << 20, 4 << 20).bucket);
+    expect(t.pick(0, 'view', 4 << 20, 4 << 20).bucket).not.toBe(t.pick(0, 'view', 8 << 20, 8 << 20).bucket);
+    expect(t.pick(0, 'view', 4 << 20, 4 << 20).bucket).toBe(t.pick(0, 'view', (8 << 20) - 1, 8 << 20).bucket);
   });
 
   it('leaves a way at once when its own timings get worse (no probe needed)', () => {

@@ -155,25 +155,29 @@ describe('failures on the workers', () => {
   });
 
   it('a worker killed mid-file: the job fails naming it, no output; the pool replaces it and the next file is right', async () => {
-    const inp = big();
-    const out = join(root, 'killed-out.npy');
-    let killed = false;
-    await expect(
-      normalizeFile(inp, out, {
-        pool, chunkBytes: 64 << 10,
-        onProgress: () => {
-          if (!killed) poolHooks(pool).killWorker(0);
-          killed = true;
-        },
-      }),
-    ).rejects.toThrow(/worker 0 died during the job/);
-    expect(existsSync(out)).toBe(false);
-    noTemps(root);
-    const s = await normalizeFile(inp, out, { pool, checksum: true });
-    const ref = join(root, 'killed-ref.npy');
-    await normalizeFile(inp, ref, {});
-    expect(readFileSync(out).equals(readFileSync(ref))).toBe(true);
-    expect(s.sha256).toBe(sha(readFileSync(ref)));
+    // One worker, held inside its first record, then killed there.
+    const one = await createPool({ threads: 1 });
+    try {
+      const inp = big();
+      const out = join(root, 'killed-out.npy');
+      poolHooks(one).hold(0);
+      const run = normalizeFile(inp, out, { pool: one, chunkBytes: 64 << 10 });
+      run.catch(() => {});
+      const t0 = Date.now();
+      while (!poolHooks(one).busy(0) && Date.now() - t0 < 10_000) await new Promise((r) => setTimeout(r, 5));
+      poolHooks(one).killWorker(0);
+      await expect(run).rejects.toThrow(/worker 0 died during the job/);
+      poolHooks(one).release();
+      expect(existsSync(out)).toBe(false);
+      noTemps(root);
+      const s = await normalizeFile(inp, out, { pool: one, checksum: true });
+      const ref = join(root, 'killed-ref.npy');
+      await normalizeFile(inp, ref, {});
+      expect(readFileSync(out).equals(readFileSync(ref))).toBe(true);
+      expect(s.sha256).toBe(sha(readFileSync(ref)));
+    } finally {
+      await one.destroy();
+    }
   });
 
   it('an abort mid-file: rejects with its reason, no output, no temporary', async () => {

@@ -128,12 +128,14 @@ const UNZEROED_FROM = 4096;
 
 /**
  * A new Float32Array of `n` floats, for a result the library allocates and the call then
- * overwrites in full. In Node from 16 KiB up, memory that is not zeroed first
+ * overwrites in full; `shared`: in a SharedArrayBuffer (the pool's results of calls on arrays
+ * in one, which its workers write directly). In Node from 16 KiB up, memory that is not zeroed first
  * (`Buffer.allocUnsafeSlow`: an ArrayBuffer of its own, never a slice of Node's shared pool):
  * measured by `npm run bench:alloc`, zeroing is up to a third of allocating and writing 1–16 MiB. Browsers
  * have no such allocation; a new array's pages are faulted in as the results are written.
  */
-export function resultArray(n: number): Float32Array {
+export function resultArray(n: number, shared = false): Float32Array {
+  if (shared) return new Float32Array(new SharedArrayBuffer(4 * n));
   if (NodeBuffer !== undefined && n >= UNZEROED_FROM) return new Float32Array(NodeBuffer.allocUnsafeSlow(4 * n).buffer, 0, n);
   return new Float32Array(n);
 }
@@ -141,16 +143,20 @@ export function resultArray(n: number): Float32Array {
 /**
  * A new array of `n` elements for a result the library allocates, of the kind the caller's
  * input was given as (check/arrays.ts KIND_*: 0 Float32Array, 1 Uint16Array of half bits,
- * 2 Float16Array), allocated as {@link resultArray} does. Returns the array the kernel writes
+ * 2 Float16Array), allocated as {@link resultArray} does (`shared` likewise). Returns the array the kernel writes
  * (a half result's Uint16Array) and the one the caller gets (the Float16Array over the same
  * bytes, for kind 2).
  */
-export function resultOfKind(kind: number, n: number): { placed: Float32Array | Uint16Array; given: Float32Array | Uint16Array | ArrayBufferView } {
+export function resultOfKind(kind: number, n: number, shared = false): { placed: Float32Array | Uint16Array; given: Float32Array | Uint16Array | ArrayBufferView } {
   if (kind === 0) {
-    const a = resultArray(n);
+    const a = resultArray(n, shared);
     return { placed: a, given: a };
   }
-  const bits = NodeBuffer !== undefined && n >= 2 * UNZEROED_FROM ? new Uint16Array(NodeBuffer.allocUnsafeSlow(2 * n).buffer, 0, n) : new Uint16Array(n);
+  const bits = shared
+    ? new Uint16Array(new SharedArrayBuffer(2 * n))
+    : NodeBuffer !== undefined && n >= 2 * UNZEROED_FROM
+      ? new Uint16Array(NodeBuffer.allocUnsafeSlow(2 * n).buffer, 0, n)
+      : new Uint16Array(n);
   if (kind === 1) return { placed: bits, given: bits };
   const F16 = (globalThis as { Float16Array?: new (b: ArrayBufferLike, at: number, n: number) => ArrayBufferView }).Float16Array!;
   return { placed: bits, given: new F16(bits.buffer, bits.byteOffset, n) };

@@ -18,20 +18,20 @@ import type { FloatArray, RmsNormBackwardResult } from './types.js';
  * the caller gets. `resident`: `y` is what the caller gets, so a view of wasm memory detached
  * by growth can be re-made (Placement.result); otherwise `given` is final.
  */
-export function forwardResult(a: ForwardArgs): { y: Data; given: FloatArray; resident: boolean } {
+export function forwardResult(a: ForwardArgs, shared = false): { y: Data; given: FloatArray; resident: boolean } {
   if (a.out !== null) return { y: a.out, given: a.outGiven!, resident: a.outGiven === a.out };
   if (a.xKind === KIND_F32) {
-    const y = resultArray(a.x.length);
+    const y = resultArray(a.x.length, shared);
     return { y, given: y, resident: true };
   }
-  const r = resultOfKind(a.xKind, a.x.length);
+  const r = resultOfKind(a.xKind, a.x.length, shared);
   return { y: r.placed, given: r.given as FloatArray, resident: false };
 }
 
 /** An output of the activations' kind: the array given, or a new one (the caller's kind; a half one placed as bits). */
-function matrixOut(a: BackwardArgs, placed: Data | null, given: FloatArray | null): { placed: Data; given: FloatArray } {
+function matrixOut(a: BackwardArgs, placed: Data | null, given: FloatArray | null, shared: boolean): { placed: Data; given: FloatArray } {
   if (placed !== null) return { placed, given: given! };
-  const r = resultOfKind(a.xKind, a.x.length);
+  const r = resultOfKind(a.xKind, a.x.length, shared);
   return { placed: r.placed, given: r.given as FloatArray };
 }
 
@@ -42,7 +42,7 @@ function matrixOut(a: BackwardArgs, placed: Data | null, given: FloatArray | nul
  * Float32Array or Uint16Array the caller gave or a float32 one made here, so a view detached by
  * growth can be re-made (Placement.result); otherwise `result` is final.
  */
-export function backwardResults(a: BackwardArgs): {
+export function backwardResults(a: BackwardArgs, shared = false): {
   dx: Data;
   dweight: Data | null;
   dgate: Data | null;
@@ -50,13 +50,13 @@ export function backwardResults(a: BackwardArgs): {
   resident: boolean;
 } {
   if (a.xKind === KIND_F32 && a.wKind === KIND_F32 && a.dxGiven === a.dx && a.dweightGiven === a.dweight && a.dgateGiven === a.dgate) {
-    const dx = a.dx ?? resultArray(a.x.length);
+    const dx = a.dx ?? resultArray(a.x.length, shared);
     const dweight = a.weight ? (a.dweight ?? new Float32Array(a.dim)) : null;
-    const dgate = a.gate ? (a.dgate ?? resultArray(a.x.length)) : null;
+    const dgate = a.gate ? (a.dgate ?? resultArray(a.x.length, shared)) : null;
     return { dx, dweight, dgate, result: withGate({ dx, dweight }, dgate), resident: true };
   }
-  const dx = matrixOut(a, a.dx, a.dxGiven);
-  const dgate = a.gate ? matrixOut(a, a.dgate, a.dgateGiven) : null;
+  const dx = matrixOut(a, a.dx, a.dxGiven, shared);
+  const dgate = a.gate ? matrixOut(a, a.dgate, a.dgateGiven, shared) : null;
   let dweight: Data | null = null;
   let dwUser: FloatArray | null = null;
   if (a.weight !== null) {
@@ -100,8 +100,8 @@ class ForwardCall implements Call<FloatArray> {
   readonly fresh: number;
   private readonly r: ReturnType<typeof forwardResult>;
 
-  constructor(a: ForwardArgs) {
-    const r = (this.r = forwardResult(a));
+  constructor(a: ForwardArgs, shared: boolean) {
+    const r = (this.r = forwardResult(a, shared));
     const arrs = (this.arrs = NO_FORWARD_ARRAYS.slice());
     arrs[F.x] = a.x;
     arrs[F.residual] = a.residual;
@@ -127,8 +127,8 @@ class BackwardCall implements Call<RmsNormBackwardResult<FloatArray, FloatArray>
   readonly fresh: number;
   private readonly r: ReturnType<typeof backwardResults>;
 
-  constructor(a: BackwardArgs) {
-    const r = (this.r = backwardResults(a));
+  constructor(a: BackwardArgs, shared: boolean) {
+    const r = (this.r = backwardResults(a, shared));
     const arrs = (this.arrs = NO_BACKWARD_ARRAYS.slice());
     arrs[B.dy] = a.dy;
     arrs[B.x] = a.x;
@@ -152,7 +152,7 @@ class BackwardCall implements Call<RmsNormBackwardResult<FloatArray, FloatArray>
   }
 }
 
-/** A checked forward as {@link FORWARD} runs it. */
-export const forwardCall = (a: ForwardArgs): Call<FloatArray> => new ForwardCall(a);
-/** A checked backward as {@link BACKWARD} runs it. */
-export const backwardCall = (a: BackwardArgs): Call<RmsNormBackwardResult<FloatArray, FloatArray>> => new BackwardCall(a);
+/** A checked forward as {@link FORWARD} runs it; `shared`: new results in SharedArrayBuffers. */
+export const forwardCall = (a: ForwardArgs, shared = false): Call<FloatArray> => new ForwardCall(a, shared);
+/** A checked backward as {@link BACKWARD} runs it; `shared`: new matrix results in SharedArrayBuffers. */
+export const backwardCall = (a: BackwardArgs, shared = false): Call<RmsNormBackwardResult<FloatArray, FloatArray>> => new BackwardCall(a, shared);

@@ -27,6 +27,7 @@ const syncRules = (floats: number): WindowRules => ({
   floats,
   rowAlign: () => 1,
   work: (op, _rows, dim, arrs) => op.syncWork(dim, arrs),
+  external: false,
 });
 
 /** The sync API over one instantiated build (the package's top-level functions use one). */
@@ -82,10 +83,10 @@ export class RmsNorm {
     return this.forwardChecked(checkForward('rmsNorm', x, weight, options)) as T;
   }
 
-  /** The forward of arguments already checked by checkForward (the pool's inline path). @internal */
-  forwardChecked(a: ForwardArgs, fn = 'rmsNorm'): FloatArray {
-    if (a.rows === 0) return forwardResult(a).given;
-    return this.run(fn, forwardCall(a), a.rows, a.params);
+  /** The forward of arguments already checked by checkForward (the pool's inline path; `shared`: new results in SharedArrayBuffers). @internal */
+  forwardChecked(a: ForwardArgs, fn = 'rmsNorm', shared = false): FloatArray {
+    if (a.rows === 0) return forwardResult(a, shared).given;
+    return this.run(fn, forwardCall(a, shared), a.rows, a.params);
   }
 
   /**
@@ -111,13 +112,13 @@ export class RmsNorm {
   }
 
   /** The backward of arguments already checked by checkBackward (the pool's inline path). @internal */
-  backwardChecked(a: BackwardArgs, fn = 'rmsNormBackward'): RmsNormBackwardResult<FloatArray, FloatArray> {
+  backwardChecked(a: BackwardArgs, fn = 'rmsNormBackward', shared = false): RmsNormBackwardResult<FloatArray, FloatArray> {
     if (a.rows === 0) {
-      const r = backwardResults(a);
+      const r = backwardResults(a, shared);
       r.dweight?.fill(0);
       return r.result;
     }
-    return this.run(fn, backwardCall(a), a.rows, a.params);
+    return this.run(fn, backwardCall(a, shared), a.rows, a.params);
   }
 
   /**

@@ -27,6 +27,8 @@ export interface CheckSummary {
   halfHash: Record<string, string>;
   /** createRmsNorm on half data gave the one-off calls' bits (Float16Arrays in and out where the engine has them). */
   halfLayerSame: boolean;
+  /** A pool on shared memory on arrays in SharedArrayBuffers: the sync call's bits in shared results (null without such a pool). */
+  sharedSame: boolean | null;
 }
 
 /**
@@ -48,6 +50,7 @@ export function expectChecksPass(r: CheckSummary, withPool = true): void {
       expect.soft(c.poolEqualsSync, `${label} pool bit-identical to sync`).toBe(true);
     }
   }
+  if (withPool && r.mode === 'threads') expect(r.sharedSame, 'the pool on arrays in SharedArrayBuffers: the sync bits, shared results').toBe(true);
 }
 
 /** The summary of fixtures/engine-checks.js: a {@link CheckSummary} per build the engine runs. */

@@ -15,6 +15,15 @@ export const ABSENT = 0;
 export const RESIDENT = 1;
 /** A slot's kind: streamed through a region of the window. */
 export const COPIED = 2;
+/**
+ * A slot's kind (the pool's only): an array in a SharedArrayBuffer of the caller's, streamed
+ * through a region of the window like a copied one, but by the threads that compute each chunk
+ * (pool/control.ts EXT0), not by the calling thread.
+ */
+export const EXTERNAL = 3;
+
+/** Whether a slot of this kind goes through the window (copied by the calling thread or by the workers). */
+export const throughWindow = (kind: number): boolean => kind === COPIED || kind === EXTERNAL;
 
 /** Where one operand is. Each placement keeps its slots from call to call: see placer.ts. */
 export class Slot {
@@ -47,8 +56,10 @@ export class Placement {
   dim = 0;
   /** Rows per segment (all rows when nothing streams). */
   segRows = 0;
-  /** Whether any array is streamed through the window. */
+  /** Whether any array is streamed through the window by the calling thread. */
   streams = false;
+  /** Whether any array is streamed through it by the workers ({@link EXTERNAL}). */
+  external = false;
   /** The weight's storage code (abi.ts Dtype), for converting half one-row operands. */
   wdt = 0;
   /** Operand addresses for the current segment ({@link seek}), then the workspace's. */
@@ -86,6 +97,17 @@ export class Placement {
         this.addrs[i] = shape === MATRIX ? t.base + s * dim * t.es : shape === PER_ROW ? t.base + s * 4 : t.base;
       }
     }
+  }
+
+  /**
+   * Where slot `i`'s rows of the current segment are, for the workers that copy them (an
+   * {@link EXTERNAL} slot): the byte offset of the segment's first row in its buffer, and the
+   * bytes of a row.
+   */
+  externalAt(i: number): { byteOffset: number; rowBytes: number } {
+    const t = this.slots[i]!;
+    const rowBytes = this.op.operands[i]!.shape === MATRIX ? this.dim * t.es : 4;
+    return { byteOffset: t.arr!.byteOffset + this.start * rowBytes, rowBytes };
   }
 
   /** Copies the streamed inputs' rows `[r0, r1)` (inside the current segment) into the window. */

@@ -35,7 +35,7 @@ import { REGION_PAD_FLOATS, type Heap, type Scratch } from '../memory.js';
 import { checkStatus } from '../status.js';
 import { Dtype as DT } from '../abi.js';
 import { MATRIX, OPS, PER_ROW, ROW, type Data, type Op, type Params } from '../ops.js';
-import { ABSENT, COPIED, convertedFloats, Placement, RESIDENT, type Slot } from './placement.js';
+import { ABSENT, COPIED, convertedFloats, EXTERNAL, Placement, RESIDENT, throughWindow, type Slot } from './placement.js';
 
 import type { WindowRules } from './window.js';
 
@@ -95,6 +95,7 @@ export class Placer {
     lay.clean = false;
     const shared = heap.wasm.shared;
     let copied = false;
+    let external = false;
     let allSeen = true;
     let cur: ArrayBufferLike | null = null;
     for (let i = 0; i < n; i++) {
@@ -126,6 +127,9 @@ export class Placer {
         t.base = off;
         t.seen = a;
         t.seenAt = off;
+      } else if (this.rules.external && shape !== ROW && isShared(a.buffer)) {
+        t.kind = EXTERNAL;
+        external = true;
       } else {
         t.kind = COPIED;
         copied = true;
@@ -139,12 +143,13 @@ export class Placer {
       same = false;
     }
     p.streams = copied;
+    p.external = external;
     if (same) {
-      for (let i = 0; i < n; i++) if (slots[i]!.kind === COPIED) slots[i]!.base = slots[i]!.laidBase;
+      for (let i = 0; i < n; i++) if (throughWindow(slots[i]!.kind)) slots[i]!.base = slots[i]!.laidBase;
       p.segRows = lay.segRows;
       p.addrs[n] = lay.work;
     } else {
-      if (copied) this.carveWindow(p, arrs);
+      if (copied || external) this.carveWindow(p, arrs);
       else {
         // Everything in place: one segment, only the workspace to find.
         p.segRows = rows;
@@ -164,7 +169,7 @@ export class Placer {
         t.laidBase = t.base;
       }
     }
-    lay.clean = !copied && allSeen;
+    lay.clean = !copied && !external && allSeen;
     p.seek(0);
     if (copied) this.copyRowInputs(fn, p, q.wdt);
     return p;
@@ -210,13 +215,13 @@ export class Placer {
         const to = slots[o]!;
         const b = to.arr;
         if (!out.out || b === null || to.kind !== ti.kind || fresh & (1 << o)) continue;
-        if (ti.kind === COPIED && (inp.shape === ROW || out.shape === ROW)) continue;
+        if (throughWindow(ti.kind) && (inp.shape === ROW || out.shape === ROW)) continue;
         const io = ti.kind === RESIDENT ? ti.base : a.byteOffset;
         const oo = to.kind === RESIDENT ? to.base : b.byteOffset;
         const il = a.BYTES_PER_ELEMENT * a.length;
         const ol = b.BYTES_PER_ELEMENT * b.length;
         if (io >= oo + ol || oo >= io + il) continue;
-        if (ti.kind === COPIED && a.buffer !== b.buffer) continue;
+        if (throughWindow(ti.kind) && a.buffer !== b.buffer) continue;
         if (io === oo && il === ol && out.alias.includes(i)) continue;
         ti.arr = a.slice();
         ti.kind = COPIED;
@@ -242,11 +247,11 @@ export class Placer {
     for (let i = 0; i < n; i++) {
       shareOf[i] = -1;
       const t = slots[i]!;
-      if (t.kind !== COPIED) continue;
+      if (!throughWindow(t.kind)) continue;
       const o = ops[i]!;
       if (o.out && o.shape === MATRIX) {
         for (const j of o.alias) {
-          if (slots[j]!.kind === COPIED && shareOf.indexOf(j) < 0 && ops[j]!.shape === MATRIX) {
+          if (throughWindow(slots[j]!.kind) && shareOf.indexOf(j) < 0 && ops[j]!.shape === MATRIX) {
             shareOf[i] = j;
             break;
           }
@@ -276,7 +281,7 @@ export class Placer {
     for (let i = 0; i < n; i++) {
       const t = slots[i]!;
       slotOf[i] = -1;
-      if (t.kind !== COPIED || shareOf[i]! >= 0) continue;
+      if (!throughWindow(t.kind) || shareOf[i]! >= 0) continue;
       const shape = ops[i]!.shape;
       slotOf[i] = sizes.push(shape === MATRIX ? Math.ceil((seg * dim * t.es) / 4) : shape === PER_ROW ? seg : rowFloats(p.wdt, dim)) - 1;
     }
@@ -292,3 +297,6 @@ export class Placer {
 /** Floats of a copied one-row operand's region (a half one holds its float32 values and its bits). */
 /** Floats of the window a one-row operand takes: a weight stored as another type than float32 is converted there. */
 const rowFloats = (wdt: number, dim: number): number => (wdt !== DT.float32 ? convertedFloats(dim) : dim);
+
+/** Whether `b` is a SharedArrayBuffer (where there are any). */
+const isShared = (b: ArrayBufferLike): boolean => typeof SharedArrayBuffer !== 'undefined' && b instanceof SharedArrayBuffer;

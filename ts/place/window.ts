@@ -15,7 +15,7 @@ export const SYNC_WINDOW_FLOATS = 1 << 16;
  * The pool's window: 32 MiB. The calling thread copies a chunk in while workers compute the chunk
  * before, so a segment must hold several chunks per thread; larger windows buy nothing.
  */
-export const POOL_WINDOW_FLOATS = 1 << 23;
+export const POOL_WINDOW_FLOATS = 1 << 21;
 
 /** Rules for one placer: window size, segment alignment, which workspace. */
 export interface WindowRules {
@@ -25,4 +25,6 @@ export interface WindowRules {
   rowAlign(op: Op): number;
   /** Workspace floats for a segment of `rows` rows (after the operands). */
   work(op: Op, rows: number, dim: number, arrs: readonly (Data | null)[]): number;
+  /** Arrays in SharedArrayBuffers are copied by the threads that compute them (the pool), not by the caller. */
+  external: boolean;
 }

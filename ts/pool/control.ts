@@ -10,9 +10,9 @@
  * places, so who computes which chunk never changes a bit of the result.
  * @module
  */
-import type { KernelExports } from '../load.js';
+import type { KernelExports, WasmMemoryLike } from '../load.js';
 import { CALL_WORDS } from '../call-block.js';
-import { OPS } from '../ops.js';
+import { ADDRS_AT, MAX_ADDRS, OPS } from '../ops.js';
 
 // Line 0 and on: the job, written by the pool before it opens NEXT, read-only while it runs.
 // Addresses fit in int32: the threads build's memory is at most 2 GiB.
@@ -72,12 +72,22 @@ export const TASK_WORDS = {
   hold: HOLD,
 } as const;
 /**
+ * Operands in a SharedArrayBuffer of the caller's (not the wasm memory): each thread copies a
+ * chunk's rows of them between that buffer and the operand's window region itself, before and
+ * after the kernel. Per operand, three float64 at EXT0 (as words of this block): the buffer's
+ * id (0: not such an operand; ids are the pool's, see serve.ts's `attach`), the byte offset in
+ * it of the job's row 0, and the bytes per row. EXT_COUNT: how many there are.
+ */
+export const EXT0 = NEXT + 9 * LINE;
+export const EXT_FIELDS = 3;
+export const EXT_COUNT = NEXT + 13 * LINE - 1;
+/**
  * Worker w's line: its wake-up word at SEQ0 + w·STRIDE, then its busy flag, then EXITING: 1
  * once it has left its serve loop and is releasing its own stack and TLS (the pool must not
  * release them again, nor terminate it: it holds the shared allocator's lock), 2 when done;
  * then REGION, the byte address of its region for task jobs.
  */
-export const SEQ0 = NEXT + 9 * LINE;
+export const SEQ0 = NEXT + 13 * LINE;
 export const STRIDE = LINE;
 export const BUSY = 1;
 export const EXITING = 2;
@@ -100,9 +110,9 @@ export function flagsAt(workers: number): number {
  * Opcodes of the jobs that are not one kernel call over rows; a kernel job's is {@link KERNEL0}
  * + its operation's id (ops.ts). TASKS: every worker serves the task ring until it is closed.
  */
-export const Op = { NOOP: 0, EXIT: 1, FAIL: 2, TASKS: 3 } as const;
+export const Op = { NOOP: 0, EXIT: 1, FAIL: 2, TASKS: 3, ATTACH: 4 } as const;
 /** The first kernel opcode. */
-export const KERNEL0 = 4;
+export const KERNEL0 = 5;
 
 /** The operation of opcode `op`, or undefined for a job that runs no kernel. */
 const opOf = (op: number) => OPS[op - KERNEL0];
@@ -115,7 +125,7 @@ const callOf = (ctl: Int32Array) => ctl.byteOffset + 4 * CALL;
  * With `once`, stops after one chunk (NOOP jobs: one answer per worker). `index`: the worker's
  * (-1 for the calling thread). Returns true if this thread completed the job.
  */
-export function work(ctl: Int32Array, k: KernelExports, job: number, once: boolean, index = -1): boolean {
+export function work(ctl: Int32Array, k: KernelExports, job: number, once: boolean, index: number, sabs: SabTable, mem: WasmMemoryLike): boolean {
   for (;;) {
     const cur = Atomics.load(ctl, NEXT);
     if (cur >>> 16 !== job) return false;
@@ -126,7 +136,7 @@ export function work(ctl: Int32Array, k: KernelExports, job: number, once: boole
     if (index >= 0) for (let h; (h = Atomics.load(ctl, HOLD)) === index + 1; ) Atomics.wait(ctl, HOLD, h);
     const stream = ctl[STREAM] === 1;
     if (stream) waitReady(ctl, c);
-    if (finishChunk(ctl, k, job, c)) return true;
+    if (finishChunk(ctl, k, job, c, sabs, mem)) return true;
     if (once) return false;
   }
 }
@@ -135,8 +145,8 @@ export function work(ctl: Int32Array, k: KernelExports, job: number, once: boole
  * Runs claimed chunk `c` of `job`, raises its done flag (streaming), and completes the job if
  * it was the last chunk; returns whether it did.
  */
-function finishChunk(ctl: Int32Array, k: KernelExports, job: number, c: number): boolean {
-  runChunk(ctl, k, c);
+function finishChunk(ctl: Int32Array, k: KernelExports, job: number, c: number, sabs: SabTable, mem: WasmMemoryLike): boolean {
+  runChunk(ctl, k, c, sabs, mem);
   if (ctl[STREAM] === 1) {
     const at = ctl[FLAG0]! + c;
     Atomics.store(ctl, at, job | 0x10000);
@@ -154,13 +164,13 @@ function finishChunk(ctl: Int32Array, k: KernelExports, job: number, c: number):
  * and yield to the event loop between chunks: claims the next chunk of `job` if there is one
  * whose input is in (streaming) and runs it. Returns whether it ran one.
  */
-export function workOne(ctl: Int32Array, k: KernelExports, job: number): boolean {
+export function workOne(ctl: Int32Array, k: KernelExports, job: number, sabs: SabTable, mem: WasmMemoryLike): boolean {
   for (;;) {
     const cur = Atomics.load(ctl, NEXT);
     const c = cur & 0xffff;
     if (cur >>> 16 !== job || c >= ctl[N_CHUNKS]! || !chunkReady(ctl, c)) return false;
     if (Atomics.compareExchange(ctl, NEXT, cur, cur + 1) !== cur) continue;
-    finishChunk(ctl, k, job, c);
+    finishChunk(ctl, k, job, c, sabs, mem);
     return true;
   }
 }
@@ -182,14 +192,43 @@ function chunkReady(ctl: Int32Array, c: number): boolean {
   return ctl[STREAM] !== 1 || Atomics.load(ctl, READY) > c;
 }
 
-function runChunk(ctl: Int32Array, k: KernelExports, c: number): void {
+/** The caller's SharedArrayBuffers a thread holds, by the pool's id for them. */
+export interface SabTable {
+  get(id: number): SharedArrayBuffer | undefined;
+}
+
+function runChunk(ctl: Int32Array, k: KernelExports, c: number, sabs: SabTable, mem: WasmMemoryLike): void {
   const op = opOf(ctl[OP]!);
   if (!op) return;
   const rows = ctl[ROWS]!;
   const r0 = c * ctl[CHUNK_ROWS]!;
   const r1 = Math.min(rows, r0 + ctl[CHUNK_ROWS]!);
+  const ext = ctl[EXT_COUNT]! > 0;
+  if (ext) copyExternal(ctl, op, r0, r1, sabs, mem.buffer, false);
   const s = op.chunk(k, callOf(ctl), r0, r1, rows);
   if (s !== 0) Atomics.compareExchange(ctl, STATUS, 0, s);
+  else if (ext) copyExternal(ctl, op, r0, r1, sabs, mem.buffer, true);
+}
+
+/**
+ * Rows `[r0, r1)` of the job's operands in the caller's SharedArrayBuffers (see {@link EXT0}):
+ * the inputs' copied into their window regions (whose row 0 the call block addresses), or
+ * with `out` the outputs' copied back.
+ */
+function copyExternal(ctl: Int32Array, op: NonNullable<ReturnType<typeof opOf>>, r0: number, r1: number, sabs: SabTable, mem: ArrayBufferLike, out: boolean): void {
+  const f64 = new Float64Array(mem, ctl.byteOffset + 4 * EXT0, MAX_ADDRS * EXT_FIELDS);
+  for (let i = 0; i < op.operands.length; i++) {
+    const id = f64[i * EXT_FIELDS]!;
+    if (id === 0 || op.operands[i]!.out !== out) continue;
+    const sab = sabs.get(id);
+    if (!sab) throw new Error(`rmsnorm-wasm pool: a thread lacks shared buffer ${id}`);
+    const rowBytes = f64[i * EXT_FIELDS + 2]!;
+    const at = f64[i * EXT_FIELDS + 1]! + r0 * rowBytes;
+    const n = (r1 - r0) * rowBytes;
+    const region = new Uint8Array(mem, ctl[CALL + ADDRS_AT / 4 + i]! + r0 * rowBytes, n);
+    if (out) new Uint8Array(sab, at, n).set(region);
+    else region.set(new Uint8Array(sab, at, n));
+  }
 }
 
 /** The last chunk is done: the operation completes the job (the backward adds its dweight partials), then signal. */

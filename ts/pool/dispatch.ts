@@ -4,18 +4,21 @@
  * block, and waiting for completion without ever holding the event loop for long.
  * @module
  */
-import type { KernelExports } from '../load.js';
+import type { KernelExports, WasmMemoryLike } from '../load.js';
 import { yieldToEventLoop } from '../platform.js';
-import type { Params } from '../ops.js';
+import { NO_PARAMS, type Params } from '../ops.js';
 import { writeAddrs, writeParams } from '../call-block.js';
 import { checkStatus } from '../status.js';
 import * as C from './control.js';
+import type { SabTable } from './control.js';
+import { MAX_ADDRS } from '../ops.js';
 import {
   CHUNKS_PER_THREAD,
   MAX_CHUNK_ELEMS,
   MIN_CHUNK_ELEMS,
   SLICE_MS,
   SPIN_POLLS,
+  THREAD_WORK,
 } from './tuning.js';
 import type { Workers } from './workers.js';
 
@@ -51,11 +54,21 @@ export interface JobSpec {
    * event loop free to plan files and record them while the workers serve the ring).
    */
   background?: boolean;
+  /**
+   * Operands in the caller's SharedArrayBuffers, by operand index (control.ts EXT0): each
+   * thread copies its chunks' rows of them itself. `sabs`: those buffers by id.
+   */
+  ext?: readonly ({ id: number; byteOffset: number; rowBytes: number } | null)[];
+  sabs?: SabTable;
 }
+
+const NO_SABS: SabTable = new Map();
 
 /** Runs jobs on the control block, one at a time; see the module doc. */
 export class Dispatcher {
   private jobId = 0;
+  /** Threads of the last kernel job: the workers woken, and the calling thread if it took part (a test hook reads it). */
+  lastThreads = 0;
   /** Why the running job must stop (a worker died, the pool was destroyed), once known. */
   private failure: Error | null = null;
   private interrupt: ((e: Error) => void) | null = null;
@@ -67,9 +80,13 @@ export class Dispatcher {
   private readonly hasWaitAsync = typeof Atomics.waitAsync === 'function';
   /** The control block's words as float32 (the call block's float parameters). */
   private readonly ctlF32: Float32Array;
+  /** The running job's buffers of the caller's (JobSpec.sabs). */
+  private sabs: SabTable = NO_SABS;
 
   constructor(
     private readonly k: KernelExports,
+    /** The shared memory (its current buffer: the memory may have grown since the control block was made). */
+    private readonly memory: WasmMemoryLike,
     private readonly ctl: Int32Array,
     private readonly workers: Workers,
     private readonly threads: number,
@@ -104,6 +121,18 @@ export class Dispatcher {
     this.interrupt?.(e);
   }
 
+  /**
+   * Makes sure every worker holds `sabs` (the caller's buffers a job's operands are in): sends
+   * what they lack, and where a worker reads such messages only through its event loop, runs
+   * an ATTACH job that has it do so.
+   */
+  async attach(sabs: ReadonlyMap<number, SharedArrayBuffer>): Promise<void> {
+    await this.workers.ready();
+    if (this.workers.attach(sabs)) {
+      await this.run({ op: C.Op.ATTACH, addrs: [], naddrs: 0, rows: 0, params: NO_PARAMS, work: 0, blockAligned: false });
+    }
+  }
+
   /** Runs one job to completion; throws if a worker died, the pool was destroyed or a kernel refused. */
   async run(spec: JobSpec): Promise<void> {
     await this.workers.ready();
@@ -113,9 +142,14 @@ export class Dispatcher {
     const stream = spec.stream ?? null;
     // Where it may block, this thread takes chunks too (it is one of the `threads`).
     const callerHelps = this.canBlock && rows > 0 && this.threads > 1 && spec.only === undefined;
-    const nWorkers = spec.only !== undefined ? 1 : callerHelps ? this.threads - 1 : this.threads;
+    // A kernel job wakes as many threads as it has work for (THREAD_WORK each): waking a
+    // thread costs more than a small share of work saves, so a call is never slower on many
+    // threads than on a few.
+    const wanted = rows > 0 ? Math.max(1, Math.ceil(spec.work / THREAD_WORK)) : this.threads;
+    const nWorkers = spec.only !== undefined ? 1 : Math.max(callerHelps ? 1 : 0, Math.min(wanted, this.threads) - (callerHelps ? 1 : 0));
     const ids = spec.only !== undefined ? [spec.only] : Array.from({ length: nWorkers }, (_, i) => i);
     const parts = ids.length + (callerHelps ? 1 : 0);
+    if (rows > 0) this.lastThreads = parts;
     let chunk = 0;
     let chunks = ids.length; // NOOP: one answer from each worker
     if (rows > 0) {
@@ -143,6 +177,16 @@ export class Dispatcher {
     Atomics.store(ctl, C.DONE, 0);
     ctl[C.STREAM] = stream ? 1 : 0;
     ctl[C.FLAG0] = C.flagsAt(this.threads);
+    const ext = new Float64Array(ctl.buffer, ctl.byteOffset + 4 * C.EXT0, MAX_ADDRS * C.EXT_FIELDS);
+    ext.fill(0);
+    let nExt = 0;
+    spec.ext?.forEach((e, i) => {
+      if (!e) return;
+      ext.set([e.id, e.byteOffset, e.rowBytes], i * C.EXT_FIELDS);
+      nExt++;
+    });
+    ctl[C.EXT_COUNT] = nExt;
+    this.sabs = spec.sabs ?? NO_SABS;
     Atomics.store(ctl, C.READY, 0);
     const job = (this.jobId = (this.jobId + 1) & 0xffff);
     Atomics.store(ctl, C.JOB, job);
@@ -199,7 +243,7 @@ export class Dispatcher {
         Atomics.store(ctl, C.READY, ++copiedIn);
         Atomics.notify(ctl, C.READY);
         progressed = true;
-      } else if (callerHelps && C.workOne(ctl, this.k, job)) {
+      } else if (callerHelps && C.workOne(ctl, this.k, job, this.sabs, this.memory)) {
         progressed = true;
       }
       if (stream) {

@@ -22,6 +22,8 @@ export interface PoolHooks {
   killWorker(i: number): void;
   /** Task records (pool/tasks.ts) the workers have finished since the pool started. */
   taskRecords(): number;
+  /** Threads (workers, and the calling thread where it took part) of the last kernel job. */
+  lastJobThreads(): number;
 }
 
 const registry = new WeakMap<object, PoolHooks>();

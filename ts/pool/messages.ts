@@ -18,6 +18,23 @@ export interface InitMessage {
   index: number;
 }
 
+/**
+ * Pool → worker: a SharedArrayBuffer of the caller's that jobs will copy rows of (control.ts
+ * EXT0), under the pool's id for it; `drop`: ids the worker may let go of. Sent before an ATTACH
+ * job, which makes the worker leave its loop to read its messages.
+ */
+export interface AttachMessage {
+  type: 'rmsnorm-wasm:attach';
+  id: number;
+  buffer: SharedArrayBuffer;
+  drop: number[];
+}
+
+/** Pool → worker, after its AttachMessages: count your part of the ATTACH job, and serve jobs again. */
+export interface ResumeMessage {
+  type: 'rmsnorm-wasm:resume';
+}
+
 /** Worker → pool: instantiated and waiting for jobs (the handshake). */
 export interface ReadyMessage {
   type: 'rmsnorm-wasm:ready';
@@ -28,6 +45,8 @@ export interface ReadyMessage {
    */
   tls: number;
   stack: number;
+  /** Whether it reads AttachMessages without its event loop (so no ATTACH job is needed). */
+  syncMessages: boolean;
 }
 
 /** Worker → pool: the job completed (only for engines without Atomics.waitAsync). */

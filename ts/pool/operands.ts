@@ -12,7 +12,8 @@ import type { Params } from '../ops.js';
 import { backwardCall, forwardCall, type Call } from '../results.js';
 import type { BackwardArgs, ForwardArgs } from '../check/calls.js';
 import type { FloatArray, RmsNormBackwardResult } from '../types.js';
-import { Placer, POOL_WINDOW_FLOATS } from '../place/placer.js';
+import { Placer, POOL_WINDOW_FLOATS, type Placement } from '../place/placer.js';
+import { EXTERNAL } from '../place/placement.js';
 import type { Dispatcher } from './dispatch.js';
 import { KERNEL0 } from './control.js';
 
@@ -23,23 +24,27 @@ export const FN_BACKWARD = 'pool.rmsNormBackward';
 /** Places and runs the pool's sharded calls (one at a time). */
 export class PoolCalls {
   private readonly placer: Placer;
+  /** The pool's ids of the caller's SharedArrayBuffers (control.ts EXT0). */
+  private readonly ids = new WeakMap<SharedArrayBuffer, number>();
+  private nextId = 1;
 
   constructor(heap: Heap, window: Scratch, blockRows: number) {
     this.placer = new Placer(heap, window, {
       floats: POOL_WINDOW_FLOATS,
       rowAlign: (op) => (op.blockAligned ? blockRows : 1),
       work: (op, rows, dim, arrs) => op.poolWork(rows, dim, blockRows, arrs),
+      external: true,
     });
   }
 
-  /** A checked forward, sharded; `streamChunks` as for {@link run}. */
-  forward(d: Dispatcher, a: ForwardArgs, streamChunks: boolean): Promise<FloatArray> {
-    return this.run(d, FN_FORWARD, forwardCall(a), a.rows, a.params, streamChunks);
+  /** A checked forward, sharded; `streamChunks` as for {@link run}; `shared`: new results in SharedArrayBuffers. */
+  forward(d: Dispatcher, a: ForwardArgs, streamChunks: boolean, shared: boolean): Promise<FloatArray> {
+    return this.run(d, FN_FORWARD, forwardCall(a, shared), a.rows, a.params, streamChunks);
   }
 
   /** A checked backward, sharded. */
-  backward(d: Dispatcher, a: BackwardArgs, streamChunks: boolean): Promise<RmsNormBackwardResult<FloatArray, FloatArray>> {
-    return this.run(d, FN_BACKWARD, backwardCall(a), a.rows, a.params, streamChunks);
+  backward(d: Dispatcher, a: BackwardArgs, streamChunks: boolean, shared: boolean): Promise<RmsNormBackwardResult<FloatArray, FloatArray>> {
+    return this.run(d, FN_BACKWARD, backwardCall(a, shared), a.rows, a.params, streamChunks);
   }
 
   /**
@@ -50,11 +55,14 @@ export class PoolCalls {
     const { op } = c;
     const p = this.placer.place(fn, op, c.arrs, rows, params, c.fresh);
     const byChunk = p.streams && streamChunks;
+    const sabs = p.external ? this.buffersOf(p) : undefined;
+    if (sabs) await d.attach(sabs);
     for (let s = 0, e = 0; s < rows; s = e) {
       e = p.segment(s);
       if (!byChunk) p.copyIn(s, e);
       const s0 = s;
       await d.run({
+        ...(sabs && { sabs, ext: p.slots.map((t, i) => (t.kind === EXTERNAL ? { id: this.ids.get(t.arr!.buffer as SharedArrayBuffer)!, ...p.externalAt(i) } : null)) }),
         op: KERNEL0 + op.id,
         addrs: p.addrs,
         naddrs: op.addrs,
@@ -69,5 +77,18 @@ export class PoolCalls {
     }
     p.finish(fn);
     return c.result(p);
+  }
+
+  /** The pool's ids of the caller's buffers `p`'s external slots are in (given on first sight), and the buffers by id. */
+  private buffersOf(p: Placement): Map<number, SharedArrayBuffer> {
+    const out = new Map<number, SharedArrayBuffer>();
+    for (const t of p.slots) {
+      if (t.kind !== EXTERNAL) continue;
+      const b = t.arr!.buffer as SharedArrayBuffer;
+      let id = this.ids.get(b);
+      if (id === undefined) this.ids.set(b, (id = this.nextId++));
+      out.set(id, b);
+    }
+    return out;
   }
 }

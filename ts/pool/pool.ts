@@ -20,7 +20,7 @@ import { BACKWARD, FORWARD, NO_PARAMS, type Op } from '../ops.js';
 import * as C from './control.js';
 import { Dispatcher } from './dispatch.js';
 import { FN_BACKWARD, FN_FORWARD, PoolCalls } from './operands.js';
-import { Choice } from './choice.js';
+import { Choice, type ArrayKind } from './choice.js';
 import { CallQueue, abortReason, type Settle } from './queue.js';
 import { INLINE_BELOW, SLICE_MS } from './tuning.js';
 import { Workers } from './workers.js';
@@ -90,7 +90,7 @@ export class Pool implements RmsNormPool {
       died: (i, reason) => this.dispatcher?.workerDied(i, reason),
       doneByMessage: () => this.dispatcher?.messageDone(),
     }));
-    this.dispatcher = new Dispatcher(this.rn.wasm.exports, ctl, workers, this.threads, this.cores, this.blockRows, this.joinAllowed);
+    this.dispatcher = new Dispatcher(this.rn.wasm.exports, this.rn.wasm.memory, ctl, workers, this.threads, this.cores, this.blockRows, this.joinAllowed);
     try {
       await workers.start();
     } catch (e) {
@@ -112,7 +112,7 @@ export class Pool implements RmsNormPool {
       const signal = checkSignal(fn, options);
       // A call too small to shard, with nothing ahead of it, runs now: no queue round trip.
       if (this.idle() && !signal?.aborted && this.inline(a.rows, a.rows * a.dim, FORWARD)) {
-        return Promise.resolve(this.inlineFor(a).forwardChecked(a, fn) as T);
+        return Promise.resolve(this.inlineFor(a).forwardChecked(a, fn, this.kindOf(a.x) === 'shared') as T);
       }
       // Checked again when it runs: an input may have been detached while it was queued.
       const check = () => checkForward(fn, x, weight, options, POOL_KEYS);
@@ -133,7 +133,7 @@ export class Pool implements RmsNormPool {
       const a = checkBackward(fn, dy, x, weight, options, POOL_KEYS);
       const signal = checkSignal(fn, options);
       if (this.idle() && !signal?.aborted && this.inline(a.rows, a.rows * a.dim, BACKWARD)) {
-        return Promise.resolve(this.inlineFor(a).backwardChecked(a, fn) as RmsNormBackwardResult<T, W>);
+        return Promise.resolve(this.inlineFor(a).backwardChecked(a, fn, this.kindOf(a.x) === 'shared') as RmsNormBackwardResult<T, W>);
       }
       const check = () => checkBackward(fn, dy, x, weight, options, POOL_KEYS);
       type R = RmsNormBackwardResult<FloatArray, FloatArray>;
@@ -149,6 +149,12 @@ export class Pool implements RmsNormPool {
    */
   private inlineFor(a: ForwardArgs | BackwardArgs): RmsNorm {
     return this.heap.holds(a.x) ? this.rn : this.plain;
+  }
+
+  /** Where `x` is, as the choice tells calls apart. */
+  private kindOf(x: FloatArray): ArrayKind {
+    if (this.heap.holds(x as Float32Array)) return 'view';
+    return typeof SharedArrayBuffer !== 'undefined' && x.buffer instanceof SharedArrayBuffer ? 'shared' : 'plain';
   }
 
   allocF32(length: number): F32Buffer {
@@ -230,10 +236,12 @@ export class Pool implements RmsNormPool {
     }
     if (job.kind === 'forward') {
       const a = job.check();
-      job.settle.resolve(await this.call(a, FORWARD, () => this.inlineFor(a).forwardChecked(a, FN_FORWARD), () => this.calls.forward(this.dispatcher!, a, this.joinAllowed)));
+      const shared = this.kindOf(a.x) === 'shared';
+      job.settle.resolve(await this.call(a, FORWARD, () => this.inlineFor(a).forwardChecked(a, FN_FORWARD, shared), () => this.calls.forward(this.dispatcher!, a, this.joinAllowed, shared)));
     } else {
       const a = job.check();
-      job.settle.resolve(await this.call(a, BACKWARD, () => this.inlineFor(a).backwardChecked(a, FN_BACKWARD), () => this.calls.backward(this.dispatcher!, a, this.joinAllowed)));
+      const shared = this.kindOf(a.x) === 'shared';
+      job.settle.resolve(await this.call(a, BACKWARD, () => this.inlineFor(a).backwardChecked(a, FN_BACKWARD, shared), () => this.calls.backward(this.dispatcher!, a, this.joinAllowed, shared)));
     }
   }
 
@@ -246,7 +254,7 @@ export class Pool implements RmsNormPool {
     if (this.inline(a.rows, elems, op)) return alone();
     if (this.#forcedWay !== null) return this.#forcedWay ? sharded() : alone();
     // A page's main thread keeps sharding: keeping the page responsive is the point there.
-    const pick = this.joinAllowed ? this.choice.pick(op.id, !this.heap.holds(a.x), op.cost * elems) : null;
+    const pick = this.joinAllowed ? this.choice.pick(op.id, this.kindOf(a.x), elems, op.cost * elems) : null;
     const r = !pick || pick.sharded ? await sharded() : alone();
     if (pick) this.choice.record(pick);
     return r;
@@ -303,6 +311,7 @@ export class Pool implements RmsNormPool {
         this.workers.kill(i);
       },
       taskRecords: (): number => this.taskQueue?.finished ?? 0,
+      lastJobThreads: (): number => this.dispatcher?.lastThreads ?? 0,
     };
   }
 }

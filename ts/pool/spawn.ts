@@ -4,11 +4,11 @@
  * @module
  */
 import { isNode } from '../platform.js';
-import type { InitMessage, WorkerMessage } from './messages.js';
+import type { AttachMessage, InitMessage, ResumeMessage, WorkerMessage } from './messages.js';
 
 /** A running worker. */
 export interface WorkerHandle {
-  post(m: InitMessage): void;
+  post(m: InitMessage | AttachMessage | ResumeMessage): void;
   /** Ends the worker; resolves when it has stopped (Node) or at once (browsers). */
   terminate(): Promise<void>;
   /**

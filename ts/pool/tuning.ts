@@ -35,6 +35,14 @@ export const SLICE_MS = 2;
  */
 export const SPIN_POLLS = 20_000;
 
+/**
+ * Elements of work (the backward counted twice) per thread a kernel job wakes: a job of W
+ * elements runs on min(threads, ⌈W / THREAD_WORK⌉) threads. A wake-up costs 40–80 µs on this
+ * project's VM, what a thread computes of 128 Ki elements in cache: below that a further thread
+ * slows the job down (`npm run bench:pool`, threads curve).
+ */
+export const THREAD_WORK = 128 * 1024;
+
 /** Chunks per participant: enough to balance a late or descheduled thread, few enough to be cheap. */
 export const CHUNKS_PER_THREAD = 4;
 /** Don't cut chunks below this many elements. */
@@ -71,7 +79,13 @@ export const START_ATTEMPTS = 3;
  * choice follows the load at a cost of one call in that period.
  */
 export const SAMPLES = 5;
-export const INLINE_MARGIN = 0.8;
+/**
+ * Sharding stays the choice while the calling thread alone is not more than 5% faster: the
+ * pool promises calls no slower than the sync call by more than that. (With medians it took
+ * 20%: single slow calls — a page fault of a new result, a collection — moved the median; the
+ * second fastest of five, what the choice compares now, is not moved by them.)
+ */
+export const INLINE_MARGIN = 0.95;
 export const PROBE_EVERY = 16;
 export const PROBE_MS = 100;
 export const PROBE_RUN = 3;
@@ -92,3 +106,9 @@ export const PROBE_BACKOFF_MAX = 32;
  */
 export const TASK_SLOTS = 64;
 export const REGION_BYTES = 4 << 20;
+
+/**
+ * SharedArrayBuffers of the caller's a worker holds at most (pool calls on arrays in them copy
+ * their rows in the workers): a pool that meets many buffers keeps only the last ones alive.
+ */
+export const HELD_BUFFERS = 16;

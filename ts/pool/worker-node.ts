@@ -3,17 +3,20 @@
  * @module
  */
 import { readSync, writeSync } from 'node:fs';
-import { parentPort } from 'node:worker_threads';
+import * as threads from 'node:worker_threads';
 import * as zlib from 'node:zlib';
 import { startWorker } from './serve.js';
 
-const port = parentPort!;
+const port = threads.parentPort!;
+// Deno's and Bun's node:worker_threads may lack it: then buffers come through ATTACH jobs.
+const receive = typeof threads.receiveMessageOnPort === 'function' ? threads.receiveMessageOnPort : null;
 startWorker({
   post: (m) => port.postMessage(m),
   onMessage: (cb) => port.on('message', cb),
   // Deno's node:worker_threads gives parentPort no close(); its workers end by the web
   // worker's global close() instead.
   close: () => (typeof port.close === 'function' ? port.close() : (globalThis as { close?: () => void }).close?.()),
+  ...(receive && { receiveSync: () => receive(port)?.message }),
 }, {
   readSync,
   writeSync,

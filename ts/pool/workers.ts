@@ -10,7 +10,7 @@ import * as C from './control.js';
 import type { WorkerMessage } from './messages.js';
 import type { ThreadExports } from './serve.js';
 import { spawnWorker, type WorkerHandle } from './spawn.js';
-import { EXIT_GRACE_MS, START_ATTEMPTS } from './tuning.js';
+import { EXIT_GRACE_MS, HELD_BUFFERS, START_ATTEMPTS } from './tuning.js';
 
 interface Slot {
   handle: WorkerHandle | null;
@@ -18,6 +18,10 @@ interface Slot {
   /** Where the worker's stack and TLS block are (from its ready message), 0 before. */
   tls: number;
   stack: number;
+  /** The ids of the caller's SharedArrayBuffers sent to it, oldest first (at most HELD_BUFFERS). */
+  held: number[];
+  /** Whether it reads those messages without its event loop (ReadyMessage.syncMessages). */
+  syncMessages: boolean;
 }
 
 /** What the pool hears from its workers. */
@@ -42,7 +46,7 @@ export class Workers {
     count: number,
     private readonly events: WorkerEvents,
   ) {
-    for (let i = 0; i < count; i++) this.slots.push({ handle: null, ready: Promise.resolve(), tls: 0, stack: 0 });
+    for (let i = 0; i < count; i++) this.slots.push({ handle: null, ready: Promise.resolve(), tls: 0, stack: 0, held: [], syncMessages: false });
   }
 
   /** Starts every worker; resolves when all have said ready. */
@@ -58,6 +62,26 @@ export class Workers {
   /** Worker i's busy flag: whether it is inside a job. */
   busy(i: number): boolean {
     return Atomics.load(this.ctl, C.SEQ0 + C.STRIDE * i + C.BUSY) !== 0;
+  }
+
+  /**
+   * Sends every worker the buffers of `buffers` (id → buffer) it does not hold, letting go of
+   * its oldest beyond {@link HELD_BUFFERS}. Returns true when a worker must read them through
+   * its event loop: the caller then runs an ATTACH job, and every worker is told to resume.
+   */
+  attach(buffers: ReadonlyMap<number, SharedArrayBuffer>): boolean {
+    let parked = false;
+    for (const s of this.slots) {
+      for (const [id, buffer] of buffers) {
+        if (s.held.includes(id)) continue;
+        s.held.push(id);
+        const drop = s.held.length > HELD_BUFFERS ? s.held.splice(0, s.held.length - HELD_BUFFERS) : [];
+        s.handle?.post({ type: 'rmsnorm-wasm:attach', id, buffer, drop });
+        if (!s.syncMessages) parked = true;
+      }
+    }
+    if (parked) for (const s of this.slots) s.handle?.post({ type: 'rmsnorm-wasm:resume' });
+    return parked;
   }
 
   /** Wakes worker i (its sequence word changes; it then reads the job). */
@@ -84,6 +108,7 @@ export class Workers {
     const slot = this.slots[i]!;
     slot.tls = 0;
     slot.stack = 0;
+    slot.held = [];
     Atomics.store(this.ctl, C.SEQ0 + C.STRIDE * i + C.EXITING, 0);
     slot.ready = new Promise<void>((resolve, reject) => {
       let ready = false;
@@ -93,6 +118,7 @@ export class Workers {
             ready = true;
             slot.tls = m.tls;
             slot.stack = m.stack;
+            slot.syncMessages = m.syncMessages;
             resolve();
           } else if (m.type === 'rmsnorm-wasm:failed') {
             reject(new Error(`rmsnorm-wasm pool: worker ${i} failed to start: ${m.message}`));
