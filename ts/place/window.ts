@@ -12,8 +12,11 @@ import type { Data, Op } from '../ops.js';
  */
 export const SYNC_WINDOW_FLOATS = 1 << 16;
 /**
- * The pool's window: 32 MiB. The calling thread copies a chunk in while workers compute the chunk
- * before, so a segment must hold several chunks per thread; larger windows buy nothing.
+ * The pool's window: 8 MiB. The calling thread copies a chunk in while workers compute the chunk
+ * before, so a segment must hold several chunks per thread. With 4, 8, 16 and 32 MiB windows the
+ * pool ran plain arrays of 16 MiB at 1.32, 1.24, 1.34 and 1.02× the sync call and arrays in
+ * SharedArrayBuffers at 2.01, 2.16, 1.64 and 1.00× (`npm run bench:pool`, one run each on the
+ * 2-core VM): a window out of the caches makes every chunk's copies and its pass go to memory.
  */
 export const POOL_WINDOW_FLOATS = 1 << 21;
 
