@@ -31,14 +31,17 @@ export RUSTC_BOOTSTRAP=1 # -Z build-std on a stable compiler
 # The threads build's memory is shared, so its maximum is fixed at link time: 2 GiB.
 MAX_MEMORY=$((2 * 1024 * 1024 * 1024))
 
-SIMD_FLAGS="-C target-feature=+simd128,+bulk-memory"
-RELAXED_FLAGS="-C target-feature=+simd128,+relaxed-simd,+bulk-memory"
+# Panics abort at once, without formatting a message: the kernels return status codes and
+# never panic (crate/src/bindings), and the message machinery was about 6 KiB of every build.
+PANIC="-Zunstable-options -Cpanic=immediate-abort"
+SIMD_FLAGS="-C target-feature=+simd128,+bulk-memory $PANIC"
+RELAXED_FLAGS="-C target-feature=+simd128,+relaxed-simd,+bulk-memory $PANIC"
 THREADS_LINK="-C link-arg=--shared-memory -C link-arg=--max-memory=$MAX_MEMORY -C link-arg=--import-memory \
  -C link-arg=--export=__wasm_init_tls -C link-arg=--export=__tls_size \
  -C link-arg=--export=__tls_align -C link-arg=--export=__tls_base"
-THREADS_FLAGS="-C target-feature=+atomics,+bulk-memory,+mutable-globals,+simd128 $THREADS_LINK"
-RELAXED_THREADS_FLAGS="-C target-feature=+atomics,+bulk-memory,+mutable-globals,+simd128,+relaxed-simd $THREADS_LINK"
-SCALAR_FLAGS="-C target-feature=-simd128"
+THREADS_FLAGS="-C target-feature=+atomics,+bulk-memory,+mutable-globals,+simd128 $THREADS_LINK $PANIC"
+RELAXED_THREADS_FLAGS="-C target-feature=+atomics,+bulk-memory,+mutable-globals,+simd128,+relaxed-simd $THREADS_LINK $PANIC"
+SCALAR_FLAGS="-C target-feature=-simd128 $PANIC"
 
 build() {
   local variant=$1 target=$2 flags=$3
@@ -86,7 +89,9 @@ for v in "${variants[@]}"; do
     simd-threads) build simd-threads simd-threads "$THREADS_FLAGS" --features threads ;;
     simd-relaxed) build simd-relaxed relaxed "$RELAXED_FLAGS" ;;
     simd-relaxed-threads) build simd-relaxed-threads relaxed-threads "$RELAXED_THREADS_FLAGS" --features threads ;;
-    scalar) build scalar scalar "$SCALAR_FLAGS" ;;
+    # The fallback for engines without SIMD128, optimized for size: with opt-level 3 its
+    # unrolled scalar loops made it the one build over 64 KiB gzipped.
+    scalar) CARGO_PROFILE_RELEASE_OPT_LEVEL=s build scalar scalar "$SCALAR_FLAGS" ;;
     bench-simd)
       build bench-simd simd "$SIMD_FLAGS" --features bench-kernels
       build_rten ;;

@@ -5,7 +5,8 @@
 // machine's noise. The forward writes rstd; the backward has a weight and recomputes rstd.
 //
 //   npm run build && node bench/ab-builds.mjs <wasm dir A> <wasm dir B> [build]     (build: simd by default)
-//   env: TOTAL floats per call (2^18), DIMS (512,1024,2048,4096,8192), ROUNDS (41),
+//   env: TOTAL floats per call (2^18), DIMS (512,1024,2048,4096,8192), or SHAPES (rows×dim
+//        list, e.g. 1x4096,64x4096: instead of TOTAL and DIMS), ROUNDS (41),
 //        DTYPE of x, dy, y, dx (float32, or bfloat16 / float16 for builds with half precision)
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -30,11 +31,24 @@ let seed = 1;
 const rand = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32) * 2 - 1;
 const quantile = (a, p) => [...a].sort((u, v) => u - v)[Math.floor(p * (a.length - 1))];
 
-for (const dim of dims) {
-  const rows = Math.max(1, Math.floor(total / dim));
+const shapes = process.env.SHAPES
+  ? process.env.SHAPES.split(',').map((t) => t.split('x').map(Number))
+  : dims.map((dim) => [Math.max(1, Math.floor(total / dim)), dim]);
+for (const [rows, dim] of shapes) {
   const calls = inst.map((ex) => {
     const n = rows * dim;
-    const [x, y, w, dy, dx, rs, dw, work] = [n, n, dim, n, n, rows, dim, 3 * dim].map((len) => ex.alloc_f32(len)); // work: the dweight sum (f64) and the open block
+    // One arena, the arrays at the same offsets from a 64 KiB boundary in both modules (each
+    // a page and 256 bytes past the end of the one before: arrays that start a multiple of
+    // 4 KiB apart alias in the store buffer), so that A and B differ only in their code.
+    const lens = [n, n, dim, n, n, rows, dim, 3 * dim]; // work: the dweight sum (f64) and the open block
+    const gap = (len) => Math.ceil((4 * len) / 4096) * 4096 + 4096 + 256;
+    const arena = ex.alloc_f32((lens.reduce((a, l) => a + gap(l), 0) + 65536) / 4);
+    let at = Math.ceil(arena / 65536) * 65536;
+    const [x, y, w, dy, dx, rs, dw, work] = lens.map((len) => {
+      const a = at;
+      at += gap(len);
+      return a;
+    });
     const F = new Float32Array(ex.memory.buffer);
     seed = 1; // the same inputs for A and B
     for (let i = 0; i < n; i++) { F[x / 4 + i] = rand(); F[dy / 4 + i] = rand(); }

@@ -55,6 +55,8 @@ describe.each(['simd', 'scalar'] as const)('the %s build', (build) => {
     Stat: () => fwd({ stat: 5 }),
     Dtype: () => fwd({ dtypes: 3 }),
     Gate: () => fwd({ gate: 3 }),
+    // No weight: the gain is a row of ones, and a row of 2^30 floats' cannot be allocated.
+    Memory: () => fwd({ dim: 2 ** 30, stat: 2 ** 30, rows: 0 }),
   };
 
   it('every status code is returned by the check it names, and reaches the caller with its meaning', () => {

@@ -26,6 +26,8 @@ export const Status = {
   Dtype: 7,
   /** an unknown gate code, or a gate without its operand */
   Gate: 8,
+  /** the memory could not grow for the scratch of a long row */
+  Memory: 9,
 } as const;
 
 /** Status code → what it means. */
@@ -39,6 +41,7 @@ export const STATUS_TEXT: Readonly<Record<number, string>> = {
   6: 'stat (the elements rstd is estimated from) is 0 or more than dim',
   7: 'an unknown storage type code in dtypes, or a float32 code where a half one is needed',
   8: 'an unknown gate code, or a gate without its operand',
+  9: 'the memory could not grow for the scratch of a long row',
 };
 
 /** Storage type codes: the low two bits ({@link DTYPE_MASK}) of a call's `dtypes` word. */

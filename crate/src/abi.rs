@@ -31,6 +31,8 @@ pub enum Status {
     Dtype = 7,
     /// an unknown gate code, or a gate without its operand
     Gate = 8,
+    /// the memory could not grow for the scratch of a long row
+    Memory = 9,
 }
 
 /// Storage type codes: the low two bits ([`DTYPE_MASK`]) of a call's `dtypes` word.

@@ -11,11 +11,11 @@ pub trait Elem: Copy + 'static {
     /// mode rounds to (for f32 that rounding is the identity, and its code is not instantiated).
     /// `abi::DTYPES` states the same per storage code; a test keeps the two equal.
     const HALF: bool;
-    /// Whether a forward over rows of this type widens each row once into an f32 scratch row
-    /// and scales from there, instead of widening it again in the second pass: worth it where
-    /// widening costs far more than a store and a load of the f32 (float16's exponent
-    /// rebias and subnormal case, about 4× the instructions of the rest of the second pass);
-    /// not for bfloat16, whose widening is one unpack.
+    /// Whether the kernels widen each row of this type once into an f32 scratch row and run
+    /// every pass over that, rounding the results into the output: worth it where widening
+    /// costs far more than a store and a load of the f32 (float16's exponent rebias and
+    /// subnormal case, about 4× the instructions of the rest of a pass), and then every loop
+    /// is the f32 one; not for bfloat16, whose widening is one unpack.
     const WIDEN_ONCE: bool = false;
     /// Loads 4 elements at `p`, widened to f32.
     ///
@@ -163,7 +163,9 @@ impl Elem for F16 {
     unsafe fn put(p: *mut Self, v: f32) {
         *p = F16(f32_to_f16(v))
     }
-    #[inline(always)]
+    // Out of line: only the llama casting of float16 rounds in a loop, and inlined its ~40
+    // instructions went into every lane of every unrolled loop that may round (about 40 KiB).
+    #[inline(never)]
     fn round<V: F32x4>(v: V) -> V {
         v.round_f16()
     }
@@ -177,6 +179,7 @@ impl Elem for F16 {
 ///
 /// # Safety
 /// `src` readable and `dst` writable for `n` elements.
+#[inline(never)]
 pub unsafe fn widen<V: F32x4, A: Elem>(src: *const A, dst: *mut f32, n: usize) {
     let mut i = 0;
     // Eight at a time, as the kernels' main loops load (so the tests that convert every bit
@@ -201,6 +204,7 @@ pub unsafe fn widen<V: F32x4, A: Elem>(src: *const A, dst: *mut f32, n: usize) {
 ///
 /// # Safety
 /// `src` readable and `dst` writable for `n` elements.
+#[inline(never)]
 pub unsafe fn narrow<V: F32x4, A: Elem>(src: *const f32, dst: *mut A, n: usize) {
     let mut i = 0;
     while i + 8 <= n {

@@ -29,7 +29,9 @@ fn sharded(
     for w in shards.windows(2).rev() {
         assert_eq!(w[0] % DG_BLOCK_ROWS, 0);
         // SAFETY: shapes as documented; work holds the sum and nblocks × dim partials.
-        unsafe { kernel::backward_rows::<V, _>(&k, w[0], w[1], w_ptr) };
+        unsafe {
+            kernel::backward_rows::<V, _>(&k, w[0], w[1], w_ptr).expect("the scratch of a row")
+        };
     }
     let dg = g.map(|_| {
         // Blocks reduced in segments (later ones accumulating), as the pool does for a matrix
@@ -153,6 +155,7 @@ fn backward_in_spans_gives_the_same_bits_as_one_call() {
                                 dg2.as_mut_ptr(),
                                 work.as_mut_ptr() as *mut f32,
                             )
+                            .expect("the scratch of a row")
                         };
                         r0 += n;
                     }

@@ -150,7 +150,7 @@ impl Case {
         let (mut y, mut rstd) = (vec![0f32; self.x.len()], vec![0f32; rows]);
         let k = self.forward_of(&mut y, &mut rstd);
         // SAFETY: every slice has the shape the kernel expects.
-        unsafe { kernel::forward_with::<V, f32>(&k, rows) };
+        unsafe { kernel::forward_with::<V, f32>(&k, rows).expect("the scratch of a row") };
         (y, rstd)
     }
 
@@ -188,6 +188,7 @@ impl Case {
         // SAFETY: every slice has the shape the kernel expects.
         unsafe {
             kernel::backward::<V, f32>(&k, rows, dg.as_mut_ptr(), work.as_mut_ptr() as *mut f32)
+                .expect("the scratch of a row")
         };
         (dx, dz, dg)
     }
@@ -356,7 +357,8 @@ fn gated_backward_in_spans_and_shards_gives_the_bits_of_one_call() {
                     rows,
                     dg2.as_mut_ptr(),
                     work.as_mut_ptr() as *mut f32,
-                );
+                )
+                .expect("the scratch of a row");
             }
             row0 += len;
         }
@@ -375,8 +377,8 @@ fn gated_backward_in_spans_and_shards_gives_the_bits_of_one_call() {
         let k = c.backward_of(None, &mut dx3, &mut dz3);
         // SAFETY: every slice has the shape the kernel expects.
         unsafe {
-            kernel::backward_rows::<V, f32>(&k, 64, rows, w3);
-            kernel::backward_rows::<V, f32>(&k, 0, 64, w3);
+            kernel::backward_rows::<V, f32>(&k, 64, rows, w3).expect("the scratch of a row");
+            kernel::backward_rows::<V, f32>(&k, 0, 64, w3).expect("the scratch of a row");
             kernel::reduce_partials(w3, blocks, dim, dg3.as_mut_ptr(), false);
         }
         assert!(

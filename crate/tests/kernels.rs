@@ -285,7 +285,10 @@ fn in_place_aliasing_gives_the_same_bits() {
         let mut inplace = x.clone();
         let p = inplace.as_mut_ptr();
         // SAFETY: y == x is allowed by the kernel's contract.
-        unsafe { kernel::forward::<V>(p, w.as_ptr(), p, ptr::null_mut(), rows, dim, 1e-6) };
+        unsafe {
+            kernel::forward::<V>(p, w.as_ptr(), p, ptr::null_mut(), rows, dim, 1e-6)
+                .expect("the scratch of a row")
+        };
         assert!(same_bits(&inplace, &y), "y = x in place, dim {dim}");
 
         let (dx, dg) = backward(&dy, &x, Some(&w), None, dim, 1e-6);
@@ -314,6 +317,7 @@ fn in_place_aliasing_gives_the_same_bits() {
             // SAFETY: dx == dy and dx == x are allowed by the kernel's contract.
             unsafe {
                 kernel::backward::<V, _>(&k, rows, dg2.as_mut_ptr(), work.as_mut_ptr() as *mut f32)
+                    .expect("the scratch of a row")
             };
             assert!(
                 same_bits(&buf, &dx),

@@ -195,7 +195,7 @@ pub fn rms_norm_forward(params: usize, addrs: usize, row0: usize, row1: usize) -
         if c.gate != Gate::None && a[F::Residual as usize] != 0 {
             return Err(Status::Gate);
         }
-        fn go<A: Elem>(c: &Call<7>, row0: usize, row1: usize) {
+        fn go<A: Elem>(c: &Call<7>, row0: usize, row1: usize) -> Result<(), Status> {
             let (a, dim) = (c.a, c.p.dim as usize);
             let at = |i: F| {
                 if a[i as usize] == 0 {
@@ -219,10 +219,10 @@ pub fn rms_norm_forward(params: usize, addrs: usize, row0: usize, row1: usize) -
                 s: c.scalars(),
             };
             // SAFETY: every range was checked to lie inside memory, stat to lie in the row.
-            unsafe { kernel::forward_with::<Native, A>(&k, row1 - row0) };
+            unsafe { kernel::forward_with::<Native, A>(&k, row1 - row0) }
+                .map_err(|_| Status::Memory)
         }
-        by_dtype!(c.p.dtypes, go(&c, row0, row1));
-        Ok(())
+        by_dtype!(c.p.dtypes, go(&c, row0, row1))
     })())
 }
 
@@ -286,7 +286,7 @@ pub fn rms_norm_backward(
         if row0.checked_add(rows).is_none_or(|end| end > total) {
             return Err(Status::Shard);
         }
-        fn go<A: Elem>(c: &Call<10>, s: [usize; 3]) {
+        fn go<A: Elem>(c: &Call<10>, s: [usize; 3]) -> Result<(), Status> {
             let (dg, work) = (
                 c.a[B::Dweight as usize] as *mut f32,
                 c.a[B::Work as usize] as *mut f32,
@@ -294,10 +294,10 @@ pub fn rms_norm_backward(
             // SAFETY: every range was checked to lie inside memory.
             unsafe {
                 kernel::backward_span::<Native, A>(&backward_of::<A>(c), s[0], s[1], s[2], dg, work)
-            };
+            }
+            .map_err(|_| Status::Memory)
         }
-        by_dtype!(c.p.dtypes, go(&c, [row0, rows, total]));
-        Ok(())
+        by_dtype!(c.p.dtypes, go(&c, [row0, rows, total]))
     })())
 }
 
@@ -326,7 +326,7 @@ pub fn rms_norm_backward_rows(
             kernel::pool_work_floats(blocks, dim),
             w,
         )?;
-        fn go<A: Elem>(c: &Call<10>, row0: usize, row1: usize) {
+        fn go<A: Elem>(c: &Call<10>, row0: usize, row1: usize) -> Result<(), Status> {
             // SAFETY: every range was checked to lie inside memory.
             unsafe {
                 kernel::backward_rows::<Native, A>(
@@ -335,10 +335,10 @@ pub fn rms_norm_backward_rows(
                     row1,
                     c.a[B::Work as usize] as *mut f32,
                 )
-            };
+            }
+            .map_err(|_| Status::Memory)
         }
-        by_dtype!(c.p.dtypes, go(&c, row0, row1));
-        Ok(())
+        by_dtype!(c.p.dtypes, go(&c, row0, row1))
     })())
 }
 

@@ -1,282 +1,362 @@
-//! The backward of one row: `dx`, and its dweight terms added into a block partial.
+//! The backward of one row: `dx`, and its weight-gradient terms added into a block partial.
+//!
+//! With `gy = dy·(offset + g)`, `c = Σ gy·x` over the whole row and rstd from its first `stat`
+//! elements: `dx_i = rstd·gy_i − [i < stat]·x_i·rstd³·c/stat (+ dh_i)` — the gradient through
+//! rstd reaches only the elements it was estimated from. Two passes: one for `c` (and the sum
+//! of squares when rstd is recomputed: over the whole row in the same pass, or with `stat <
+//! dim` a pass over the first `stat`), one for `dx`. What differs between calls — a weight or
+//! none, a saved rstd, a residual's gradient, the llama casting — is read once per call or
+//! per row: no loop is compiled once per combination of them all; float16 rows are widened
+//! once into f32 scratch (see forward.rs).
 
-use super::elems::{gain1, gy1_of, gy_from};
-use super::forward::SCRATCH;
-use super::reduce::{dot_gy_x, fast_rstd, sum_sq};
-use super::scalars::Scalars;
-use crate::elem::{widen, Elem};
+use super::args::Backward;
+
+use super::reduce::{backward_is_fast, fast_rstd, fold_into, sum_sq_into};
+use crate::elem::{narrow, widen, Elem};
 use crate::simd::F32x4;
 
-/// Backward's fast path needs `rstd³` to be a normal f32: rstd within [2^-40, 2^40].
-pub(super) const RSTD_LO: f32 = f32::from_bits(87 << 23);
-pub(super) const RSTD_HI: f32 = f32::from_bits(167 << 23);
-
-/// Pointers and parameters of one backward call, shared by the sync path and the pool's shards.
-/// The activations and their gradients (`dy`, `x`, `dh`, `dx`) are stored as `A`; the gain,
-/// rstd and the weight gradient are f32.
-#[derive(Clone, Copy, Debug)]
-pub struct Backward<A: Elem = f32> {
-    /// Upstream gradient, `rows × dim`.
-    pub dy: *const A,
-    /// Forward input, `rows × dim` (with a fused residual add: the forward's `h = x + res`).
-    pub x: *const A,
-    /// Gain, `dim`; null for none (then no weight gradient is formed, and `offset` is not used).
-    pub g: *const f32,
-    /// Saved rstd from the forward, `rows`; null to recompute it from `x`, `eps` and `stat`.
-    pub rstd: *const f32,
-    /// Gradient arriving on the residual stream, `rows × dim`, added to `dx`; or null.
-    pub dh: *const A,
-    /// Destination of the input gradient, `rows × dim`; may equal `dy`, `x` or `dh`.
-    pub dx: *mut A,
-    /// The gate's input, `rows × dim`, with `gate` not `None` (then `dh` is null); else null.
-    pub z: *const A,
-    /// Destination of the gate's gradient, `rows × dim`, with `z`; may equal `dy`, not `dx`.
-    pub dz: *mut A,
-    /// The call's scalars and flags (`eps` used when rstd is recomputed).
-    pub s: Scalars,
-}
-
-impl Backward {
-    /// A plain backward: no residual gradient, no offset, rstd over the whole row.
-    pub fn plain(
-        dy: *const f32,
-        x: *const f32,
-        g: *const f32,
-        rstd: *const f32,
-        dx: *mut f32,
-        dim: usize,
-        eps: f32,
-    ) -> Self {
-        let dh = core::ptr::null();
-        Backward {
-            dy,
-            x,
-            g,
-            rstd,
-            dh,
-            dx,
-            z: core::ptr::null(),
-            dz: core::ptr::null_mut(),
-            s: Scalars::plain(dim, eps),
-        }
-    }
-}
-
-/// `dx = a·gy − b·x (+ dh)` over elements `[from, to)` of the row at `off` (`B` false: without
-/// the `b·x` term, the elements past `stat` that did not enter rstd); with a gain, `p +=
-/// dy·(x·a)` (with `L`, `x·a` rounded to `A` first: the forward's `y` before the gain). The
-/// row's `x` and `dy` are read from `x` and `dy`, stored as `X` (see [`dot_gy_x`]).
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-unsafe fn backward_elems<
-    V: F32x4,
-    X: Elem,
-    A: Elem,
-    const W: bool,
-    const O: bool,
-    const D: bool,
-    const B: bool,
-    const L: bool,
->(
-    k: &Backward<A>,
-    x: *const X,
-    dy: *const X,
-    off: usize,
-    from: usize,
-    to: usize,
+/// What a row's `dx` pass needs besides its data: `dx = a·gy − b·x`, and the casting of the
+/// weight gradient's terms.
+#[derive(Clone, Copy)]
+struct Terms {
     a: f32,
     b: f32,
-    p: *mut f32,
+    /// With the llama casting, the weight has the activations' type: each term rounded to it too.
+    llama_w: bool,
+}
+
+/// The row's sums over a stretch, added into `acc`: `Σ gy·x` and, with `SS`, `Σ x²` (a
+/// constant at each call: a flag tested inside the fold costs 20-30%). `dy` and `x` stored as
+/// `X`; `gy = dy · g` (rounded to `R` with `llama`).
+#[inline(always)]
+unsafe fn dot_into<V: F32x4, X: Elem, R: Elem, const SS: bool, const LLAMA: bool>(
+    acc: &mut [f64; 2],
+    dy: *const X,
+    g: *const f32,
+    x: *const X,
+    n: usize,
 ) {
-    let (dx, g) = (k.dx.add(off), k.g);
-    // dh may be null (D false): wrapping_add, as add on null is undefined.
-    let dh = k.dh.wrapping_add(off);
-    let (av, bv, ov) = (V::splat(a), V::splat(b), V::splat(k.s.offset));
-    // dx of lanes i..i+4 from their loaded x and dy (and dh).
-    let one = |xv: V, d: V, dhv: V, i: usize| {
-        let gy = gy_from::<V, A, W, O, L>(d, g, ov, i);
-        if W {
-            let xa = if L { A::round(xv.mul(av)) } else { xv.mul(av) };
-            let t = if L && k.s.llama_w {
-                A::round(d.mul(xa))
-            } else {
-                d.mul(xa)
-            };
-            let pv = V::load(p.add(i));
-            pv.add(t).store(p.add(i));
-        }
-        let v = if B {
-            av.mul(gy).sub(bv.mul(xv))
-        } else {
-            av.mul(gy)
-        };
-        if D {
-            v.add(dhv)
+    let llama = LLAMA;
+    let gy = |d: V, i: usize| {
+        let v = d.mul(V::load(g.add(i)));
+        if llama {
+            R::round(v)
         } else {
             v
         }
     };
-    let mut i = from;
-    while i + 8 <= to {
+    let terms = |gy: V, xv: V| [gy.mul(xv), if SS { xv.mul(xv) } else { V::zero() }];
+    fold_into::<V, 2>(
+        acc,
+        n,
+        |i| {
+            let [d0, d1] = X::load8::<V>(dy.add(i));
+            let [x0, x1] = X::load8::<V>(x.add(i));
+            [terms(gy(d0, i), x0), terms(gy(d1, i + 4), x1)]
+        },
+        |i| terms(gy(X::load::<V>(dy.add(i)), i), X::load::<V>(x.add(i))),
+        |i| {
+            let xv = X::get(x.add(i));
+            let d = X::get(dy.add(i)) * *g.add(i);
+            let gy = if llama { R::round1(d) } else { d };
+            [gy * xv, if SS { xv * xv } else { 0.0 }]
+        },
+    );
+}
+
+/// `dx = a·gy − b·x (+ dh)` over a stretch of `n` elements (`bterm` false: without `b·x`, the
+/// elements past `stat` that did not enter rstd); with a weight, `p += dy·(x·a)` (with llama,
+/// `x·a` rounded to `R` first: the forward's `y` before the gain, and with `llama_w` each term
+/// too). `dy`, `x` and `dh` read as `X`, `dx` stored as `A`; `dh` may be null.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn dx_pass<
+    V: F32x4,
+    X: Elem,
+    A: Elem,
+    R: Elem,
+    const BTERM: bool,
+    const W: bool,
+    const D: bool,
+    const L: bool,
+>(
+    dy: *const X,
+    x: *const X,
+    dh: *const X,
+    g: *const f32,
+    dx: *mut A,
+    p: *mut f32,
+    n: usize,
+    t: Terms,
+) {
+    let bterm = BTERM;
+    let (av, bv) = (V::splat(t.a), V::splat(t.b));
+    let (weight, residual) = (W, D);
+    let llama_w = L && t.llama_w;
+    // dx of lanes i..i+4 from their loaded x and dy.
+    let one = |xv: V, d: V, i: usize| {
+        let gy = d.mul(V::load(g.add(i)));
+        let gy = if L { R::round(gy) } else { gy };
+        if weight {
+            let xa = xv.mul(av);
+            let xa = if L { R::round(xa) } else { xa };
+            let term = d.mul(xa);
+            let term = if llama_w { R::round(term) } else { term };
+            V::load(p.add(i)).add(term).store(p.add(i));
+        }
+        let v = if bterm {
+            av.mul(gy).sub(bv.mul(xv))
+        } else {
+            av.mul(gy)
+        };
+        if residual {
+            v.add(X::load::<V>(dh.add(i)))
+        } else {
+            v
+        }
+    };
+    let mut i = 0;
+    while i + 8 <= n {
         let [x0, x1] = X::load8::<V>(x.add(i));
         let [d0, d1] = X::load8::<V>(dy.add(i));
-        let [h0, h1] = if D {
-            A::load8::<V>(dh.add(i))
-        } else {
-            [V::zero(); 2]
-        };
-        let v = [one(x0, d0, h0, i), one(x1, d1, h1, i + 4)];
+        let v = [one(x0, d0, i), one(x1, d1, i + 4)];
         A::store8::<V>(dx.add(i), v);
         i += 8;
     }
-    while i + 4 <= to {
-        let dhv = if D {
-            A::load::<V>(dh.add(i))
-        } else {
-            V::zero()
-        };
-        let v = one(X::load::<V>(x.add(i)), X::load::<V>(dy.add(i)), dhv, i);
+    while i + 4 <= n {
+        let v = one(X::load::<V>(x.add(i)), X::load::<V>(dy.add(i)), i);
         A::store::<V>(dx.add(i), v);
         i += 4;
     }
-    while i < to {
-        let xv = X::get(x.add(i));
-        let gy = gy1_of::<X, A, W, O, L>(dy, g, k.s.offset, i);
-        if W {
-            let xa = if L { A::round1(xv * a) } else { xv * a };
-            let t = X::get(dy.add(i)) * xa;
-            *p.add(i) += if L && k.s.llama_w { A::round1(t) } else { t };
+    while i < n {
+        let (xv, d) = (X::get(x.add(i)), X::get(dy.add(i)));
+        let gy = d * *g.add(i);
+        let gy = if L { R::round1(gy) } else { gy };
+        if weight {
+            let xa = if L { R::round1(xv * t.a) } else { xv * t.a };
+            let term = d * xa;
+            *p.add(i) += if llama_w { R::round1(term) } else { term };
         }
-        let v = if B { a * gy - b * xv } else { a * gy };
-        A::put(dx.add(i), if D { v + A::get(dh.add(i)) } else { v });
+        let v = if bterm { t.a * gy - t.b * xv } else { t.a * gy };
+        A::put(dx.add(i), if residual { v + X::get(dh.add(i)) } else { v });
         i += 1;
     }
 }
 
-/// Backward of one row; with a gain, adds `dy · x · rstd` into the block partial `p`.
-///
-/// With `gy = dy·(offset + g)`, `c = Σ gy·x` over the whole row and rstd from its first `stat`
-/// elements: `dx_i = rstd·gy_i − [i < stat]·x_i·rstd³·c/stat (+ dh_i)` — the gradient through
-/// rstd reaches only the elements it was estimated from. Passes: one for `c` (and the sum of
-/// squares when rstd is recomputed: over the whole row in the same pass, or with `stat < dim`
-/// a second pass over the first `stat`), one for `dx`. A type whose widening is costly
-/// ([`Elem::WIDEN_ONCE`]) has its row's `x` and `dy` widened once into f32 on the stack, which
-/// both passes read: the same values in the same order, so the same bits.
+/// The row's `c` and sum of squares: `(c, ss)`, with the saved rstd (`saved`: no sum of
+/// squares) or over the first `stat` elements of the row (pRMSNorm: a pass of its own over
+/// those). `dy` and `x` stored as `X`, `g` the gain row.
 #[inline(always)]
-pub(super) unsafe fn backward_row<
-    V: F32x4,
-    A: Elem,
-    const W: bool,
-    const R: bool,
-    const O: bool,
-    const D: bool,
-    const L: bool,
->(
+unsafe fn sums<V: F32x4, X: Elem, R: Elem, const L: bool>(
+    dy: *const X,
+    x: *const X,
+    g: *const f32,
+    n: usize,
+    stat: usize,
+    saved: bool,
+) -> (f32, f32) {
+    let mut acc = [0f64; 2];
+    if stat == n && !saved {
+        dot_into::<V, X, R, true, L>(&mut acc, dy, g, x, n);
+        return (acc[0] as f32, acc[1] as f32);
+    }
+    dot_into::<V, X, R, false, L>(&mut acc, dy, g, x, n);
+    if saved {
+        return (acc[0] as f32, 0.0);
+    }
+    let mut ss = [0f64; 1];
+    sum_sq_into::<V, X>(&mut ss, x, stat);
+    (acc[0] as f32, ss[0] as f32)
+}
+
+/// The backward of rows `[s, e)` of `k` (row indices relative to its pointers), adding their
+/// weight-gradient terms into `p` (with a gain): each row's sums, then its `dx`. `g`: the gain
+/// row; `wide`: a float16 call's scratch rows (x, dy, dh widened).
+///
+/// # Safety
+/// As the module's entry points (blocks.rs); `p` valid for `dim` floats with a gain.
+pub(super) unsafe fn plain_rows<V: F32x4, A: Elem>(
     k: &Backward<A>,
+    g: *const f32,
+    wide: [*mut f32; 3],
+    s: usize,
+    e: usize,
+    p: *mut f32,
+) {
+    let (w, d) = (!k.g.is_null(), !k.dh.is_null());
+    let l = k.s.llama && A::HALF && w;
+    // The `dx` loop compiled for each of these choices, made once per call: with the three
+    // read per element, the f32 backward of rows in cache ran 6-11% slower and the bfloat16
+    // one up to 2× slower (bench/ab-builds.mjs, 64×4096, 2048×768, 1×896).
+    match (w, d, l) {
+        (false, false, _) => rows_go::<V, A, false, false, false>(k, g, wide, s, e, p),
+        (false, true, _) => rows_go::<V, A, false, true, false>(k, g, wide, s, e, p),
+        (true, false, false) => rows_go::<V, A, true, false, false>(k, g, wide, s, e, p),
+        (true, true, false) => rows_go::<V, A, true, true, false>(k, g, wide, s, e, p),
+        (true, false, true) => rows_go::<V, A, true, false, true>(k, g, wide, s, e, p),
+        (true, true, true) => rows_go::<V, A, true, true, true>(k, g, wide, s, e, p),
+    }
+}
+
+#[inline(never)]
+unsafe fn rows_go<V: F32x4, A: Elem, const W: bool, const D: bool, const L: bool>(
+    k: &Backward<A>,
+    g: *const f32,
+    wide: [*mut f32; 3],
+    s: usize,
+    e: usize,
+    p: *mut f32,
+) {
+    for row in s..e {
+        if A::WIDEN_ONCE {
+            row_widened::<V, A, W, D, L>(k, g, wide, row, p)
+        } else {
+            backward_row::<V, A, W, D, L>(k, g, row, p)
+        }
+    }
+}
+
+/// Backward of row `row` read as stored; with a gain, adds `dy · x · rstd` into the block partial `p`.
+#[inline(always)]
+unsafe fn backward_row<V: F32x4, A: Elem, const W: bool, const D: bool, const L: bool>(
+    k: &Backward<A>,
+    g: *const f32,
     row: usize,
     p: *mut f32,
 ) {
-    let off = row * k.s.dim;
-    if A::WIDEN_ONCE && k.s.dim <= SCRATCH {
-        let mut bx = core::mem::MaybeUninit::<[f32; SCRATCH]>::uninit();
-        let mut bd = core::mem::MaybeUninit::<[f32; SCRATCH]>::uninit();
-        let (wx, wd) = (bx.as_mut_ptr() as *mut f32, bd.as_mut_ptr() as *mut f32);
-        widen::<V, A>(k.x.add(off), wx, k.s.dim);
-        widen::<V, A>(k.dy.add(off), wd, k.s.dim);
-        return backward_row_of::<V, f32, A, W, R, O, D, L>(k, row, wx, wd, p);
-    }
-    backward_row_of::<V, A, A, W, R, O, D, L>(k, row, k.x.add(off), k.dy.add(off), p)
+    let n = k.s.dim;
+    let off = row * n;
+    let (dy, x) = (k.dy.add(off), k.x.add(off));
+    let (c, ss) = sums::<V, A, A, L>(dy, x, g, n, k.s.stat, !k.rstd.is_null());
+    let Some(t) = terms(k, row, c, ss, L) else {
+        return backward_row_f64(k, row, p);
+    };
+    let dh = if D { k.dh.add(off) } else { k.dh };
+    dx_row::<V, A, A, A, W, D, L>(dy, x, dh, g, k.dx.add(off), p, n, k.s.stat, t);
 }
 
-/// [`backward_row`] reading the row's `x` and `dy` from `x` and `dy`, stored as `X`.
+/// [`backward_row`] of a type whose widening is costly: the row's `x` and `dy` (and the
+/// residual's gradient) widened once into f32 scratch (`wide`), which both passes read, `dx`
+/// formed in place over the widened `dy` and rounded into the output.
 #[inline(always)]
-unsafe fn backward_row_of<
+unsafe fn row_widened<V: F32x4, A: Elem, const W: bool, const D: bool, const L: bool>(
+    k: &Backward<A>,
+    g: *const f32,
+    wide: [*mut f32; 3],
+    row: usize,
+    p: *mut f32,
+) {
+    let n = k.s.dim;
+    let off = row * n;
+    let [wx, wd, wh] = wide;
+    widen::<V, A>(k.x.add(off), wx, n);
+    widen::<V, A>(k.dy.add(off), wd, n);
+    let (c, ss) = sums::<V, f32, A, L>(wd, wx, g, n, k.s.stat, !k.rstd.is_null());
+    let Some(t) = terms(k, row, c, ss, L) else {
+        return backward_row_f64(k, row, p);
+    };
+    if D {
+        widen::<V, A>(k.dh.add(off), wh, n);
+    }
+    // In place over the widened dy: each element's dy is read before its dx is written.
+    dx_row::<V, f32, f32, A, W, D, L>(wd, wx, wh, g, wd, p, n, k.s.stat, t);
+    narrow::<V, A>(wd, k.dx.add(off), n);
+}
+
+/// The `dx` pass over a row of `n` elements whose first `stat` entered rstd: those with the
+/// `b·x` term, the rest without.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn dx_row<
     V: F32x4,
     X: Elem,
     A: Elem,
+    R: Elem,
     const W: bool,
-    const R: bool,
-    const O: bool,
     const D: bool,
     const L: bool,
 >(
+    dy: *const X,
+    x: *const X,
+    dh: *const X,
+    g: *const f32,
+    dx: *mut A,
+    p: *mut f32,
+    n: usize,
+    stat: usize,
+    t: Terms,
+) {
+    dx_pass::<V, X, A, R, true, W, D, L>(dy, x, dh, g, dx, p, stat, t);
+    if stat < n {
+        let (pc, dhc) = (
+            if W { p.add(stat) } else { p },
+            if D { dh.add(stat) } else { dh },
+        );
+        dx_pass::<V, X, A, R, false, W, D, L>(
+            dy.add(stat),
+            x.add(stat),
+            dhc,
+            g.add(stat),
+            dx.add(stat),
+            pc,
+            n - stat,
+            t,
+        );
+    }
+}
+
+/// The row's `dx` coefficients from its sums, or None when f32 cannot do the row faithfully
+/// (rms outside about [1e-12, 1e12], overflow in `Σ gy·x`, a NaN or an infinity).
+#[inline(always)]
+unsafe fn terms<A: Elem>(
     k: &Backward<A>,
     row: usize,
-    x: *const X,
-    dy: *const X,
-    p: *mut f32,
-) {
-    let n = k.s.dim;
-    let off = row * n;
-    let whole = k.s.stat == n;
-    // `with_ss` must be a constant at each call: a flag tested inside the fold costs 20-30%.
-    let (c, ss) = if R {
-        dot_gy_x::<V, X, A, W, O, L>(dy, k.g, k.s.offset, x, n, false)
-    } else if whole {
-        dot_gy_x::<V, X, A, W, O, L>(dy, k.g, k.s.offset, x, n, true)
+    c: f32,
+    ss: f32,
+    llama: bool,
+) -> Option<Terms> {
+    let rstd = if k.rstd.is_null() {
+        fast_rstd(ss, k.s.stat, k.s.eps).unwrap_or(f32::NAN) // NaN sends the row to the f64 path
     } else {
-        partial_sums::<V, X, A, W, O, L>(k, dy, x)
-    };
-    let rstd = if R {
         *k.rstd.add(row)
-    } else {
-        fast_rstd(ss, k.s.stat, k.s.eps).unwrap_or(f32::NAN) // NaN sends the row to the f64 path below
     };
     // dx = rstd·gy − x·(rstd³·c/stat) = a·gy − b·x
-    let a = rstd;
     let b = (c / k.s.stat as f32) * rstd * (rstd * rstd);
-    if !(rstd >= RSTD_LO && rstd <= RSTD_HI && c.is_finite() && b.is_finite()) {
-        return backward_row_f64::<A, W, R, O, D, L>(k, row, p);
+    if !backward_is_fast(rstd, c, b) {
+        return None;
     }
-    backward_elems::<V, X, A, W, O, D, true, L>(k, x, dy, off, 0, k.s.stat, a, b, p);
-    if !whole {
-        backward_elems::<V, X, A, W, O, D, false, L>(k, x, dy, off, k.s.stat, n, a, b, p);
-    }
+    Some(Terms {
+        a: rstd,
+        b,
+        llama_w: llama && k.s.llama_w,
+    })
 }
 
-/// pRMSNorm's backward sums: `Σ gy·x` over the row and `Σ x²` over its first `stat`. Out of
-/// line, so that the code of whole rows (every plain call) stays as small as before.
-#[inline(never)]
-unsafe fn partial_sums<V: F32x4, X: Elem, A: Elem, const W: bool, const O: bool, const L: bool>(
-    k: &Backward<A>,
-    dy: *const X,
-    x: *const X,
-) -> (f32, f32) {
-    (
-        dot_gy_x::<V, X, A, W, O, L>(dy, k.g, k.s.offset, x, k.s.dim, false).0,
-        sum_sq::<V, X>(x, k.s.stat),
-    )
-}
-
-/// The backward of a row f32 cannot do faithfully (rms outside about [1e-12, 1e12], overflow
-/// in `Σ gy·x`, or a NaN/Inf): all in f64, each result rounded once to f32 (then to `A`).
+/// The backward of a row f32 cannot do faithfully: all in f64, each result rounded once to
+/// f32 (then to `A`).
 #[cold]
 #[inline(never)]
-unsafe fn backward_row_f64<
-    A: Elem,
-    const W: bool,
-    const R: bool,
-    const O: bool,
-    const D: bool,
-    const L: bool,
->(
-    k: &Backward<A>,
-    row: usize,
-    p: *mut f32,
-) {
+unsafe fn backward_row_f64<A: Elem>(k: &Backward<A>, row: usize, p: *mut f32) {
     let n = k.s.dim;
     let off = row * n;
     let (dy, x, dx, g) = (k.dy.add(off), k.x.add(off), k.dx.add(off), k.g);
-    // dh may be null (D false): wrapping_add, as add on null is undefined.
-    let dh = k.dh.wrapping_add(off);
+    let llama = k.s.llama && A::HALF && !g.is_null();
+    let gain = |i: usize| {
+        let w = *g.add(i);
+        if k.s.offset != 0.0 {
+            k.s.offset + w
+        } else {
+            w
+        }
+    };
     let gy = |i: usize| {
         let d = A::get(dy.add(i)) as f64;
-        if !W {
+        if g.is_null() {
             d
-        } else if L {
-            A::round1((d * gain1::<O>(g, k.s.offset, i) as f64) as f32) as f64
+        } else if llama {
+            A::round1((d * gain(i) as f64) as f32) as f64
         } else {
-            d * gain1::<O>(g, k.s.offset, i) as f64
+            d * gain(i) as f64
         }
     };
     let (mut c, mut ss) = (0f64, 0f64);
@@ -288,28 +368,36 @@ unsafe fn backward_row_f64<
         }
     }
     let stat = k.s.stat as f64;
-    let rstd = if R {
-        *k.rstd.add(row) as f64
-    } else {
+    let rstd = if k.rstd.is_null() {
         1.0 / (ss / stat + k.s.eps as f64).sqrt()
+    } else {
+        *k.rstd.add(row) as f64
     };
     let b = rstd * rstd * rstd * (c / stat);
     for i in 0..n {
         let xv = A::get(x.add(i)) as f64;
         let gyv = gy(i);
-        if W {
-            let xa = if L {
+        if !g.is_null() {
+            let xa = if llama {
                 A::round1((xv * rstd) as f32) as f64
             } else {
                 xv * rstd
             };
             let t = (A::get(dy.add(i)) as f64 * xa) as f32;
-            *p.add(i) += if L && k.s.llama_w { A::round1(t) } else { t };
+            *p.add(i) += if llama && k.s.llama_w {
+                A::round1(t)
+            } else {
+                t
+            };
         }
         let v = rstd * gyv - if i < k.s.stat { b * xv } else { 0.0 };
         A::put(
             dx.add(i),
-            (if D { v + A::get(dh.add(i)) as f64 } else { v }) as f32,
+            (if k.dh.is_null() {
+                v
+            } else {
+                v + A::get(k.dh.add(off + i)) as f64
+            }) as f32,
         );
     }
 }

@@ -2,7 +2,6 @@
 //! RMSNorm is compared with, the copy that is the memory-bandwidth roof, the unfused residual
 //! add.
 
-use super::elems::add_rows;
 use super::reduce::fold;
 use crate::simd::F32x4;
 
@@ -99,5 +98,13 @@ pub unsafe fn copy<V: F32x4>(src: *const f32, dst: *mut f32, n: usize) {
 /// # Safety
 /// `a`, `b` readable and `out` writable for `n` floats.
 pub unsafe fn add<V: F32x4>(a: *const f32, b: *const f32, out: *mut f32, n: usize) {
-    add_rows::<V, f32>(a, b, out, n)
+    let mut i = 0;
+    while i + 4 <= n {
+        V::load(a.add(i)).add(V::load(b.add(i))).store(out.add(i));
+        i += 4;
+    }
+    while i < n {
+        *out.add(i) = *a.add(i) + *b.add(i);
+        i += 1;
+    }
 }

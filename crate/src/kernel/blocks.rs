@@ -6,7 +6,9 @@
 //! floats: `ACC_FLOATS` per column), then holds the open block (a span: `dim` floats) or the
 //! block partials (a pool job: one row of `dim` floats per block).
 
-use super::backward::{backward_row, Backward};
+use super::args::Backward;
+use super::backward::plain_rows;
+use super::elems::{Buffer, Gain, NoMemory, Row};
 use super::gate;
 use crate::abi::Gate;
 use crate::elem::Elem;
@@ -59,74 +61,70 @@ fn for_each_block(row0: usize, row1: usize, mut f: impl FnMut(usize, usize, usiz
     }
 }
 
-/// Rows `[s, e)` of `k` (row indices relative to `k`'s pointers), adding their dweight terms
-/// into `p` (with a gain). One function per flavour, never inlined into its callers: inlined,
-/// the flavours made functions so large that the engine compiled the backward 10-20% slower;
-/// reached through a pointer ([`rows_fn`]) once per block, so both entry points share it.
-type RowsFn<A> = unsafe fn(&Backward<A>, usize, usize, *mut f32);
+/// What a backward call's rows read besides its operands: the gain row, and a float16
+/// call's rows of widened scratch (x, dy, dh).
+struct Scratch {
+    gain: Gain,
+    _wide: Option<[Row; 3]>,
+    wide: [*mut f32; 3],
+}
 
-#[inline(never)]
-unsafe fn rows_go<
-    V: F32x4,
-    A: Elem,
-    const W: bool,
-    const R: bool,
-    const O: bool,
-    const D: bool,
-    const L: bool,
->(
-    k: &Backward<A>,
-    s: usize,
-    e: usize,
-    p: *mut f32,
-) {
-    for row in s..e {
-        backward_row::<V, A, W, R, O, D, L>(k, row, p);
+impl Scratch {
+    unsafe fn new<A: Elem>(k: &Backward<A>, bufs: &mut [Buffer; 4]) -> Result<Scratch, NoMemory> {
+        let [gb, xb, db, hb] = bufs;
+        let n = k.s.dim;
+        let gain = Gain::new(k.g, k.s.offset, n, gb)?;
+        if !A::WIDEN_ONCE || k.s.gate != Gate::None {
+            return Ok(Scratch {
+                gain,
+                _wide: None,
+                wide: [core::ptr::null_mut(); 3],
+            });
+        }
+        let rows = [
+            Row::new(n, xb)?,
+            Row::new(n, db)?,
+            Row::new(if k.dh.is_null() { 0 } else { n }, hb)?,
+        ];
+        let wide = [rows[0].ptr(), rows[1].ptr(), rows[2].ptr()];
+        Ok(Scratch {
+            gain,
+            _wide: Some(rows),
+            wide,
+        })
+    }
+
+    /// Rows `[s, e)` of `k` (row indices relative to `k`'s pointers), adding their dweight
+    /// terms into `p` (with a gain): the gated backward's rows, or the plain ones.
+    #[inline(always)]
+    unsafe fn rows<V: F32x4, A: Elem>(&self, k: &Backward<A>, s: usize, e: usize, p: *mut f32) {
+        if k.s.gate != Gate::None {
+            return gate::backward_rows::<V, A>(k, s, e, p);
+        }
+        plain_rows::<V, A>(k, self.gain.ptr(), self.wide, s, e, p);
     }
 }
 
-/// The [`rows_go`] flavour for `k`: gain, saved rstd, offset (only with a gain), residual
-/// gradient, llama (only for a half type with a gain); or the gated backward's rows.
-fn rows_fn<V: F32x4, A: Elem>(k: &Backward<A>) -> RowsFn<A> {
-    if k.s.gate != Gate::None {
-        return gate::backward_rows::<V, A>;
-    }
-    let w = !k.g.is_null();
-    let o = w && k.s.offset != 0.0;
-    let l = w && k.s.llama && A::HALF;
-    let (r, d) = (!k.rstd.is_null(), !k.dh.is_null());
-    macro_rules! pick {
-        ($($w:literal $r:literal $o:literal $d:literal $l:literal),*) => {
-            match (w, r, o, d, l) {
-                $(($w, $r, $o, $d, $l) => rows_go::<V, A, $w, $r, $o, $d, $l>,)*
-                _ => unreachable!("o and l are false without a gain"),
-            }
-        };
-    }
-    pick!(
-        false false false false false, false false false true false,
-        false true false false false, false true false true false,
-        true false false false false, true false false true false,
-        true true false false false, true true false true false,
-        true false true false false, true false true true false,
-        true true true false false, true true true true false,
-        true false false false true, true false false true true,
-        true true false false true, true true false true true,
-        true false true false true, true false true true true,
-        true true true false true, true true true true true
-    )
+/// Four stack buffers of scratch rows, uninitialized.
+fn buffers() -> [Buffer; 4] {
+    [
+        Buffer::uninit(),
+        Buffer::uninit(),
+        Buffer::uninit(),
+        Buffer::uninit(),
+    ]
 }
 
 /// RMSNorm backward over all `rows`, single-threaded: [`backward_span`] over the whole matrix.
 ///
 /// # Safety
-/// As [`backward_span`] with `row0 = 0`, `total = rows`.
+/// As [`backward_span`] with `row0 = 0`, `total = rows`. Err as there.
 pub unsafe fn backward<V: F32x4, A: Elem>(
     k: &Backward<A>,
     rows: usize,
     dg: *mut f32,
     work: *mut f32,
-) {
+) -> Result<(), NoMemory> {
     backward_span::<V, A>(k, 0, rows, rows, dg, work)
 }
 
@@ -140,7 +138,8 @@ pub unsafe fn backward<V: F32x4, A: Elem>(
 /// 0`), and the span that reaches `total` rounds that sum into `dg`. Spans may end mid-block:
 /// `work` (`(ACC_FLOATS + 1) × dim` floats) carries the sum and the open block to the next span
 /// (keep it). So any cut into spans gives the bits of one call over all rows — and of
-/// [`backward_rows`] followed by [`reduce_partials`].
+/// [`backward_rows`] followed by [`reduce_partials`]. Err (nothing written) only when a row
+/// too long for the stack's scratch (its gain, or a float16 row widened) cannot be allocated.
 ///
 /// # Safety
 /// Every non-null pointer must be valid for its shape (`rows` rows); `dg` and `work` too when
@@ -152,8 +151,9 @@ pub unsafe fn backward_span<V: F32x4, A: Elem>(
     total: usize,
     dg: *mut f32,
     work: *mut f32,
-) {
-    let go = rows_fn::<V, A>(k);
+) -> Result<(), NoMemory> {
+    let mut bufs = buffers();
+    let scratch = Scratch::new(k, &mut bufs)?;
     let w = !k.g.is_null();
     let (acc, open) = (acc_of(work), work.add(ACC_FLOATS * k.s.dim));
     if w && row0 == 0 {
@@ -163,7 +163,7 @@ pub unsafe fn backward_span<V: F32x4, A: Elem>(
         if w && s % DG_BLOCK_ROWS == 0 {
             core::ptr::write_bytes(open, 0, k.s.dim);
         }
-        go(k, s - row0, e - row0, open);
+        scratch.rows::<V, A>(k, s - row0, e - row0, open);
         if w && (e % DG_BLOCK_ROWS == 0 || e == total) {
             add_f64(acc, open, k.s.dim);
         }
@@ -171,6 +171,7 @@ pub unsafe fn backward_span<V: F32x4, A: Elem>(
     if w && row0 + rows == total {
         round_into(dg, acc, k.s.dim);
     }
+    Ok(())
 }
 
 /// RMSNorm backward over rows `[row0, row1)` for one shard of the worker pool.
@@ -186,8 +187,9 @@ pub unsafe fn backward_rows<V: F32x4, A: Elem>(
     row0: usize,
     row1: usize,
     work: *mut f32,
-) {
-    let go = rows_fn::<V, A>(k);
+) -> Result<(), NoMemory> {
+    let mut bufs = buffers();
+    let scratch = Scratch::new(k, &mut bufs)?;
     let w = !k.g.is_null();
     let partials = work.add(ACC_FLOATS * k.s.dim);
     for_each_block(row0, row1, |s, e, b| {
@@ -199,8 +201,9 @@ pub unsafe fn backward_rows<V: F32x4, A: Elem>(
         if w {
             core::ptr::write_bytes(p, 0, k.s.dim);
         }
-        go(k, s, e, p);
+        scratch.rows::<V, A>(k, s, e, p);
     });
+    Ok(())
 }
 
 /// `dg = Σ_b partial_b`, the pool job's block partials (after the workspace's sum, see

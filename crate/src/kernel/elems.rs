@@ -1,137 +1,132 @@
-//! Element-wise pieces of a row's passes: the gain (with Gemma's offset), `gy = dy · gain`,
-//! the residual add and the forward's scaling.
+//! Element-wise pieces of a row's passes: the rows of scratch a call needs (on the stack, or
+//! for long rows on the heap), the gain row (the weight, Gemma's `offset + weight` or ones),
+//! and the forward's scaling.
 
 use crate::elem::Elem;
 use crate::simd::F32x4;
+use std::alloc::{alloc, dealloc, Layout};
 
-/// `gy = dy·gain` of lanes `i..i+4` (dy without a gain). With `L` (the `llama` casting mode)
-/// rounded to the activations' type `A`, as autograd rounds the gradient of `weight · y_half`.
-/// `dy` is stored as `X`: `A`, or f32 holding `A`'s values (a row widened once).
-#[inline(always)]
-pub(super) unsafe fn gy_of<
-    V: F32x4,
-    X: Elem,
-    A: Elem,
-    const W: bool,
-    const O: bool,
-    const L: bool,
->(
-    dy: *const X,
+/// Floats of a row of scratch on the stack (32 KiB); a longer row's scratch is allocated.
+pub(super) const STACK_ROW: usize = 8192;
+
+/// A stack buffer of one row of scratch.
+pub(super) type Buffer = core::mem::MaybeUninit<[f32; STACK_ROW]>;
+
+/// The module's memory could not grow for a long row's scratch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NoMemory;
+
+/// A row of `n` floats of scratch: the caller's stack buffer when it fits, else allocated
+/// (once per call, freed on drop). Every pass then goes over the whole row in one loop.
+pub(super) struct Row {
+    ptr: *mut f32,
+    heap: Option<Layout>,
+}
+
+impl Row {
+    /// A row of `n` floats, in `stack` when `n` fits it.
+    #[inline(always)]
+    pub(super) unsafe fn new(n: usize, stack: &mut Buffer) -> Result<Row, NoMemory> {
+        if n <= STACK_ROW {
+            return Ok(Row {
+                ptr: stack.as_mut_ptr() as *mut f32,
+                heap: None,
+            });
+        }
+        let layout = Layout::array::<f32>(n).map_err(|_| NoMemory)?;
+        let ptr = alloc(layout) as *mut f32;
+        if ptr.is_null() {
+            return Err(NoMemory);
+        }
+        Ok(Row {
+            ptr,
+            heap: Some(layout),
+        })
+    }
+
+    #[inline(always)]
+    pub(super) fn ptr(&self) -> *mut f32 {
+        self.ptr
+    }
+}
+
+impl Drop for Row {
+    fn drop(&mut self) {
+        if let Some(l) = self.heap {
+            // SAFETY: allocated by `Row::new` with this layout.
+            unsafe { dealloc(self.ptr as *mut u8, l) }
+        }
+    }
+}
+
+/// The gain every element of a row is multiplied by, as one row of floats: the weight itself;
+/// `offset + weight` (each sum formed once per call, the same f32 addition the element-wise
+/// form made); or ones without a weight (`v · 1 = v` exactly, sign of zero, infinities and NaN
+/// included). So whether there is a weight or an offset changes the row the loops read, not
+/// the loops.
+pub(super) struct Gain {
     g: *const f32,
-    ov: V,
-    i: usize,
-) -> V {
-    gy_from::<V, A, W, O, L>(X::load::<V>(dy.add(i)), g, ov, i)
+    _row: Option<Row>,
 }
 
-/// [`gy_of`] of `d`, the already loaded dy of lanes `i..i+4`.
-#[inline(always)]
-pub(super) unsafe fn gy_from<V: F32x4, A: Elem, const W: bool, const O: bool, const L: bool>(
-    d: V,
-    g: *const f32,
-    ov: V,
-    i: usize,
-) -> V {
-    if !W {
-        d
-    } else if L {
-        A::round(d.mul(gain::<V, O>(g, ov, i)))
-    } else {
-        d.mul(gain::<V, O>(g, ov, i))
+impl Gain {
+    /// The gain of rows of `dim` with weight `g` (null: none) and `offset`, staged in `stack`
+    /// (or allocated, past [`STACK_ROW`]) where it is not the weight itself.
+    #[inline(always)]
+    pub(super) unsafe fn new(
+        g: *const f32,
+        offset: f32,
+        dim: usize,
+        stack: &mut Buffer,
+    ) -> Result<Gain, NoMemory> {
+        if !g.is_null() && offset == 0.0 {
+            return Ok(Gain { g, _row: None });
+        }
+        let row = Row::new(dim, stack)?;
+        stage(g, offset, row.ptr(), dim);
+        Ok(Gain {
+            g: row.ptr(),
+            _row: Some(row),
+        })
+    }
+
+    /// The gain row.
+    #[inline(always)]
+    pub(super) fn ptr(&self) -> *const f32 {
+        self.g
     }
 }
 
-/// `gy` of element `i`, as [`gy_of`].
-#[inline(always)]
-pub(super) unsafe fn gy1_of<X: Elem, A: Elem, const W: bool, const O: bool, const L: bool>(
-    dy: *const X,
-    g: *const f32,
-    offset: f32,
-    i: usize,
-) -> f32 {
-    let d = X::get(dy.add(i));
-    if !W {
-        d
-    } else if L {
-        A::round1(d * gain1::<O>(g, offset, i))
-    } else {
-        d * gain1::<O>(g, offset, i)
+/// `buf[i] = offset + g[i]` for `i < n`, or ones without a weight.
+#[inline(never)]
+unsafe fn stage(g: *const f32, offset: f32, buf: *mut f32, n: usize) {
+    for i in 0..n {
+        *buf.add(i) = if g.is_null() { 1.0 } else { offset + *g.add(i) };
     }
 }
 
-/// The gain of lanes `i..i+4`: `offset + g` with an offset (Gemma's `1 + weight`), else `g`
-/// (no addition, so the bits of a plain call do not depend on the offset's existence).
-#[inline(always)]
-pub(super) unsafe fn gain<V: F32x4, const O: bool>(g: *const f32, ov: V, i: usize) -> V {
-    let w = V::load(g.add(i));
-    if O {
-        ov.add(w)
-    } else {
-        w
-    }
-}
-
-/// The gain of element `i`, as [`gain`].
-#[inline(always)]
-pub(super) unsafe fn gain1<const O: bool>(g: *const f32, offset: f32, i: usize) -> f32 {
-    if O {
-        offset + *g.add(i)
-    } else {
-        *g.add(i)
-    }
-}
-
-/// `h = x + res` over `n` elements (lane-wise; `h` may equal `x` or `res`).
-#[inline(always)]
-pub(super) unsafe fn add_rows<V: F32x4, A: Elem>(x: *const A, res: *const A, h: *mut A, n: usize) {
-    let mut i = 0;
-    while i + 4 <= n {
-        A::store::<V>(
-            h.add(i),
-            A::load::<V>(x.add(i)).add(A::load::<V>(res.add(i))),
-        );
-        i += 4;
-    }
-    while i < n {
-        A::put(h.add(i), A::get(x.add(i)) + A::get(res.add(i)));
-        i += 1;
-    }
-}
-
-/// `y = (x · r) · g` (or `x · r` without gain; `g` is `offset + g` with `O`), `x` read as `X`
-/// (the activations' type `A`, or f32 from a widened scratch copy of the row) and `y` stored as `A`.
+/// `y = x · r · g` over `n` elements: `x` read as `X`, `y` stored as `A`, `g` a gain row. With
+/// `LLAMA` (the casting mode; only with a weight) `x · r` is rounded to the activations' type
+/// `R` before the gain multiplies it, as Hugging Face's LlamaRMSNorm does (`weight *
+/// h.to(input_dtype)`); for f32 activations that rounding is nothing. A constant, not a flag:
+/// as a flag the engine rounded every lane and selected, and the bfloat16 forward without
+/// llama ran 3-7% slower (bench/ab-builds.mjs).
 ///
 /// A second pass over the row, which is still in L1/L2 from the first (other orders that were
 /// measured and not kept: docs/performance.md, "Kernel designs measured and not kept").
-///
-/// With `L` (the `llama` casting mode) `x · r` is rounded to the activations' type before the
-/// gain multiplies it, as Hugging Face's LlamaRMSNorm does (`weight * h.to(input_dtype)`).
 #[inline(always)]
-pub(super) unsafe fn scale_row<
-    V: F32x4,
-    X: Elem,
-    A: Elem,
-    const W: bool,
-    const O: bool,
-    const L: bool,
->(
+pub(super) unsafe fn scale<V: F32x4, X: Elem, A: Elem, R: Elem, const LLAMA: bool>(
     x: *const X,
     g: *const f32,
-    offset: f32,
     y: *mut A,
     n: usize,
     r: f32,
 ) {
     let rv = V::splat(r);
-    let ov = V::splat(offset);
     let scale = |xv: V, i: usize| {
         let v = xv.mul(rv);
-        if W {
-            let v = if L { A::round(v) } else { v };
-            v.mul(gain::<V, O>(g, ov, i))
-        } else {
-            v
-        }
+        let v = if LLAMA { R::round(v) } else { v };
+        v.mul(V::load(g.add(i)))
     };
     let eight = |i: usize| {
         let [x0, x1] = X::load8::<V>(x.add(i));
@@ -150,13 +145,8 @@ pub(super) unsafe fn scale_row<
     }
     while i < n {
         let v = X::get(x.add(i)) * r;
-        let v = if W {
-            let v = if L { A::round1(v) } else { v };
-            v * gain1::<O>(g, offset, i)
-        } else {
-            v
-        };
-        A::put(y.add(i), v);
+        let v = if LLAMA { R::round1(v) } else { v };
+        A::put(y.add(i), v * *g.add(i));
         i += 1;
     }
 }

@@ -11,10 +11,8 @@
 //! Face's Mamba-2), and with `llama_w` the gained value too (a half weight), before the gate.
 //! The backward is f32 throughout, each result rounded once.
 
-use super::backward::{Backward, RSTD_HI, RSTD_LO};
-use super::elems::gain1;
-use super::forward::Forward;
-use super::reduce::{fast_rstd, fold_long, SUM_BLOCK};
+use super::args::{Backward, Forward};
+use super::reduce::{backward_is_fast, fast_rstd, fold_long, SUM_BLOCK};
 use crate::abi::Gate;
 use crate::elem::Elem;
 use crate::simd::F32x4;
@@ -87,9 +85,9 @@ unsafe fn gain_at(g: *const f32, offset: f32, i: usize) -> Option<f32> {
     if g.is_null() {
         None
     } else if offset != 0.0 {
-        Some(gain1::<true>(g, offset, i))
+        Some(offset + *g.add(i))
     } else {
-        Some(gain1::<false>(g, offset, i))
+        Some(*g.add(i))
     }
 }
 
@@ -280,7 +278,7 @@ pub(super) unsafe fn backward_rows<V: F32x4, A: Elem>(
             *k.rstd.add(row)
         };
         let b = (c / k.s.stat as f32) * rstd * (rstd * rstd);
-        if !(rstd >= RSTD_LO && rstd <= RSTD_HI && c.is_finite() && b.is_finite()) {
+        if !backward_is_fast(rstd, c, b) {
             backward_row_f64(k, row, p);
             continue;
         }

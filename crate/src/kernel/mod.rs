@@ -13,12 +13,15 @@
 //! eps does not hide it) are redone in f64 by a slow path that only such rows pay. A NaN
 //! stays in its row.
 //!
-//! One concern per file: [`reduce`] (the summation order and the fast-path test), [`elems`]
-//! (gains and element-wise passes), [`forward`], [`backward`] (one row), [`blocks`] (the
-//! weight gradient's deterministic blocks and the backward's entry points), [`gate`] (the gated
-//! RMSNorm's rows, forward and backward); [`bench`] (feature
-//! `bench-kernels`) holds what only the benchmark's build exports.
+//! One concern per file: [`args`] (what a call is given), [`reduce`] (the summation order and
+//! the fast-path tests), [`elems`] (the gain row, stretches, the forward's scaling),
+//! [`forward`], [`backward`] (one row), [`blocks`] (the weight gradient's deterministic blocks
+//! and the backward's entry points), [`gate`] (the gated RMSNorm's rows, forward and
+//! backward); [`bench`] (feature `bench-kernels`) holds what only the benchmark's build
+//! exports. The modules depend on each other one way only: `forward` and `blocks` on the rows
+//! they run (`backward`, `gate`), every one on `args`, `reduce` and `elems`.
 
+mod args;
 mod backward;
 #[cfg(feature = "bench-kernels")]
 mod bench;
@@ -29,14 +32,15 @@ mod gate;
 mod reduce;
 mod scalars;
 
-pub use backward::Backward;
+pub use args::{Backward, Forward};
 #[cfg(feature = "bench-kernels")]
 pub use bench::{add, copy, layer_norm_forward};
 pub use blocks::{
     backward, backward_rows, backward_span, dg_blocks, pool_work_floats, reduce_partials,
     span_work_floats, DG_BLOCK_ROWS,
 };
-pub use forward::{forward, forward_with, Forward};
+pub use elems::NoMemory;
+pub use forward::{forward, forward_with};
 pub use gate::{exp, silu};
 pub use reduce::SUM_BLOCK;
 pub use scalars::Scalars;

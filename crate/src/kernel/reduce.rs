@@ -1,7 +1,6 @@
-//! Reductions over a row, all in the one order [`fold`] fixes, and the test that decides
-//! whether f32 can give a row's rstd faithfully.
+//! Reductions over a row, all in the one order [`fold`] fixes, and the tests that decide
+//! whether f32 can give a row's rstd (and the backward's terms) faithfully.
 
-use super::elems::{add_rows, gy1_of, gy_from, gy_of};
 use crate::elem::Elem;
 use crate::simd::F32x4;
 
@@ -9,6 +8,9 @@ use crate::simd::F32x4;
 pub(super) const SS_TINY: f32 = f32::from_bits(27 << 23);
 /// 2^-76: an eps at least this big swamps any error in a sum of squares below `SS_TINY`.
 pub(super) const EPS_TINY: f32 = f32::from_bits(51 << 23);
+/// Backward's fast path needs `rstd³` to be a normal f32: rstd within [2^-40, 2^40].
+pub(super) const RSTD_LO: f32 = f32::from_bits(87 << 23);
+pub(super) const RSTD_HI: f32 = f32::from_bits(167 << 23);
 
 /// Whether an f32 sum of squares `ss` is faithful enough for `1/sqrt(ss/stat + eps)`.
 #[inline(always)]
@@ -27,6 +29,12 @@ pub(super) fn fast_rstd(ss: f32, stat: usize, eps: f32) -> Option<f32> {
     } else {
         None
     }
+}
+
+/// Whether the backward of a row can go in f32: `rstd³` normal, the sums and `b` finite.
+#[inline(always)]
+pub(super) fn backward_is_fast(rstd: f32, c: f32, b: f32) -> bool {
+    (RSTD_LO..=RSTD_HI).contains(&rstd) && c.is_finite() && b.is_finite()
 }
 
 /// The one summation order of every reduction here, on which the same-bits promise rests
@@ -77,7 +85,7 @@ pub(super) unsafe fn fold<V: F32x4, const K: usize>(
 }
 
 /// Floats per block of a row's sums. A row of up to this many is one [`fold`] (the bits it
-/// always had); a longer row is folded block by block by [`fold_long`], so each of the 16 f32
+/// always had); a longer row is folded block by block by [`fold_into`], so each of the 16 f32
 /// partial sums adds at most 64 terms whatever the row's length. Over a whole row of 2^27
 /// floats they added 2^23 terms each and rstd was off by up to 2.9e-3. The error grows with
 /// the terms per partial sum: on the worst rows found (constant rows whose squares round the
@@ -87,19 +95,18 @@ pub(super) unsafe fn fold<V: F32x4, const K: usize>(
 /// crate/tests/kernels.rs) at half the per-block cost of 512.
 pub const SUM_BLOCK: usize = 1024;
 
-/// [`fold`] for rows of any length: up to [`SUM_BLOCK`] exactly `fold`; beyond, `fold` over
-/// each block of [`SUM_BLOCK`] floats, the blocks' sums added in f64 in order (the same bits on
-/// every build: the order is fixed and f64 addition is IEEE everywhere).
+/// [`fold`] for a stretch of a row of any length: each block of [`SUM_BLOCK`] floats folded,
+/// the blocks' sums added into `acc` in f64 in order. A row's passes may go stretch by stretch
+/// (each starting on a block boundary) into one `acc`: the bits of one pass over the row. The
+/// same bits on every build: the order is fixed and f64 addition is IEEE everywhere.
 #[inline(always)]
-pub(super) unsafe fn fold_long<V: F32x4, const K: usize>(
+pub(super) unsafe fn fold_into<V: F32x4, const K: usize>(
+    acc: &mut [f64; K],
     n: usize,
     term8: impl Fn(usize) -> [[V; K]; 2],
     term: impl Fn(usize) -> [V; K],
     tail: impl Fn(usize) -> [f32; K],
-) -> [f32; K] {
-    // A row of at most one block is one `fold` too: its sum goes to f64 and back exactly, so
-    // it keeps the bits it always had — and `fold` is inlined once here, not twice.
-    let mut acc = [0f64; K];
+) {
     let mut b = 0;
     while b < n {
         let len = SUM_BLOCK.min(n - b);
@@ -109,101 +116,80 @@ pub(super) unsafe fn fold_long<V: F32x4, const K: usize>(
         }
         b += len;
     }
+}
+
+/// [`fold_into`] over a whole row from zero, rounded to f32. A row of at most one block is one
+/// `fold`: its sum goes to f64 and back exactly, so it keeps the bits it always had.
+#[inline(always)]
+pub(super) unsafe fn fold_long<V: F32x4, const K: usize>(
+    n: usize,
+    term8: impl Fn(usize) -> [[V; K]; 2],
+    term: impl Fn(usize) -> [V; K],
+    tail: impl Fn(usize) -> [f32; K],
+) -> [f32; K] {
+    let mut acc = [0f64; K];
+    fold_into::<V, K>(&mut acc, n, term8, term, tail);
     acc.map(|a| a as f32)
 }
 
-/// Sum of `x[i]²` over `n` elements (blocked past [`SUM_BLOCK`]).
+/// Adds the sum of `x[i]²` over `n` elements stored as `X` into `acc` (in [`fold_into`]'s order).
 #[inline(always)]
-pub(super) unsafe fn sum_sq<V: F32x4, A: Elem>(x: *const A, n: usize) -> f32 {
-    let [s] = fold_long::<V, 1>(
+pub(super) unsafe fn sum_sq_into<V: F32x4, X: Elem>(acc: &mut [f64; 1], x: *const X, n: usize) {
+    fold_into::<V, 1>(
+        acc,
         n,
-        |i| A::load8::<V>(x.add(i)).map(|v| [v.mul(v)]),
+        |i| X::load8::<V>(x.add(i)).map(|v| [v.mul(v)]),
         |i| {
-            let v = A::load::<V>(x.add(i));
+            let v = X::load::<V>(x.add(i));
             [v.mul(v)]
         },
         |i| {
-            let v = A::get(x.add(i));
+            let v = X::get(x.add(i));
             [v * v]
         },
     );
-    s
 }
 
-/// One pass over a row for the backward: `Σ gy·x` (gy = dy·(offset + g), dy·g, or dy without
-/// gain; with `L`, gy rounded to the activations' type `A`) and, when `with_ss` (a constant at
-/// every call site, so the unused sum is compiled away), `Σ x²` for a recomputed rstd. `dy`
-/// and `x` are stored as `X`: `A`, or f32 rows widened from `A` once.
-#[inline(always)]
-pub(super) unsafe fn dot_gy_x<
-    V: F32x4,
-    X: Elem,
-    A: Elem,
-    const W: bool,
-    const O: bool,
-    const L: bool,
->(
-    dy: *const X,
-    g: *const f32,
-    offset: f32,
+/// The fused residual add's first pass over a stretch: `h = x + res` rounded to `R` (the
+/// activations' type: the framework's `residual + x` is) and stored as `H`, over `n`
+/// elements, and the sum of `h²` over the first `stat` of them added into `acc` — in
+/// [`fold_into`]'s order, so with the same bits as [`sum_sq_into`] of a precomputed `h`. One
+/// read of `x` and `res`, one write of `h`.
+#[inline(never)]
+pub(super) unsafe fn add_sum_sq_into<V: F32x4, X: Elem, R: Elem, H: Elem>(
+    acc: &mut [f64; 1],
     x: *const X,
-    n: usize,
-    with_ss: bool,
-) -> (f32, f32) {
-    let ov = V::splat(offset);
-    let terms = |gy: V, xv: V| [gy.mul(xv), if with_ss { xv.mul(xv) } else { V::zero() }];
-    let [c, s] = fold_long::<V, 2>(
-        n,
-        |i| {
-            let [d0, d1] = X::load8::<V>(dy.add(i));
-            let [x0, x1] = X::load8::<V>(x.add(i));
-            [
-                terms(gy_from::<V, A, W, O, L>(d0, g, ov, i), x0),
-                terms(gy_from::<V, A, W, O, L>(d1, g, ov, i + 4), x1),
-            ]
-        },
-        |i| {
-            terms(
-                gy_of::<V, X, A, W, O, L>(dy, g, ov, i),
-                X::load::<V>(x.add(i)),
-            )
-        },
-        |i| {
-            let xv = X::get(x.add(i));
-            let gy = gy1_of::<X, A, W, O, L>(dy, g, offset, i);
-            [gy * xv, if with_ss { xv * xv } else { 0.0 }]
-        },
-    );
-    (c, s)
-}
-
-/// The fused residual add's first pass: `h = x + res` over the row's `n` elements, and the
-/// sum of `h²` over its first `stat` (in [`fold_long`]'s order, so with `stat = n` the same
-/// bits as [`sum_sq`] of a precomputed `h`: the squares are of `h` as stored, rounded to a
-/// half type when the activations are one). One read of `x` and `res`, one write of `h`.
-#[inline(always)]
-pub(super) unsafe fn add_sum_sq<V: F32x4, A: Elem>(
-    x: *const A,
-    res: *const A,
-    h: *mut A,
+    res: *const X,
+    h: *mut H,
     n: usize,
     stat: usize,
-) -> f32 {
+) {
     let term = |i: usize| {
-        let v = A::round(A::load::<V>(x.add(i)).add(A::load::<V>(res.add(i))));
-        A::store::<V>(h.add(i), v);
+        let v = R::round(X::load::<V>(x.add(i)).add(X::load::<V>(res.add(i))));
+        H::store::<V>(h.add(i), v);
         [v.mul(v)]
     };
-    let [s] = fold_long::<V, 1>(
+    fold_into::<V, 1>(
+        acc,
         stat,
         |i| [term(i), term(i + 4)],
         |i| term(i),
         |i| {
-            let v = A::round1(A::get(x.add(i)) + A::get(res.add(i)));
-            A::put(h.add(i), v);
+            let v = R::round1(X::get(x.add(i)) + X::get(res.add(i)));
+            H::put(h.add(i), v);
             [v * v]
         },
     );
-    add_rows::<V, A>(x.add(stat), res.add(stat), h.add(stat), n - stat);
-    s
+    let mut i = stat;
+    while i + 4 <= n {
+        H::store::<V>(
+            h.add(i),
+            R::round(X::load::<V>(x.add(i)).add(X::load::<V>(res.add(i)))),
+        );
+        i += 4;
+    }
+    while i < n {
+        H::put(h.add(i), R::round1(X::get(x.add(i)) + X::get(res.add(i))));
+        i += 1;
+    }
 }

@@ -169,6 +169,7 @@ pub fn forward(x: &[f32], g: Option<&[f32]>, dim: usize, eps: f32) -> (Vec<f32>,
             dim,
             eps,
         )
+        .expect("the scratch of a row")
     };
     (y, rstd)
 }
@@ -208,7 +209,10 @@ pub fn backward(
     let mut work = work_buf(kernel::span_work_floats(dim));
     let k = backward_args(dy, x, g, rstd, &mut dx, dim, eps);
     // SAFETY: every slice has the shape the kernel expects.
-    unsafe { kernel::backward::<V, _>(&k, rows, dg.as_mut_ptr(), work.as_mut_ptr() as *mut f32) };
+    unsafe {
+        kernel::backward::<V, _>(&k, rows, dg.as_mut_ptr(), work.as_mut_ptr() as *mut f32)
+            .expect("the scratch of a row")
+    };
     (dx, g.map(|_| dg))
 }
 
