@@ -8,8 +8,9 @@ import * as zlib from 'node:zlib';
 import { startWorker } from './serve.js';
 
 const port = threads.parentPort!;
-// Deno's and Bun's node:worker_threads may lack it: then buffers come through ATTACH jobs.
-const receive = typeof threads.receiveMessageOnPort === 'function' ? threads.receiveMessageOnPort : null;
+// Deno's and Bun's node:worker_threads may lack it, or (Deno) give a parentPort that is not a
+// MessagePort it takes: then buffers come through ATTACH jobs.
+const receive = typeof threads.receiveMessageOnPort === 'function' && port instanceof threads.MessagePort ? threads.receiveMessageOnPort : null;
 startWorker({
   post: (m) => port.postMessage(m),
   onMessage: (cb) => port.on('message', cb),
