@@ -24,3 +24,35 @@ export function writeAddrs(i32: Int32Array, at: number, addrs: ArrayLike<number>
   const a = at + ADDRS_AT / 4;
   for (let i = 0; i < n; i++) i32[a + i] = addrs[i]!;
 }
+
+/**
+ * One thread's own call block (the sync API's, one per instance) and the parameters last
+ * written into it: a call with the same {@link Params} object as the last one (a layer's, or
+ * a short way's remembered ones; Params are never changed once made) does not write them again.
+ * Every write of this block goes through it.
+ */
+export class CallBlock {
+  private last: Params | null = null;
+
+  constructor(
+    /** The block's byte address. */
+    readonly at: number,
+  ) {}
+
+  /** Writes `q` unless it is what the block holds. */
+  params(i32: Int32Array, f32: Float32Array, q: Params): void {
+    if (q === this.last) return;
+    writeParamsBlock(i32, f32, this.at >>> 2, q);
+    this.last = q;
+  }
+
+  /** Writes the first `n` of `addrs` as the block's addresses. */
+  addrs(i32: Int32Array, addrs: ArrayLike<number>, n: number): void {
+    writeAddrs(i32, this.at >>> 2, addrs, n);
+  }
+
+  /** The word index of the block's address `i` (for callers writing a few addresses themselves). */
+  addrWord(i: number): number {
+    return (this.at + ADDRS_AT) / 4 + i;
+  }
+}

@@ -9,9 +9,11 @@
 import type { Build, LoadedWasm } from './load.js';
 import { RmsNormLayer, type RmsNormLayerOptions } from './layer.js';
 import { heapOf, Scratch, type Heap, type F32Buffer, type U16Buffer } from './memory.js';
-import { ADDRS_AT, F, FORWARD, type Data, type Params } from './ops.js';
-import { CALL_WORDS, writeAddrs, writeParams } from './call-block.js';
-import { FastForward } from './fast-path.js';
+import { type Data, type Params } from './ops.js';
+import { CALL_WORDS, CallBlock } from './call-block.js';
+import { ShortBackward } from './short/backward.js';
+import { ShortForward } from './short/forward.js';
+import { WindowCalls } from './short/window-calls.js';
 import { backwardCall, backwardResults, forwardCall, forwardResult, type Call } from './results.js';
 import { Placer, SYNC_WINDOW_FLOATS, type WindowRules } from './place/placer.js';
 import { checkStatus } from './status.js';
@@ -41,9 +43,12 @@ export class RmsNorm {
   private readonly windowFloats: number;
   private readonly placer: Placer;
   /** This instance's call block (call-block.ts): every kernel call of this thread reads it. */
-  private readonly callAt: number;
-  /** The zero-copy float32 forward's short way (fast-path.ts). */
-  private readonly fast: FastForward;
+  private readonly block: CallBlock;
+  /** Small float32 calls in one piece through the window (short/window-calls.ts). */
+  readonly #windowCalls: WindowCalls;
+  /** The short ways of the one-off calls (short/). */
+  readonly #shortForward: ShortForward;
+  readonly #shortBackward: ShortBackward;
 
   /**
    * An instance over a loaded module. Use {@link loadRmsNorm} / {@link init}, which make one
@@ -60,8 +65,10 @@ export class RmsNorm {
     this.window.carveOne(windowFloats);
     this.windowFloats = windowFloats;
     this.placer = new Placer(this.#heap, this.window, syncRules(windowFloats));
-    this.callAt = this.#heap.alloc(CALL_WORDS);
-    this.fast = new FastForward(wasm.exports, this.callAt);
+    this.block = new CallBlock(this.#heap.alloc(CALL_WORDS));
+    this.#windowCalls = new WindowCalls(this.#heap, this.window, windowFloats, this.block, wasm.exports);
+    this.#shortForward = new ShortForward(this.#heap, this.block, wasm.exports, this.#windowCalls);
+    this.#shortBackward = new ShortBackward(this.#heap, this.#windowCalls);
   }
 
   /**
@@ -77,10 +84,23 @@ export class RmsNorm {
    * @throws TypeError / RangeError on bad arguments, before anything is written.
    */
   rmsNorm<T extends FloatArray = Float32Array>(x: T, weight: FloatArray | null, options?: RmsNormOptions<T>): T {
-    const heap = this.#heap;
-    const y = this.fast.run(heap.i32(), heap.f32(), x, weight, options);
+    const y = this.#shortForward.run('rmsNorm', x, weight, options);
     if (y !== undefined) return y as T;
     return this.forwardChecked(checkForward('rmsNorm', x, weight, options)) as T;
+  }
+
+  /**
+   * The forward's short way (short/forward.ts) for the pool's inline calls: the result, or
+   * undefined (nothing done) for a call it does not take. `shared`: a new result in a
+   * SharedArrayBuffer. @internal
+   */
+  shortForward(fn: string, x: unknown, weight: unknown, options: unknown, shared: boolean): Float32Array | undefined {
+    return this.#shortForward.run(fn, x, weight, options, shared);
+  }
+
+  /** The backward's short way (short/backward.ts), as {@link shortForward}. @internal */
+  shortBackward(fn: string, dy: unknown, x: unknown, weight: unknown, options: unknown, shared: boolean): RmsNormBackwardResult<Float32Array, Float32Array> | undefined {
+    return this.#shortBackward.run(fn, dy, x, weight, options, shared);
   }
 
   /** The forward of arguments already checked by checkForward (the pool's inline path; `shared`: new results in SharedArrayBuffers). @internal */
@@ -108,6 +128,8 @@ export class RmsNorm {
     weight: W | null,
     options?: RmsNormBackwardOptions<T, W>,
   ): RmsNormBackwardResult<T, W> {
+    const r = this.#shortBackward.run('rmsNormBackward', dy, x, weight, options);
+    if (r !== undefined) return r as RmsNormBackwardResult<T, W>;
     return this.backwardChecked(checkBackward('rmsNormBackward', dy, x, weight, options)) as RmsNormBackwardResult<T, W>;
   }
 
@@ -123,36 +145,11 @@ export class RmsNorm {
 
   /**
    * A layer's forward of a plain float32 `x` (rows × q.dim; the layer checked it) with no
-   * options, the short way: `x` copied into the window, the kernel on the weight at byte
-   * `wAt` (0: none), `y` and `rstd` copied out. The same kernel and parameters as the
-   * general path, so the same bits; false (nothing done) when it does not fit the window.
-   * @internal
+   * options, in one piece through the window (short/window-calls.ts), the weight at byte `wAt`
+   * (0: none): false (nothing done) when it does not fit. @internal
    */
   windowForward(x: Float32Array, wAt: number, q: Params, y: Float32Array, rstd: Float32Array): boolean {
-    const n = x.length;
-    const rows = rstd.length;
-    // x, then y a page and 256 bytes further (copies 4 KiB apart alias: see Scratch.carve), then rstd.
-    const yOff = Math.ceil(n / 1024) * 1024 + 64;
-    const rOff = yOff + Math.ceil(n / 1024) * 1024 + 64;
-    if (rOff + rows > this.windowFloats) return false;
-    const base = this.window.carveOne(this.windowFloats);
-    const heap = this.#heap;
-    const f32 = heap.f32();
-    const i32 = heap.i32();
-    const at = base >>> 2;
-    f32.set(x, at);
-    const c = this.callAt >>> 2;
-    writeParams(i32, f32, c, q);
-    const a = c + ADDRS_AT / 4;
-    for (let i = 0; i < FORWARD.addrs; i++) i32[a + i] = 0;
-    i32[a + F.x] = base;
-    i32[a + F.weight] = wAt;
-    i32[a + F.y] = base + 4 * yOff;
-    i32[a + F.rstd] = base + 4 * rOff;
-    checkStatus('layer.forward', this.wasm.exports.rms_norm_forward(this.callAt, this.callAt + ADDRS_AT, 0, rows));
-    y.set(f32.subarray(at + yOff, at + yOff + n));
-    rstd.set(f32.subarray(at + rOff, at + rOff + rows));
-    return true;
+    return this.#windowCalls.forward('layer.forward', x, null, wAt, q, y, rstd);
   }
 
   /** Places a checked call and runs its operation on each segment of rows: copy in, kernel, copy out. */
@@ -160,15 +157,15 @@ export class RmsNorm {
     const { op } = c;
     const p = this.placer.place(fn, op, c.arrs, rows, q, c.fresh);
     const k = this.wasm.exports;
-    const at = this.callAt;
+    const b = this.block;
     // Placing is done: the memory does not grow before the call returns, so these views hold.
     const i32 = this.#heap.i32();
-    writeParams(i32, this.#heap.f32(), at >>> 2, q);
+    b.params(i32, this.#heap.f32(), q);
     for (let s = 0, e = 0; s < rows; s = e) {
       e = p.segment(s);
       p.copyIn(s, e);
-      writeAddrs(i32, at >>> 2, p.addrs, op.addrs);
-      checkStatus(fn, op.span(k, at, s, e - s, rows));
+      b.addrs(i32, p.addrs, op.addrs);
+      checkStatus(fn, op.span(k, b.at, s, e - s, rows));
       p.copyOut(s, e);
     }
     p.finish(fn);
