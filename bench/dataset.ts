@@ -24,7 +24,7 @@ import { freshStart } from './fresh-start.js';
 
 const secs = (t0: number) => (performance.now() - t0) / 1000;
 const median = (v: readonly number[]) => [...v].sort((a, b) => a - b)[v.length >> 1]!;
-const BIN = fileURLToPath(new URL('../dist/node/bin.js', import.meta.url));
+const BIN = fileURLToPath(new URL('../bundle/node/bin.js', import.meta.url));
 const MAKE = fileURLToPath(new URL('../scripts/make-dataset.mjs', import.meta.url));
 
 /** Runs the dataset benchmark; returns (and writes) its result. */

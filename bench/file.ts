@@ -39,7 +39,7 @@ const DATA = ROWS * DIM * 4;
 const GB = 1e9;
 const CORES = os.availableParallelism();
 const THREADS = [...new Set([1, 2, 4, 8, 16, 32, 64].filter((t) => t < CORES).concat([CORES, 2 * CORES]))].sort((a, b) => a - b);
-const BIN = new URL('../dist/node/bin.js', import.meta.url).pathname;
+const BIN = new URL('../bundle/node/bin.js', import.meta.url).pathname;
 
 const root = mkdtempSync(join(process.env.BENCH_DIR ?? os.tmpdir(), 'rmsnorm-bench-file-'));
 const IN = join(root, 'in.npy');

@@ -6,7 +6,7 @@
  * scripts (demo/bench-browser.ts drives it headless).
  * @module
  */
-import * as lib from '../dist/index.js';
+import * as lib from '../bundle/index.js';
 import { benchKernels } from './bench-kernels.js';
 import { halfPairs } from './half-pairs.js';
 import { breakdown } from './one-off.js';

@@ -6,7 +6,7 @@
  * allocF32 views) and the two raw kernels.
  * @module
  */
-import { RmsNorm } from '../dist/index.js';
+import { RmsNorm } from '../bundle/index.js';
 import { initSync } from '../wasm/bench-simd/rmsnorm_wasm.js';
 
 /** @returns {Promise<{ m: any, copy(src: Float32Array, dst: Float32Array): void, layerNorm(x: Float32Array, w: Float32Array, b: Float32Array, y: Float32Array, eps: number): void }>} */

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { normalizeDataset, normalizeFile, NormalizeError, npyHeader } from '../dist/node/index.js';
 
-const BIN = new URL('../dist/node/bin.js', import.meta.url).pathname;
+const BIN = new URL('../bundle/node/bin.js', import.meta.url).pathname;
 const root = mkdtempSync(join(tmpdir(), 'rmsnorm-paths-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 const isRoot = process.getuid?.() === 0;

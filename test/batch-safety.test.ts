@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { normalizeDataset, normalizeFile, npyHeader, type DatasetRecord } from '../dist/node/index.js';
 
-const BIN = new URL('../dist/node/bin.js', import.meta.url).pathname;
+const BIN = new URL('../bundle/node/bin.js', import.meta.url).pathname;
 const root = mkdtempSync(join(tmpdir(), 'rmsnorm-safety-'));
 const DATA = join(root, 'data');
 const REF = join(root, 'ref');

@@ -17,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { normalizeDataset, normalizeFile, npyHeader, parseNpyHeader, type DatasetProgress, type DatasetRecord } from '../dist/node/index.js';
 import { partName, shardOf, splitLarge } from '../dist/node/dataset/shards.js';
 
-const BIN = fileURLToPath(new URL('../dist/node/bin.js', import.meta.url));
+const BIN = fileURLToPath(new URL('../bundle/node/bin.js', import.meta.url));
 const FIX = fileURLToPath(new URL('./fixtures/npy/', import.meta.url));
 const root = mkdtempSync(join(tmpdir(), 'rmsnorm-dataset-'));
 const DATA = join(root, 'data');

@@ -66,7 +66,7 @@ describe('no internal vocabulary where users read', () => {
   });
 
   it('the command: --help and a usage error', () => {
-    const bin = fileURLToPath(new URL('../dist/node/bin.js', import.meta.url));
+    const bin = fileURLToPath(new URL('../bundle/node/bin.js', import.meta.url));
     const help = execFileSync(process.execPath, [bin, '--help'], { cwd: REPO, encoding: 'utf8' });
     let usage = '';
     try {

@@ -21,7 +21,7 @@ mkdirSync(join(dir, 'node_modules', '.bin'), { recursive: true });
 symlinkSync(REPO, join(dir, 'node_modules', 'rmsnorm-wasm'), 'dir');
 // What npm install makes of package.json's "bin".
 const bin = join(dir, 'node_modules', '.bin', 'rmsnorm-wasm');
-writeFileSync(bin, `#!/bin/sh\nexec "${process.execPath}" "${join(REPO, 'dist', 'node', 'bin.js')}" "$@"\n`);
+writeFileSync(bin, `#!/bin/sh\nexec "${process.execPath}" "${join(REPO, 'bundle', 'node', 'bin.js')}" "$@"\n`);
 chmodSync(bin, 0o755);
 writeFileSync(join(dir, 'package.json'), JSON.stringify({ type: 'module' }));
 for (const f of files) copyFileSync(join(EXAMPLES, f), join(dir, f));

@@ -20,7 +20,7 @@ import { firstBitDiff, mismatch, refForward, sameBits, yTolerance } from '../sha
 
 const FIX = new URL('./fixtures/formats/', import.meta.url).pathname;
 const NPY = new URL('./fixtures/npy/', import.meta.url).pathname;
-const BIN = new URL('../dist/node/bin.js', import.meta.url).pathname;
+const BIN = new URL('../bundle/node/bin.js', import.meta.url).pathname;
 let dir: string;
 let m: RmsNorm;
 beforeAll(async () => {

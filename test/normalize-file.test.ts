@@ -16,7 +16,7 @@ import { loadRmsNorm, type RmsNorm } from '../dist/index.js';
 import { createNormalizeStream, normalizeFile, NormalizeError, npyHeader, parseNpyHeader } from '../dist/node/index.js';
 import { firstBitDiff, mismatch, refForward, rstdTolerance, testRows, testWeight, yTolerance } from '../shared/reference.js';
 
-const BIN = new URL('../dist/node/bin.js', import.meta.url).pathname;
+const BIN = new URL('../bundle/node/bin.js', import.meta.url).pathname;
 const FIX = new URL('./fixtures/npy/', import.meta.url).pathname;
 let dir: string;
 let m: RmsNorm;

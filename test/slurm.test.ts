@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { normalizeFile, npyHeader } from '../dist/node/index.js';
 import { ShardLock } from '../dist/node/dataset/lock.js';
 
-const BIN = new URL('../dist/node/bin.js', import.meta.url).pathname;
+const BIN = new URL('../bundle/node/bin.js', import.meta.url).pathname;
 const root = mkdtempSync(join(tmpdir(), 'rmsnorm-slurm-'));
 const conf = join(root, 'slurm.conf');
 const work = join(root, 'work');

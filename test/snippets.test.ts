@@ -72,7 +72,7 @@ describe('the code blocks of the README and docs/ run as written', () => {
   }, 60_000);
 
   it.each(commands.map((s) => [`${s.page}: ${s.code}`, s] as const))('%s', async (_name, s) => {
-    const bin = join(REPO, 'dist', 'node', 'bin.js');
+    const bin = join(REPO, 'bundle', 'node', 'bin.js');
     const args = s.code.replace(/^npx rmsnorm-wasm /, '').split(/\s+/);
     const r = await run(process.execPath, [bin, ...args], { cwd: dir, timeout: 60_000 });
     expect(r.stdout.length).toBeGreaterThan(0);

@@ -12,7 +12,6 @@ import { BUILDS, defaultBuild, isBuild, loadWasm, missingFor, type Build } from 
 import type { F32Buffer, U16Buffer } from './memory.js';
 import type { RmsNormLayer, RmsNormLayerOptions } from './layer.js';
 import { RmsNorm } from './rmsnorm.js';
-import { createPool as createPoolWith } from './pool/create.js';
 import type { PoolOptions, RmsNormPool } from './pool/api.js';
 import { options as checkOptions } from './check/options.js';
 import type { ConvertOptions } from './check/convert.js';
@@ -228,6 +227,8 @@ export type { PoolCallOptions, PoolOptions, RmsNormPool } from './pool/api.js';
  *   engine cannot run (the message says what it lacks: relaxed SIMD, or shared memory — a
  *   forced threads build never quietly runs in 'single' mode).
  */
-export function createPool(options?: PoolOptions): Promise<RmsNormPool> {
-  return createPoolWith(options, loadRmsNorm);
+export async function createPool(options?: PoolOptions): Promise<RmsNormPool> {
+  // Loaded on first use: a page or a program that never starts a pool never loads its code.
+  const { createPool: create } = await import('./pool/create.js');
+  return create(options, loadRmsNorm);
 }

@@ -167,16 +167,27 @@ export function defaultBuild(): Build {
   return relaxedSimdSupported() ? 'simd-relaxed' : 'simd';
 }
 
-async function wasmBytes(build: Build): Promise<ArrayBuffer | Uint8Array> {
+/**
+ * Compiles `build`'s module; in a browser while it downloads (compileStreaming), where the
+ * server gives it the `application/wasm` type that needs (else from the whole download). The
+ * bytes are returned too when they were read whole (a threads build reads its memory limits
+ * from them).
+ */
+async function compileBuild(build: Build): Promise<{ module: WebAssembly.Module; bytes: Uint8Array | null }> {
   const url = WASM_URL[build]();
   if (isNode) {
     // Node's fetch cannot read file: URLs.
     const fs = await import(/* @vite-ignore */ 'node:fs/promises');
-    return fs.readFile(url);
+    const bytes = await fs.readFile(url);
+    return { module: await WebAssembly.compile(bytes as Uint8Array<ArrayBuffer>), bytes };
   }
   const res = await fetch(url);
   if (!res.ok) throw new Error(`rmsnorm-wasm: could not fetch ${url.href}: HTTP ${res.status}`);
-  return res.arrayBuffer();
+  if (!isShared(build) && typeof WebAssembly.compileStreaming === 'function' && res.headers.get('Content-Type')?.split(';')[0]?.trim() === 'application/wasm') {
+    return { module: await WebAssembly.compileStreaming(res), bytes: null };
+  }
+  const bytes = new Uint8Array(await res.arrayBuffer());
+  return { module: await WebAssembly.compile(bytes), bytes };
 }
 
 /** Reads the limits (in 64 KiB pages) of the memory a module imports, from its import section. */
@@ -230,18 +241,17 @@ export async function loadWasm(
   build: Build,
   join?: { module: WasmModule; memory: WasmMemory },
 ): Promise<LoadedWasm> {
-  const glue = await GLUE[build]();
+  // The glue and the module are fetched at once: one round trip to the server, not two.
+  const [glue, compiled] = await Promise.all([GLUE[build](), join ? null : compileBuild(build)]);
   const shared = isShared(build);
   let module: WebAssembly.Module;
   let memory: WebAssembly.Memory | undefined;
   if (join) {
     ({ module, memory } = join);
   } else {
-    const raw = await wasmBytes(build);
-    const bytes = raw instanceof Uint8Array ? raw : new Uint8Array(raw);
-    module = await WebAssembly.compile(bytes as Uint8Array<ArrayBuffer>);
+    module = compiled!.module;
     if (shared) {
-      const { initial, maximum } = importedMemoryLimits(bytes);
+      const { initial, maximum } = importedMemoryLimits(compiled!.bytes!);
       memory = new WebAssembly.Memory({ initial, maximum: maximum ?? initial, shared: true });
     }
   }

@@ -27,9 +27,13 @@ const REQUIRED = [
   'package.json',
   'README.md',
   'LICENSE',
-  'dist/index.js',
+  'bundle/index.js',
+  'bundle/node/index.js',
+  'bundle/node/bin.js',
+  'bundle/pool/worker.js',
+  'bundle/pool/worker-node.js',
   'dist/index.d.ts',
-  'dist/pool/worker.js',
+  'dist/node/index.d.ts',
   ...BUILDS.flatMap((b) => WASM_FILES.map((f) => `wasm/${b}/${f}`)),
 ];
 
@@ -38,7 +42,8 @@ const ALLOWED: RegExp[] = [
   /^package\.json$/,
   /^README\.md$/,
   /^LICENSE$/,
-  /^dist\/(?:[\w-]+\/)*[\w.-]+\.(?:js|d\.ts|js\.map|d\.ts\.map)$/,
+  /^bundle\/(?:[\w-]+\/)*[\w.-]+\.(?:js|js\.map)$/,
+  /^dist\/(?:[\w-]+\/)*[\w.-]+\.(?:d\.ts|d\.ts\.map)$/,
   // the pages the README links (see readmeLinks), and the chart docs/benchmarks.md shows
   /^docs\/[\w-]+\.md$/,
   /^bench\/results\/latest\.svg$/,
@@ -92,10 +97,12 @@ describe('npm pack', () => {
     expect(extra).toEqual([]);
   });
 
-  test('every compiled module has its type declarations', () => {
-    const js = packed.files.filter((f) => f.startsWith('dist/') && f.endsWith('.js'));
-    expect(js.length).toBeGreaterThan(3);
-    expect(js.filter((f) => !packed.files.includes(f.replace(/\.js$/, '.d.ts')))).toEqual([]);
+  test('every entry point of package.json is shipped, with its type declarations', () => {
+    const pkg = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { exports: Record<string, string | Record<string, string>>; bin: Record<string, string> };
+    const targets = Object.values(pkg.exports).flatMap((e) => (typeof e === 'string' ? [e] : Object.values(e))).map((f) => f.replace(/^\.\//, ''));
+    expect(targets.filter((f) => !packed.files.includes(f))).toEqual([]);
+    expect(Object.values(pkg.bin).filter((f) => !packed.files.includes(f))).toEqual([]);
+    for (const e of Object.values(pkg.exports)) if (typeof e !== 'string') expect(Object.keys(e)).toEqual(['types', 'default']);
   });
 
   test('every source map resolves to a shipped source, every sourceMappingURL to a shipped map', async () => {
@@ -191,7 +198,7 @@ describe('npm pack', () => {
   });
 
   test('the packed entry point loads through require() on this Node, and not where require() of ES modules is off', async () => {
-    const entry = join(unpacked, 'dist', 'index.js');
+    const entry = join(unpacked, 'bundle', 'index.js');
     const script = `const m = require(${JSON.stringify(entry)}); m.init().then(() => console.log(Array.from(m.rmsNorm(new Float32Array([3, 4]), null, { dim: 2 })).join(',')))`;
     const { stdout } = await run(process.execPath, ['-e', script], { timeout: 30_000 });
     const [a, b] = stdout.trim().split(',').map(Number);
@@ -208,11 +215,11 @@ describe('npm pack', () => {
   test('each entry point exports exactly the public API, and its objects carry no test hooks', async () => {
     // The names a user can import: adding one is a decision, so it is listed here.
     const PUBLIC: Record<string, string[]> = {
-      'dist/index.js': [
+      'bundle/index.js': [
         'DEFAULT_EPS', 'RmsNorm', 'allocF32', 'allocU16', 'createPool', 'createRmsNorm', 'float32ToHalf', 'halfToFloat32', 'init',
         'instance', 'loadRmsNorm', 'relaxedSimdSupported', 'rmsNorm', 'rmsNormBackward', 'simdSupported', 'statOf', 'threadsAvailable',
       ],
-      'dist/node/index.js': [
+      'bundle/node/index.js': [
         'CHUNK_BYTES', 'NPY_ITEM_BYTES', 'NPY_PREFIX_BYTES', 'NormalizeError', 'NpyError', 'createNormalizeStream', 'normalizeDataset', 'normalizeFile',
         'npyDataOffset', 'npyHeader', 'parseNpyHeader',
       ],
@@ -221,7 +228,7 @@ describe('npm pack', () => {
       const m = (await import(pathToFileURL(join(unpacked, entry)).href)) as Record<string, unknown>;
       expect({ entry, names: Object.keys(m).sort() }).toEqual({ entry, names: [...names].sort() });
     }
-    const m = (await import(pathToFileURL(join(unpacked, 'dist/index.js')).href)) as typeof import('../../dist/index.js');
+    const m = (await import(pathToFileURL(join(unpacked, 'bundle/index.js')).href)) as typeof import('../../dist/index.js');
     const pool = await m.createPool({ threads: 1 });
     try {
       expect(Object.getOwnPropertySymbols(pool)).toEqual([]);

@@ -4,6 +4,7 @@
  * @module
  */
 import { isNode } from '../platform.js';
+import { nodeWorkerUrl, startWebWorker } from '../worker-entries.js';
 import type { AttachMessage, InitMessage, ResumeMessage, WorkerMessage } from './messages.js';
 
 /** A running worker. */
@@ -69,12 +70,11 @@ function workerExecArgv(refused?: string): string[] {
   return argv;
 }
 
-/** Starts a worker running dist/pool/worker-node.js (Node) or dist/pool/worker.js (browsers). */
+/** Starts a worker running pool/worker-node.js (Node) or pool/worker.js (browsers): see worker-entries.ts. */
 export async function spawnWorker(events: WorkerEvents): Promise<WorkerHandle> {
   if (isNode) {
     const { Worker } = await import(/* @vite-ignore */ 'node:worker_threads');
-    // Hidden from bundlers (they would copy the Node entry into a browser build).
-    const url = new URL(/* @vite-ignore */ './worker-node.js', import.meta.url);
+    const url = nodeWorkerUrl();
     let w: import('node:worker_threads').Worker;
     try {
       w = new Worker(url, { execArgv: workerExecArgv() });
@@ -103,9 +103,7 @@ export async function spawnWorker(events: WorkerEvents): Promise<WorkerHandle> {
       confirmsStop: true,
     };
   }
-  // The literal `new Worker(new URL('./worker.js', import.meta.url), { type: 'module' })` is
-  // what bundlers look for to emit the worker as its own entry.
-  const w = new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });
+  const w = startWebWorker();
   let stopped = false;
   w.addEventListener('message', (e: MessageEvent) => events.message(e.data as WorkerMessage));
   w.addEventListener('error', (e: ErrorEvent) => {
