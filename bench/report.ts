@@ -122,7 +122,7 @@ export function comparisons(rows: Row[], shapes: Shape[]): Comparison[] {
   const bwd = (s: string, p: (r: Row) => boolean) => best(s, 'backward', p);
   const c = (id: string, text: string, pick: (s: string) => { num?: Row; den?: Row }) => compare(id, text, all, pick);
   return [
-    c('default-js', 'the default call (rmsNorm(x, w)) ÷ the plain JS loop (js-naive), forward', (s) => ({ num: fwd(s, named('wasm-default')), den: fwd(s, named('js-naive')) })),
+    c('default-js', 'the default call (rmsNorm(x, w): a new result) ÷ the plain JS loop into a new array (js-naive-new), forward', (s) => ({ num: fwd(s, named('wasm-default')), den: fwd(s, named('js-naive-new')) })),
     c('default-ort-node', 'the default call ÷ onnxruntime-node (its best thread count), forward', (s) => ({ num: fwd(s, named('wasm-default')), den: fwd(s, ortNode) })),
     c('default-ort-web', 'the default call ÷ onnxruntime-web (its best thread count), forward', (s) => ({ num: fwd(s, named('wasm-default')), den: fwd(s, ortWeb) })),
     c('layer-js', 'the layer (createRmsNorm(w).forward(x)) ÷ js-naive, forward', (s) => ({ num: fwd(s, named('wasm-layer')), den: fwd(s, named('js-naive')) })),

@@ -2,12 +2,16 @@
  * `npm run bench`: RMSNorm forward and backward (float32) for every contender on every shape,
  * each checked against a float64 reference and then timed with tinybench.
  *
- * Usage: tsx bench/run.ts [--shapes 64x4096,1x896] [--quick] [--out DIR] [--no-ort]
+ * Then the cold start of a program (bench/cold-start.ts): fresh processes timing `import`,
+ * `init()` and a first call, against onnxruntime's import, session and first run.
+ *
+ * Usage: tsx bench/run.ts [--shapes 64x4096,1x896] [--quick] [--out DIR] [--no-ort] [--baseline DIR]
  *   --shapes  ROWSxDIM list (default: bench/defaults.ts)
  *   --quick   tiny shapes, a few iterations each (for tests); writes to bench/results/quick
  *             unless --out says otherwise, never over the committed results
  *   --out     directory for latest.json and latest.svg (default bench/results)
  *   --no-ort  skip the onnxruntime child processes
+ *   --baseline another checkout of this package, built: its cold start beside this one's
  *
  * Tables go to stdout, progress to stderr.
  * @module
@@ -32,10 +36,13 @@ import { runOrtChild } from './ort-launch.js';
 import { comparisons, derive, layerNormSavings, progressLine, shapeTable, summary } from './report.js';
 import { BYTES_PER_ELEM, benchFor, measure, timingFor } from './runner.js';
 import { BENCHMARKS_MD, writeBenchmarks } from './docs.js';
+import { coldStarts } from './cold-start.js';
 import { renderSvg } from './svg.js';
 import type { Contender, Row, Shape } from './types.js';
 
 const HERE = fileURLToPath(new URL('.', import.meta.url));
+/** The row length of the cold start's first call: one token of a small model. */
+const COLD_DIM = 896;
 
 const { values: args } = parseArgs({
   options: {
@@ -43,11 +50,12 @@ const { values: args } = parseArgs({
     quick: { type: 'boolean', default: false },
     out: { type: 'string' },
     'no-ort': { type: 'boolean', default: false },
+    baseline: { type: 'string' },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
 if (args.help) {
-  process.stdout.write('tsx bench/run.ts [--shapes 64x4096,1x896] [--quick] [--out DIR] [--no-ort]\n');
+  process.stdout.write('tsx bench/run.ts [--shapes 64x4096,1x896] [--quick] [--out DIR] [--no-ort] [--baseline DIR]\n');
   process.exit(0);
 }
 const quick = args.quick!;
@@ -121,6 +129,11 @@ notes.push(
     'on pre-made tensors is timed, which includes onnxruntime copying X in and Y out.',
 );
 
+const coldRounds = quick ? 1 : 7;
+log(`cold start: ${coldRounds} round(s) of fresh processes`);
+const coldStart = { dim: COLD_DIM, rounds: coldRounds, rows: coldStarts(coldRounds, COLD_DIM, args.baseline) };
+for (const c of coldStart.rows) log(`  ${c.name}: ${c.totalMs} ms (import ${c.importMs}, init ${c.initMs}, first call ${c.firstCallMs})`);
+
 derive(rows);
 const shapeNames = shapes.map(shapeName);
 const cs = comparisons(rows, shapes);
@@ -168,6 +181,7 @@ const json = {
   comparisons: cs,
   layerNormSavings: ln,
   summary: text,
+  coldStart,
   rows,
 };
 // Infinity (a failed check's error) has no JSON form: write it as a string.

@@ -6,10 +6,12 @@
  * (computed by bench/report.ts) and a chart (bench/svg.ts) in browser-ENGINE.svg; then, per
  * engine, half precision against float32 on every SIMD build it runs (demo/half-pairs.js) to
  * half-browser-ENGINE.json, and what the one-off call costs and where its time goes
- * (demo/one-off.js) to one-off-browser.json. docs/benchmarks.md is regenerated from them.
+ * (demo/one-off.js) to one-off-browser.json; last, the page's time to its first result, cold
+ * (demo/cold-start/: a new page per load, nothing cached), this package against
+ * onnxruntime-web, into browser-ENGINE.json. docs/benchmarks.md is regenerated from them.
  *
  * Usage: tsx demo/bench-browser.ts [--engines chromium,firefox,webkit] [--shapes 64x4096,1x896]
- *                                  [--quick] [--out DIR] [--budget MS] [--no-isolation]
+ *                                  [--quick] [--out DIR] [--budget MS] [--no-isolation] [--baseline DIR]
  *   --engines       which engines (default: all three; WebKit where it is installed)
  *   --shapes        ROWSxDIM list (default: bench/defaults.ts, as `npm run bench`)
  *   --quick         bench's quick shapes and a 20 ms budget; writes to bench/results/quick
@@ -18,13 +20,14 @@
  *   --no-isolation  serve without COOP/COEP: the pool runs in single mode
  *   --half-shapes   ROWSxDIM list of the half-precision pairs (default 4096x4096,1024x5120,64x4096)
  *   --one-off-shapes ROWSxDIM list of the one-off breakdown (default 1x896,1x2048,8x1024,64x4096,256x4096,1024x5120)
+ *   --baseline      another checkout of this package, built: its pages' cold start beside this one's
  *
  * Tables go to stdout, progress to stderr.
  * @module
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
-import { join, resolve } from 'node:path';
+import { extname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { parseShapes, shapeName } from '../bench/data.js';
@@ -35,6 +38,8 @@ import { renderSvg } from '../bench/svg.js';
 import type { Row, Shape } from '../bench/types.js';
 import { buildNormModel, RMS_NORMALIZATION } from '../bench/onnx-model.js';
 import { makeCase } from '../shared/reference.js';
+import { mainEntry } from '../bench/cold-start.js';
+import { MIME } from './static-server.js';
 import { ENGINES, launchEngine, waitFor, type Engine, type EngineName, type EnginePage } from './engines.js';
 import { startDemoServer } from './server.js';
 import { webkitInstalled } from './webkit.js';
@@ -51,11 +56,12 @@ const { values: args } = parseArgs({
     'no-isolation': { type: 'boolean', default: false },
     'half-shapes': { type: 'string' },
     'one-off-shapes': { type: 'string' },
+    baseline: { type: 'string' },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
 if (args.help) {
-  process.stdout.write('tsx demo/bench-browser.ts [--engines chromium,firefox,webkit] [--shapes 64x4096,1x896] [--quick] [--out DIR] [--budget MS] [--no-isolation] [--half-shapes 4096x4096] [--one-off-shapes 1x896]\n');
+  process.stdout.write('tsx demo/bench-browser.ts [--engines chromium,firefox,webkit] [--shapes 64x4096,1x896] [--quick] [--out DIR] [--budget MS] [--no-isolation] [--half-shapes 4096x4096] [--one-off-shapes 1x896] [--baseline DIR]\n');
   process.exit(0);
 }
 const quick = args.quick!;
@@ -74,6 +80,11 @@ const oneOffShapes = args['one-off-shapes']
     : ['1x896', '1x2048', '8x1024', '64x4096', '256x4096', '1024x5120'];
 const log = (s: string) => process.stderr.write(s + '\n');
 const LONG = 60 * 60_000;
+const baseline = args.baseline ? resolve(args.baseline) : undefined;
+/** The cold start's row length, and its rounds (a new page for each load). */
+const COLD_DIM = 896;
+const COLD_ROUNDS = quick ? 1 : 7;
+const REPO = fileURLToPath(new URL('..', import.meta.url));
 
 /** What the page reports about itself (demo/app.js `env`). */
 interface PageEnv {
@@ -99,12 +110,20 @@ const server = await startDemoServer({
   isolated,
   // Each case's onnxruntime model, built here as the Node benchmark builds it (the same case
   // of shared/reference.js makeCase, the same hand-encoded RMSNormalization model).
+  // The cold-start page fetches the same case's weight. A baseline checkout is served under /baseline/.
   routes(path, res, url) {
-    if (path !== '/ort-model') return false;
+    if (baseline && path.startsWith('/baseline/')) {
+      const file = resolve(baseline, '.' + path.slice('/baseline'.length));
+      if (!file.startsWith(baseline + '/')) return false;
+      res.writeHead(200, { 'Content-Type': MIME[extname(file)] ?? 'application/octet-stream' }).end(readFileSync(file));
+      return true;
+    }
+    if (path !== '/ort-model' && path !== '/ort-weight') return false;
     const r = Number(url.searchParams.get('rows'));
     const d = Number(url.searchParams.get('dim'));
     const c = makeCase({ rows: r, dim: d });
-    res.writeHead(200, { 'Content-Type': 'application/octet-stream' }).end(Buffer.from(buildNormModel(r, d, c.w, c.eps, RMS_NORMALIZATION)));
+    const body = path === '/ort-weight' ? new Uint8Array(c.w.buffer, c.w.byteOffset, c.w.byteLength) : buildNormModel(r, d, c.w, c.eps, RMS_NORMALIZATION);
+    res.writeHead(200, { 'Content-Type': 'application/octet-stream' }).end(Buffer.from(body));
     return true;
   },
 });
@@ -132,6 +151,7 @@ async function benchEngine(name: EngineName): Promise<void> {
   let rows: Row[];
   let env: PageEnv;
   let half: { builds: string[]; rows: { shape: string; pair: string; ratio: number }[] };
+  let cold: ColdStartPages;
   try {
     const d = await demoPage(engine, server.url);
     env = d.env;
@@ -163,14 +183,57 @@ async function benchEngine(name: EngineName): Promise<void> {
       oneOff[name] = { version, userAgent: env.userAgent, build: env.build, ...o };
       await p.page.close();
     }
+    cold = await coldStartPages(engine);
+    for (const c of cold.rows) log(`${name} cold start, ${c.name}: ${c.ms.toFixed(1)} ms`);
   } finally {
     await engine.close();
   }
-  write(name, version, env, rows, half, started);
+  write(name, version, env, rows, half, cold, started);
+}
+
+/** Medians of a page's time to its first result, per contender (ms). */
+interface ColdStartPages {
+  dim: number;
+  rounds: number;
+  rows: { name: string; ms: number }[];
+}
+
+/**
+ * The cold-start page (demo/cold-start/) in new pages of `engine`, COLD_ROUNDS rounds that
+ * alternate this package, the baseline's (with --baseline) and onnxruntime-web; medians.
+ */
+async function coldStartPages(engine: Engine): Promise<ColdStartPages> {
+  const lib = (entry: string) => `demo/cold-start/?dim=${COLD_DIM}&lib=${encodeURIComponent(entry)}`;
+  const targets: [string, string][] = [
+    ['rmsnorm-wasm', lib('/' + relative(REPO, mainEntry(REPO)))],
+    ...(baseline ? [['rmsnorm-wasm (baseline)', lib('/baseline/' + relative(baseline, mainEntry(baseline)))] as [string, string]] : []),
+    ['onnxruntime-web', `demo/cold-start/?dim=${COLD_DIM}&ort=1`],
+  ];
+  const ms = new Map<string, number[]>();
+  for (let r = 0; r < COLD_ROUNDS; r++) {
+    for (const [name, path] of targets) {
+      const page = await engine.newPage();
+      try {
+        await page.goto(server.url + path);
+        await waitFor(page, 'globalThis.coldStart !== undefined', 120_000);
+        const c = await page.evaluate<{ ms?: number; ok?: boolean; error?: string; steps?: object }>('globalThis.coldStart');
+        if (process.env.COLD_STEPS) log(`  ${name}: ${JSON.stringify(c)}`);
+        if (c.error !== undefined || !c.ok) throw new Error(`${engine.name}, cold start of ${name}: ${c.error ?? 'the first result is not the normalized row'}`);
+        ms.set(name, [...(ms.get(name) ?? []), c.ms!]);
+      } finally {
+        await page.close();
+      }
+    }
+  }
+  const median = (a: number[]) => [...a].sort((p, q) => p - q)[Math.floor(a.length / 2)]!;
+  return { dim: COLD_DIM, rounds: COLD_ROUNDS, rows: targets.map(([name]) => ({ name, ms: Math.round(median(ms.get(name)!) * 10) / 10 })) };
 }
 
 /** The engine's result files: browser-NAME.json and .svg, half-browser-NAME.json. */
-function write(name: EngineName, version: string, env: PageEnv, rows: Row[], half: { builds: string[]; rows: { shape: string; pair: string; ratio: number }[] }, started: number): void {
+function write(
+  name: EngineName, version: string, env: PageEnv, rows: Row[], half: { builds: string[]; rows: { shape: string; pair: string; ratio: number }[] },
+  coldStart: ColdStartPages, started: number,
+): void {
   // JSON turned the page's Infinity (failed checks) into null: put it back for the report.
   for (const r of rows) {
     if (r.check.maxAbsErr === null) r.check.maxAbsErr = Infinity;
@@ -215,6 +278,7 @@ function write(name: EngineName, version: string, env: PageEnv, rows: Row[], hal
     comparisons: cs,
     layerNormSavings: ln,
     summary: text,
+    coldStart,
     rows,
   };
   const replacer = (_k: string, v: unknown) => (typeof v === 'number' && !Number.isFinite(v) ? String(v) : v);

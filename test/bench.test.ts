@@ -22,6 +22,7 @@ interface BenchJson {
   shapes: string[];
   tolerance: { atol: number; rtol: number };
   comparisons: { id: string; text: string; shapes: { shape: string; ratio: number }[] }[];
+  coldStart: { dim: number; rounds: number; rows: { name: string; importMs: number; initMs: number; firstCallMs: number; totalMs: number }[] };
   summary: string;
   rows: Record<string, unknown>[];
 }
@@ -82,7 +83,7 @@ describe('npm run bench -- --quick', () => {
 
   it('covers every contender family on every shape', () => {
     const expected = [
-      ['forward', 'js-naive'], ['forward', 'js-optimized'], ['forward', 'wasm-scalar'], ['forward', 'wasm-simd'],
+      ['forward', 'js-naive'], ['forward', 'js-naive-new'], ['forward', 'js-optimized'], ['forward', 'wasm-scalar'], ['forward', 'wasm-simd'],
       ['forward', 'wasm-simd-zero-copy'], ['backward', 'js-naive'], ['backward', 'js-optimized'],
       ['backward', 'wasm-scalar'], ['backward', 'wasm-simd'], ['backward', 'wasm-simd-zero-copy'],
       ['copy', 'copy'], ['copy', 'memcpy'], ['layernorm', 'layernorm-wasm-simd-zero-copy'],
@@ -113,6 +114,15 @@ describe('npm run bench -- --quick', () => {
     expect(json.summary).toMatch(/passed the float64 check/);
     for (const s of json.shapes) expect(stdout).toContain(`== ${s}`);
     expect(stdout).toMatch(/Summary: /);
+  });
+
+  it('times the cold start of this package and of onnxruntime in fresh processes, each checked', () => {
+    const cold = json.coldStart;
+    expect(cold.rows.map((r) => r.name)).toEqual(['rmsnorm-wasm', 'onnxruntime-web', 'onnxruntime-node']);
+    for (const r of cold.rows) {
+      for (const k of ['importMs', 'initMs', 'firstCallMs'] as const) expect(r[k], `${r.name} ${k}`).toBeGreaterThan(0);
+      expect(r.totalMs).toBeGreaterThanOrEqual(r.importMs);
+    }
   });
 
   it('writes an SVG chart next to the JSON and leaves the committed results alone', () => {

@@ -5,7 +5,8 @@
  * bench/types.ts rows), every row checked against the float64 reference and timed, plus its
  * chart; half-browser-ENGINE.json, half precision against float32 on each SIMD build the engine
  * runs (and the relaxed build against the plain one where it has relaxed SIMD), every pair
- * timed; and one-off-browser.json, the default call's breakdown in every engine. No timing is
+ * timed; one-off-browser.json, the default call's breakdown in every engine; and the page's
+ * time to its first result, this package and onnxruntime-web, each load checked. No timing is
  * asserted.
  */
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
@@ -28,9 +29,12 @@ test('quick run in every engine writes bench-format JSON with every row checked 
   const engines = ['chromium', 'firefox', ...(webkitInstalled() ? ['webkit'] : [])];
   for (const engine of engines) {
     const json = JSON.parse(await readFile(join(out, `browser-${engine}.json`), 'utf8'));
-    for (const k of ['machine', 'node', 'v8', 'date', 'quick', 'shapes', 'durationS', 'tolerance', 'bytesPerElem', 'timing', 'notes', 'comparisons', 'layerNormSavings', 'summary', 'rows']) {
+    for (const k of ['machine', 'node', 'v8', 'date', 'quick', 'shapes', 'durationS', 'tolerance', 'bytesPerElem', 'timing', 'notes', 'comparisons', 'layerNormSavings', 'summary', 'coldStart', 'rows']) {
       expect(json, `${engine}: ${k}`).toHaveProperty(k);
     }
+    // the page checks its first result before it reports a time (demo/cold-start/main.js)
+    expect(json.coldStart.rows.map((r: { name: string }) => r.name), engine).toEqual(['rmsnorm-wasm', 'onnxruntime-web']);
+    for (const r of json.coldStart.rows) expect(r.ms, `${engine}: ${r.name}`).toBeGreaterThan(0);
     expect(json.quick).toBe(true);
     expect(json.browser.name).toBe(engine);
     expect(json.browser.crossOriginIsolated).toBe(true);
