@@ -251,6 +251,7 @@ function dataset(json: DatasetJson | null): string {
 
 interface SizeJson {
   builds: Record<string, { wasm: { bytes: number; gzipBytes: number }; glue: { bytes: number; gzipBytes: number } }>;
+  scripts?: Record<'import' | 'pool', { files: number; bytes: number; gzipBytes: number }>;
 }
 
 /** The download-size section: per build, the module and its glue, raw and gzipped. */
@@ -268,6 +269,17 @@ function size(json: SizeJson | null): string {
     '|---|---:|---:|---:|',
     ...Object.entries(json.builds).map(([b, s]) => `| \`${b}\` | ${kib(s.wasm.bytes)} | ${kib(s.wasm.gzipBytes)} | ${(s.glue.gzipBytes / 1024).toFixed(1)} KiB |`),
     '',
+    ...(json.scripts
+      ? [
+          'And the package\'s JavaScript (each file gzipped on its own, as a server sends it):',
+          '',
+          '| loaded | files | raw | gzip |',
+          '|---|---:|---:|---:|',
+          `| by \`import\` (the entry and its chunks) | ${json.scripts.import.files} | ${kib(json.scripts.import.bytes)} | ${kib(json.scripts.import.gzipBytes)} |`,
+          `| by \`createPool()\` (the pool's code; its workers fetch their own script) | ${json.scripts.pool.files} | ${kib(json.scripts.pool.bytes)} | ${kib(json.scripts.pool.gzipBytes)} |`,
+          '',
+        ]
+      : []),
   ].join('\n');
 }
 

@@ -38,7 +38,7 @@ export function roofs(): Promise<Roofs> {
     const mod = wabt.parseWat('roofs.wat', text, { simd: true, bulk_memory: true });
     const { buffer } = mod.toBinary({});
     mod.destroy();
-    const { instance } = await WebAssembly.instantiate(buffer);
+    const { instance } = (await WebAssembly.instantiate(buffer)) as unknown as WebAssembly.WebAssemblyInstantiatedSource;
     const k = instance.exports as unknown as RoofExports;
     let top = 64;
     return {

@@ -76,7 +76,7 @@ export async function rtenContenders(notes: string[]): Promise<Contender[]> {
     notes.push('rten-vecmath skipped: wasm/bench-rten/rten_peer.wasm is missing (bash build.sh bench-simd builds it).');
     return [];
   }
-  const { instance } = await WebAssembly.instantiate(bytes, {});
+  const { instance } = (await WebAssembly.instantiate(bytes, {})) as unknown as WebAssembly.WebAssemblyInstantiatedSource;
   const k = instance.exports as unknown as RtenExports;
   return [
     {

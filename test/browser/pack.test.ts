@@ -18,7 +18,7 @@ import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { BUILDS } from '../../ts/load.js';
 import { packRepo, REPO, run, type Packed } from './pack.js';
-import { buildSizes } from '../../bench/size.js';
+import { buildSizes, scriptSizes } from '../../bench/size.js';
 
 const WASM_FILES = ['rmsnorm_wasm.js', 'rmsnorm_wasm.d.ts', 'rmsnorm_wasm_bg.wasm', 'rmsnorm_wasm_bg.wasm.d.ts'];
 
@@ -242,8 +242,11 @@ describe('npm pack', () => {
     const unpacked = join(packed.dir, 'for-sizes');
     await mkdir(unpacked);
     await run('tar', ['xzf', packed.tarball, '-C', unpacked]);
-    const committed = JSON.parse(readFileSync(join(REPO, 'bench', 'results', 'size.json'), 'utf8')) as { builds: unknown };
+    const committed = JSON.parse(readFileSync(join(REPO, 'bench', 'results', 'size.json'), 'utf8')) as { builds: unknown; scripts: unknown };
     expect(buildSizes(join(unpacked, 'package'))).toEqual(committed.builds);
+    expect(scriptSizes(join(unpacked, 'package'))).toEqual(committed.scripts);
+    // Each module a page fetches stays light: 64 KiB gzipped at most.
+    for (const [b, sz] of Object.entries(buildSizes(join(unpacked, 'package')))) expect([b, sz.wasm.gzipBytes <= 64 * 1024]).toEqual([b, true]);
     // No build ships what nothing reads at run time: the name section and the other custom ones.
     for (const b of Object.keys(committed.builds as object)) {
       const wasm = readFileSync(join(unpacked, 'package', 'wasm', b, 'rmsnorm_wasm_bg.wasm'));
