@@ -6,7 +6,8 @@
 // bundle/, the pool's code into one loaded on createPool. wasm/ stays as it is, beside bundle/
 // as beside dist/ (load.ts finds it at ../wasm), and Node's modules are left to Node. The
 // identifiers are kept (error names and stack traces read as in the sources); the maps point
-// at ts/.
+// at ts/. Lines are cut at 120 characters: Node prints the source line of an uncaught error,
+// and in a whitespace-minified file without breaks that line is the whole file.
 import * as esbuild from 'esbuild';
 import { rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -26,6 +27,7 @@ await esbuild.build({
   external: ['node:*', '../wasm/*'],
   minifyWhitespace: true,
   minifySyntax: true,
+  lineLimit: 120,
   sourcemap: 'linked',
   sourcesContent: false,
   legalComments: 'none',
