@@ -16,7 +16,7 @@
  * Tables go to stdout, progress to stderr.
  * @module
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import os from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -33,11 +33,11 @@ import { instance } from '../dist/index.js';
 import { ATOL, RTOL, caseReference, makeCase } from '../shared/reference.js';
 import { parseShapes, shapeName } from './data.js';
 import { runOrtChild } from './ort-launch.js';
-import { comparisons, derive, layerNormSavings, progressLine, shapeTable, summary } from './report.js';
+import { progressLine, shapeTable } from './report.js';
+import { writeRun } from './results-json.js';
 import { BYTES_PER_ELEM, benchFor, measure, timingFor } from './runner.js';
 import { BENCHMARKS_MD, writeBenchmarks } from './docs.js';
 import { coldStarts } from './cold-start.js';
-import { renderSvg } from './svg.js';
 import type { Contender, Row, Shape } from './types.js';
 
 const HERE = fileURLToPath(new URL('.', import.meta.url));
@@ -134,11 +134,7 @@ log(`cold start: ${coldRounds} round(s) of fresh processes`);
 const coldStart = { dim: COLD_DIM, rounds: coldRounds, rows: coldStarts(coldRounds, COLD_DIM, args.baseline) };
 for (const c of coldStart.rows) log(`  ${c.name}: ${c.totalMs} ms (import ${c.importMs}, init ${c.initMs}, first call ${c.firstCallMs})`);
 
-derive(rows);
 const shapeNames = shapes.map(shapeName);
-const cs = comparisons(rows, shapes);
-const ln = layerNormSavings(rows, shapes);
-
 const cpu = os.cpus()[0]?.model?.trim() ?? 'unknown';
 const machine = {
   cpu,
@@ -150,6 +146,27 @@ const machine = {
   loadAvgEnd: os.loadavg().map((v) => Math.round(v * 100) / 100),
 };
 const date = new Date().toISOString();
+mkdirSync(outDir, { recursive: true });
+const text = writeRun(
+  outDir,
+  'latest',
+  shapes,
+  rows,
+  {
+    machine,
+    node: process.versions.node,
+    v8: process.versions.v8,
+    reference: 'float64, same inputs',
+    date,
+    quick,
+    durationS: Math.round((Date.now() - started) / 1000),
+    timing: Object.fromEntries(shapes.map((s) => [shapeName(s), timingFor(s, quick)])),
+    notes,
+    extra: { builds, coldStart },
+  },
+  'rmsnorm-wasm: RMSNorm float32 throughput',
+  `${cpu}, ${cores} cores, Node ${process.versions.node} (V8 ${process.versions.v8}), ${date.slice(0, 10)}`,
+);
 
 for (const s of shapeNames) {
   process.stdout.write(`\n== ${s}  (builds: init() ${builds.init}, pool ${builds.pool}; median of tinybench samples; ±rme = 95% margin of error of the mean)\n`);
@@ -161,37 +178,8 @@ process.stdout.write(
     `%copy = GB/s ÷ the wasm copy's GB/s at that shape; %roof = GB/s ÷ the hand-written kernel's of the same op ` +
     `(bench/roofs/roofs.wat: roof-two-pass, roof-copy). Check: |y − ref64| ≤ ${ATOL} + ${RTOL}·|ref64| for every element.\n`,
 );
-const text = summary(rows, cs, ln, notes);
 process.stdout.write(`\nSummary: ${text}\n`);
-
-mkdirSync(outDir, { recursive: true });
-const json = {
-  machine,
-  node: process.versions.node,
-  v8: process.versions.v8,
-  builds,
-  date,
-  quick,
-  shapes: shapeNames,
-  durationS: Math.round((Date.now() - started) / 1000),
-  tolerance: { atol: ATOL, rtol: RTOL, reference: 'float64, same inputs' },
-  bytesPerElem: BYTES_PER_ELEM,
-  timing: Object.fromEntries(shapes.map((s) => [shapeName(s), timingFor(s, quick)])),
-  notes,
-  comparisons: cs,
-  layerNormSavings: ln,
-  summary: text,
-  coldStart,
-  rows,
-};
-// Infinity (a failed check's error) has no JSON form: write it as a string.
-const replacer = (_k: string, v: unknown) => (typeof v === 'number' && !Number.isFinite(v) ? String(v) : v);
-writeFileSync(join(outDir, 'latest.json'), JSON.stringify(json, replacer, 1) + '\n');
-writeFileSync(
-  join(outDir, 'latest.svg'),
-  renderSvg(rows, shapeNames, 'rmsnorm-wasm: RMSNorm float32 throughput', `${cpu}, ${cores} cores, Node ${process.versions.node} (V8 ${process.versions.v8}), ${date.slice(0, 10)}`),
-);
-log(`wrote ${join(outDir, 'latest.json')} and latest.svg (${json.durationS} s)`);
+log(`wrote ${join(outDir, 'latest.json')} and latest.svg`);
 // The committed results changed: the page generated from them follows.
 if (outDir === resolve(HERE, 'results')) {
   writeBenchmarks();

@@ -1,7 +1,7 @@
 // @ts-check
 /**
  * The demo page: loads the library (from ../dist, so serve the repository root: `npm run demo`),
- * shows what this page got (isolation, build, pool mode), runs the contenders of runner.js on a
+ * shows what this page got (isolation, build, pool mode), runs the contenders of page-bench.js on a
  * chosen shape and draws a table and a chart. `window.rmsnormDemo` exposes the same run to
  * scripts (demo/bench-browser.ts drives it headless).
  * @module
@@ -10,7 +10,7 @@ import * as lib from '../bundle/index.js';
 import { benchKernels } from './bench-kernels.js';
 import { halfPairs } from './half-pairs.js';
 import { breakdown } from './one-off.js';
-import { clockResolution, contenders, derive, makeCase, measure, ortWebContender, parseShape, reference } from './runner.js';
+import { clockResolution, contenders, derive, makeCase, measure, ortWebContender, parseShape, reference } from './page-bench.js';
 
 const $ = (/** @type {string} */ id) => /** @type {HTMLElement} */ (document.getElementById(id));
 const SVG = 'http://www.w3.org/2000/svg';

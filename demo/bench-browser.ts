@@ -33,8 +33,8 @@ import { parseArgs } from 'node:util';
 import { parseShapes, shapeName } from '../bench/data.js';
 import { DEFAULT_SHAPES, QUICK_SHAPES } from '../bench/defaults.js';
 import { BENCHMARKS_MD, writeBenchmarks } from '../bench/docs.js';
-import { comparisons, derive, layerNormSavings, shapeTable, summary } from '../bench/report.js';
-import { renderSvg } from '../bench/svg.js';
+import { shapeTable } from '../bench/report.js';
+import { writeRun } from '../bench/results-json.js';
 import type { Row, Shape } from '../bench/types.js';
 import { buildNormModel, RMS_NORMALIZATION } from '../bench/onnx-model.js';
 import { makeCase } from '../shared/reference.js';
@@ -239,59 +239,54 @@ function write(
     if (r.check.maxAbsErr === null) r.check.maxAbsErr = Infinity;
     if (r.check.worstToTolerance === null) r.check.worstToTolerance = Infinity;
   }
-  derive(rows);
   const shapeNames = shapes.map(shapeName);
-  const cs = comparisons(rows, shapes);
-  const ln = layerNormSavings(rows, shapes);
   const title = { chromium: 'Chromium', firefox: 'Firefox', webkit: 'WebKit (MiniBrowser)' }[name];
+  const minBatchMs = Math.max(1, 200 * env.clockResolutionMs);
   const notes = [
     `${title} ${version} (${name === 'webkit' ? 'under Xvfb' : 'headless'}), page ${env.crossOriginIsolated ? 'cross-origin isolated' : 'not cross-origin isolated'}; pool in ${env.poolMode} mode with ${env.poolThreads} worker(s) (navigator.hardwareConcurrency = ${env.cores}).`,
-    `Timing: batched calls timed with performance.now() (resolution ${(env.clockResolutionMs * 1000).toPrecision(3)} µs), batches ≥ ${Number(Math.max(1, 200 * env.clockResolutionMs).toPrecision(3))} ms, per-call time = batch ÷ calls, ${budgetMs} ms of samples per row (at least 5).`,
+    `Timing: batched calls timed with performance.now() (resolution ${(env.clockResolutionMs * 1000).toPrecision(3)} µs), batches ≥ ${Number(minBatchMs.toPrecision(3))} ms, per-call time = batch ÷ calls, ${budgetMs} ms of samples per row (at least 5).`,
     'onnxruntime-web 1.30 runs in the page (its wasm EP, one RMSNormalization node, opset 23), in a page of its own per thread count; only session.run() on a tensor made once is timed, which includes its copies of X in and Y out.',
     'js-optimized, onnxruntime-node and pool sizes other than the core count are only in the Node benchmark (npm run bench).',
   ];
+  const date = new Date().toISOString();
+  const durationS = Math.round((Date.now() - started) / 1000);
+  const text = writeRun(
+    outDir,
+    `browser-${name}`,
+    shapes,
+    rows,
+    {
+      machine,
+      node: process.versions.node,
+      // The page's JavaScript engine is the browser's; its version is not visible to a page.
+      v8: null,
+      reference: 'float64, same inputs, computed in the page',
+      date,
+      quick,
+      durationS,
+      timing: Object.fromEntries(shapeNames.map((s) => [s, { budgetMs, minBatchMs, method: 'batched performance.now()' }])),
+      notes,
+      extra: {
+        browser: {
+          name, version, userAgent: env.userAgent, crossOriginIsolated: env.crossOriginIsolated, initBuild: env.build,
+          poolMode: env.poolMode, poolThreads: env.poolThreads, hardwareConcurrency: env.cores, clockResolutionMs: env.clockResolutionMs,
+        },
+        coldStart,
+      },
+    },
+    `rmsnorm-wasm in ${title}: RMSNorm float32 throughput`,
+    `${cpu}, ${machine.cores} cores, ${title} ${version} (${env.crossOriginIsolated ? 'cross-origin isolated' : 'not isolated'}), ${date.slice(0, 10)}`,
+  );
   for (const s of shapeNames) {
     process.stdout.write(`\n== ${title} ${s}  (median of batched samples; ±rme = 95% margin of error of the mean)\n`);
     process.stdout.write(shapeTable(rows, s) + '\n');
   }
-  const text = summary(rows, cs, ln, notes);
   process.stdout.write(`\n${title} summary: ${text}\n`);
-  const date = new Date().toISOString();
-  const minBatchMs = Math.max(1, 200 * env.clockResolutionMs);
-  const json = {
-    machine,
-    node: process.versions.node,
-    // The page's JavaScript engine is the browser's; its version is not visible to a page.
-    v8: null,
-    browser: {
-      name, version, userAgent: env.userAgent, crossOriginIsolated: env.crossOriginIsolated, initBuild: env.build,
-      poolMode: env.poolMode, poolThreads: env.poolThreads, hardwareConcurrency: env.cores, clockResolutionMs: env.clockResolutionMs,
-    },
-    date,
-    quick,
-    shapes: shapeNames,
-    durationS: Math.round((Date.now() - started) / 1000),
-    tolerance: { atol: 1e-4, rtol: 1e-4, reference: 'float64, same inputs, computed in the page' },
-    bytesPerElem: { forward: 8, backward: 12, copy: 8, layernorm: 8 },
-    timing: Object.fromEntries(shapeNames.map((s) => [s, { budgetMs, minBatchMs, method: 'batched performance.now()' }])),
-    notes,
-    comparisons: cs,
-    layerNormSavings: ln,
-    summary: text,
-    coldStart,
-    rows,
-  };
-  const replacer = (_k: string, v: unknown) => (typeof v === 'number' && !Number.isFinite(v) ? String(v) : v);
-  writeFileSync(join(outDir, `browser-${name}.json`), JSON.stringify(json, replacer, 1) + '\n');
-  writeFileSync(
-    join(outDir, `browser-${name}.svg`),
-    renderSvg(rows, shapeNames, `rmsnorm-wasm in ${title}: RMSNorm float32 throughput`, `${cpu}, ${machine.cores} cores, ${title} ${version} (${env.crossOriginIsolated ? 'cross-origin isolated' : 'not isolated'}), ${date.slice(0, 10)}`),
-  );
   process.stdout.write(`\n${title}, half precision (zero-copy; ratio = baseline time ÷ the other's, median of rounds), builds ${half.builds.join(', ')}:\n`);
   for (const r of half.rows) process.stdout.write(`  ${r.shape.padEnd(10)} ${r.pair.padEnd(52)} ${r.ratio.toFixed(2)}\n`);
   writeFileSync(
     join(outDir, `half-browser-${name}.json`),
     JSON.stringify({ date, browser: { name, version, crossOriginIsolated: env.crossOriginIsolated }, builds: half.builds, rows: half.rows }, null, 2) + '\n',
   );
-  log(`wrote browser-${name}.json, .svg and half-browser-${name}.json in ${outDir} (${json.durationS} s)`);
+  log(`wrote browser-${name}.json, .svg and half-browser-${name}.json in ${outDir} (${durationS} s)`);
 }

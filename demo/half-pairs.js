@@ -5,13 +5,13 @@
  * memory, outputs given), on every SIMD build the browser runs (`simd`, and `simd-relaxed`
  * where it has relaxed SIMD); and the relaxed build against the plain one on the same half
  * data. Each pair is timed in alternating rounds (A then B, then B then A, ...) with
- * runner.js `time`, so both sides see the same load; the figure is the median over rounds of
+ * page-bench.js `time`, so both sides see the same load; the figure is the median over rounds of
  * the per-round ratio (baseline time ÷ the other's). Before timing, each half forward is
  * checked against the float32 forward of the same (widened) data, rounded: within one half ulp.
  * @module
  */
 import { fromF32Array, halfUlpDiff, parseShape, testRows, testWeight, toF32Array } from '../shared/reference.js';
-import { time } from './runner.js';
+import { time } from './page-bench.js';
 
 /** Views of one instance's memory holding copies of `arrays` (re-made per call: memory may grow). */
 function place(m, arrays) {

@@ -19,7 +19,7 @@
  * @module
  */
 
-import { naiveForward } from './runner.js';
+import { naiveForward } from './page-bench.js';
 
 /** Median of numbers. */
 const median = (a) => [...a].sort((p, q) => p - q)[Math.floor(a.length / 2)];

@@ -60,6 +60,8 @@ export function renderAbi(src) {
     out.push(`/** ${e.doc} */`, `export const ${e.name} = {`);
     for (const v of e.variants) out.push(`  /** ${v.doc} */`, `  ${key(v.name)}: ${v.value},`);
     out.push('} as const;', '');
+    // Codes a message may show get their meanings as text; an operand's slot is only an index.
+    if (e.name.endsWith('Operand')) continue;
     out.push(`/** ${e.name} code → what it means. */`, `export const ${e.name.toUpperCase()}_TEXT: Readonly<Record<number, string>> = {`);
     for (const v of e.variants) out.push(`  ${v.value}: ${q(v.doc)},`);
     out.push('};', '');

@@ -2,7 +2,7 @@
 /**
  * js-naive: the seed's PyTorch code transcribed loop by loop onto Float32Arrays, the baseline
  * every "×naive" ratio divides by — one definition for the Node benchmark
- * (bench/contenders/js-naive.ts) and the page's (demo/runner.js).
+ * (bench/contenders/js-naive.ts) and the page's (demo/page-bench.js).
  *
  *     rms = torch.sqrt(torch.mean(x**2, dim=-1, keepdim=True) + self.eps)
  *     return x / rms * self.weight

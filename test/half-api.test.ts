@@ -146,7 +146,6 @@ const SETUPS: Setup[] = [
   { label: 'float16, no weight', dtype: 'float16', wdt: null },
   { label: 'bfloat16, float16 weight (mixed halves)', dtype: 'bfloat16', wdt: 'float16' },
 ];
-const WEIGHTED = SETUPS.filter((s) => s.wdt !== null);
 
 interface Problem {
   s: Setup;
@@ -366,6 +365,12 @@ describe('bad half-precision arguments: named, thrown before anything is written
       what: "a Uint16Array x with dtype 'float32'", cls: TypeError, fn: 'rmsNorm',
       names: ['x is a Uint16Array(32)', "options.dtype is 'float32'", 'Float32Array'],
       call: (a, c) => a.rmsNorm(c.u16(N, 'x', xh), c.f32(DIM, 'weight', w32), { dtype: 'float32', out: c.f32(N, 'out'), rstd: c.f32(ROWS, 'rstd') }),
+    },
+    {
+      // both x and the weight are wrong: the first argument is the one named
+      what: "a Uint16Array x and weight with dtype 'float32'", cls: TypeError, fn: 'rmsNorm',
+      names: ['x is a Uint16Array(32)', "options.dtype is 'float32'", 'Float32Array'],
+      call: (a, c) => a.rmsNorm(c.u16(N, 'x', xh), c.u16(DIM, 'weight', wh), { dtype: 'float32', out: c.f32(N, 'out'), rstd: c.f32(ROWS, 'rstd') }),
     },
     {
       what: "an unknown dtype 'bf16'", cls: TypeError, fn: 'rmsNorm',

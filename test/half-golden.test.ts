@@ -85,10 +85,6 @@ const notOverflow = (c: Case) => {
   const o = overflowRows(c);
   return (r: number) => !o.has(r);
 };
-const onlyOverflow = (c: Case) => {
-  const o = overflowRows(c);
-  return (r: number) => o.has(r);
-};
 const ALL_ROWS = () => true;
 
 // ---------------------------------------------------------------------------------------------

@@ -96,17 +96,6 @@ export const ForwardOperand = {
   z: 6,
 } as const;
 
-/** ForwardOperand code → what it means. */
-export const FORWARDOPERAND_TEXT: Readonly<Record<number, string>> = {
-  0: 'the input, rows × dim',
-  1: 'the residual of a fused add, rows × dim, or 0',
-  2: 'the gain, dim f32, or 0',
-  3: 'the output, rows × dim',
-  4: 'where h = x + residual goes, rows × dim, or 0',
-  5: 'one rstd per row, f32, or 0',
-  6: 'the gate\'s input z, rows × dim, or 0',
-};
-
 /** The backward's operands and workspace: their places in the address array its entry points take. */
 export const BackwardOperand = {
   /** the upstream gradient, rows × dim */
@@ -130,20 +119,6 @@ export const BackwardOperand = {
   /** the workspace, after the operands: the f64 sum of the finished dweight blocks, then the open block (a span) or the block partials (a pool job) */
   work: 9,
 } as const;
-
-/** BackwardOperand code → what it means. */
-export const BACKWARDOPERAND_TEXT: Readonly<Record<number, string>> = {
-  0: 'the upstream gradient, rows × dim',
-  1: 'the forward\'s input (its h with a fused add), rows × dim',
-  2: 'the gain, dim f32, or 0',
-  3: 'the forward\'s rstd, rows f32, or 0 to recompute it',
-  4: 'the gradient on a fused add\'s h, added to dx, rows × dim, or 0',
-  5: 'the input gradient, rows × dim',
-  6: 'the weight gradient, dim f32, or 0',
-  7: 'the gate\'s input z, rows × dim, or 0',
-  8: 'the gate\'s gradient, rows × dim, or 0',
-  9: 'the workspace, after the operands: the f64 sum of the finished dweight blocks, then the open block (a span) or the block partials (a pool job)',
-};
 
 /** The bits of `dtypes` that hold a {@link Dtype}. */
 export const DTYPE_MASK = 3;

@@ -19,7 +19,7 @@ import { asKind, Owned } from './owned.js';
  * and the forward / backward of checked arguments. A type of its own, so that this module does
  * not import rmsnorm.ts, which creates layers. @internal
  */
-export interface LayerHost {
+interface LayerHost {
   allocF32(length: number): F32Buffer;
   allocU16(length: number): U16Buffer;
   forwardChecked(a: ForwardArgs, fn: string): FloatArray;

@@ -191,7 +191,7 @@ async function compileBuild(build: Build): Promise<{ module: WebAssembly.Module;
 }
 
 /** Reads the limits (in 64 KiB pages) of the memory a module imports, from its import section. */
-export function importedMemoryLimits(bytes: Uint8Array): { initial: number; maximum?: number } {
+function importedMemoryLimits(bytes: Uint8Array): { initial: number; maximum?: number } {
   let p = 8;
   const u32 = () => {
     let r = 0;

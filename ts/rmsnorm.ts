@@ -40,7 +40,6 @@ export class RmsNorm {
   readonly wasm: LoadedWasm;
   readonly #heap: Heap;
   private readonly window: Scratch;
-  private readonly windowFloats: number;
   private readonly placer: Placer;
   /** This instance's call block (call-block.ts): every kernel call of this thread reads it. */
   private readonly block: CallBlock;
@@ -63,7 +62,6 @@ export class RmsNorm {
     // Taken now, so that a call on plain arrays never grows the memory (which would detach
     // the caller's views of non-shared memory) unless one segment needs more.
     this.window.carveOne(windowFloats);
-    this.windowFloats = windowFloats;
     this.placer = new Placer(this.#heap, this.window, syncRules(windowFloats));
     this.block = new CallBlock(this.#heap.alloc(CALL_WORDS));
     this.#windowCalls = new WindowCalls(this.#heap, this.window, windowFloats, this.block, wasm.exports);

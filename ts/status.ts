@@ -8,7 +8,7 @@
 import { STATUS_TEXT } from './abi.js';
 
 /** The meaning of kernel status `status`. */
-export function statusMessage(status: number): string {
+function statusMessage(status: number): string {
   return STATUS_TEXT[status] ?? `unknown status ${status}`;
 }
 

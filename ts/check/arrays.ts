@@ -96,9 +96,6 @@ export function kindOf(v: unknown): number {
   return tag === 'Float32Array' ? KIND_F32 : tag === 'Uint16Array' ? KIND_U16 : tag === 'Float16Array' ? KIND_F16 : -1;
 }
 
-/** The dtype an array's type says it holds (a Uint16Array says nothing: -1). */
-const dtypeOfKind = (k: number): number => (k === KIND_F32 ? DT.float32 : k === KIND_F16 ? DT.float16 : -1);
-
 /**
  * Checks that `v` is an array that can hold dtype `dt` (named by option `dtName` in errors):
  * float32 a Float32Array; float16 a Float16Array or a Uint16Array of bits; bfloat16 a
@@ -135,11 +132,6 @@ export function rowsOf(fn: string, name: string, x: Data, dim: number): number {
     throw new RangeError(`${fn}: ${name}.length (${x.length}) must be a multiple of dim (${dim})`);
   }
   return x.length / dim;
-}
-
-/** A layer call's matrix argument: a Float32Array of whole rows of `dim`; returns the row count. */
-export function checkRows(fn: string, name: string, a: unknown, dim: number): number {
-  return rowsOf(fn, name, f32(fn, name, a), dim);
 }
 
 /** Checks a conversion's input: an array of the given kind (a TypeError naming `fn` otherwise). */

@@ -93,7 +93,7 @@ export function checkForward(
  * The gate's input `z` (`options.gate`, or a layer call's), of x's length and dtype, or null;
  * a TypeError when the call also has `other` (a fused residual add, which has no gated form).
  */
-export function gateOf(fn: string, v: unknown, xa: Data, act: number, dtn: string, other: boolean, otherName: string): Data | null {
+function gateOf(fn: string, v: unknown, xa: Data, act: number, dtn: string, other: boolean, otherName: string): Data | null {
   if (v === undefined) return null;
   const z = optTyped(fn, 'options.gate', v, xa.length, 'x.length', act, dtn);
   if (z !== null && other) {
@@ -179,7 +179,7 @@ function dgateOf(fn: string, v: unknown, gate: Data | null, xa: Data, act: numbe
 }
 
 /** createRmsNorm's checked arguments. */
-export interface LayerArgs {
+interface LayerArgs {
   /** The weight as the kernel reads it (half data as a Uint16Array), or null. */
   weight: Data | null;
   dim: number;
@@ -207,7 +207,7 @@ const LAYER_BACKWARD_KEYS: readonly string[] = operandKeys(BACKWARD, true);
 const LAYER_DTN = "the layer's dtype";
 
 /** A layer forward's options: `out` (null: the layer's own array), the fused residual add's arrays, the gate. */
-export interface LayerForwardArgs {
+interface LayerForwardArgs {
   out: Data | null;
   outGiven: FloatArray | null;
   residual: Data | null;

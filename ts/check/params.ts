@@ -8,11 +8,35 @@
 import { Dtype as DT, Gate, LLAMA_W } from '../abi.js';
 import type { Data, Op, Params } from '../ops.js';
 import type { GateMode } from '../types.js';
-import { describe } from './arrays.js';
-import { actDtype, castingBits, dimOf, eps, offsetOf, partialOf, weightDtype, weightOf } from './scalars.js';
+import { describe, typed } from './arrays.js';
+import { actDtype, castingBits, DEFAULT_EPS, dimOf, eps, offsetOf, partialOf, weightDtype, weightOf } from './scalars.js';
 
-/** The options every call reads into its Params. */
-export const PARAM_KEYS: readonly string[] = ['dim', 'eps', 'offset', 'partial', 'dtype', 'weightDtype', 'castingMode', 'gateMode'];
+/**
+ * The options every call reads into its Params, with their defaults: the one list of them
+ * (undefined: settled by the call's arrays — dim by the weight, the dtypes by the arrays' types,
+ * gateMode by the gate). Whatever passes options on (the pool, the layer, the file, stream and
+ * dataset functions, a dataset's resume record) goes by it.
+ */
+export const PARAM_DEFAULTS: Readonly<Record<string, unknown>> = {
+  dim: undefined,
+  eps: DEFAULT_EPS,
+  offset: 0,
+  partial: 1,
+  dtype: undefined,
+  weightDtype: undefined,
+  castingMode: 'none',
+  gateMode: undefined,
+};
+export const PARAM_KEYS: readonly string[] = Object.keys(PARAM_DEFAULTS);
+/** The parameters of a call without a gate (a file, a stream: they have no gate array). */
+export const UNGATED_PARAM_KEYS: readonly string[] = PARAM_KEYS.filter((k) => k !== 'gateMode');
+
+/** The parameter options `o` gives (those of {@link PARAM_KEYS} that are not undefined), to pass on whole. */
+export function paramOptions(o: Readonly<Record<string, unknown>>): Record<string, unknown> {
+  const r: Record<string, unknown> = {};
+  for (const k of PARAM_KEYS) if (o[k] !== undefined) r[k] = o[k];
+  return r;
+}
 
 /**
  * The option names of `op`'s arrays (its operands named `options.*` in ops.ts), all of them or
@@ -25,7 +49,7 @@ export function operandKeys(op: Op, inputsOnly = false): string[] {
 const GATE_MODES: readonly GateMode[] = ['after', 'before'];
 
 /** The gate code of options.gateMode for a call with a gate (`gated`), or none; 'after' by default. */
-function gateOf(fn: string, v: unknown, gated: boolean, needsGate: boolean): number {
+function gateModeCode(fn: string, v: unknown, gated: boolean, needsGate: boolean): number {
   if (v === undefined && !gated) return Gate.none;
   if (v !== undefined && !GATE_MODES.includes(v as GateMode)) {
     throw new TypeError(`${fn}: options.gateMode must be 'after' or 'before', got ${describe(v)}`);
@@ -55,6 +79,8 @@ export function checkParams(
   fn: string, o: Readonly<Record<string, unknown>>, firstName: string, first: unknown, weight: unknown, gated: boolean, needsGate = true,
 ): CheckedParams {
   const act = actDtype(fn, firstName, first, o.dtype);
+  // The first matrix before the weight: an error names the first argument that is wrong.
+  if (first !== undefined) typed(fn, firstName, first, act, 'options.dtype');
   const wdt = weightDtype(fn, weight, o.weightDtype, act);
   const w = weightOf(fn, weight, wdt);
   const dim = dimOf(fn, w, o.dim);
@@ -64,6 +90,6 @@ export function checkParams(
   const llama = castingBits(fn, o.castingMode);
   // A half weight of the activations' own dtype: llama rounds what it multiplies to that dtype too.
   const llamaW = llama !== 0 && w !== null && wdt === act && act !== DT.float32 ? LLAMA_W : 0;
-  const gate = gateOf(fn, o.gateMode, gated, needsGate);
+  const gate = gateModeCode(fn, o.gateMode, gated, needsGate);
   return { params: { dim, stat, eps: e, offset, dtypes: act | llama | llamaW, gate, wdt }, weight: w, act };
 }

@@ -48,7 +48,7 @@ async function strayTempsIn(dir: FsPath, names: readonly FsPath[]): Promise<{ pa
 }
 
 /** The temporary files beside `target` that were made for it, each with the pid that made it. */
-export const strayTemps = (target: FsPath) => strayTempsIn(dirOf(target), [baseOf(target)]);
+const strayTemps = (target: FsPath) => strayTempsIn(dirOf(target), [baseOf(target)]);
 
 /** Whether process `pid` runs on this machine (EPERM: it does, as another user). */
 export function alive(pid: number): boolean {

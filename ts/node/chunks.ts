@@ -76,7 +76,7 @@ export interface ChunkCall {
 }
 
 /** One array to normalize; see the module doc. */
-export interface ArrayJob {
+interface ArrayJob {
   source: Source;
   /** Where its first row is in `source`. */
   offset: number;

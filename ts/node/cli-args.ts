@@ -89,7 +89,7 @@ export function num(name: string, v: string | undefined, integer = false): numbe
 const CASTING_MODES: readonly CastingMode[] = ['none', 'llama', 'gemma'];
 
 /** A flag whose value is one of `allowed` (a UsageError otherwise), or undefined when absent. */
-export function oneOf<T extends string>(name: string, v: string | undefined, allowed: readonly T[]): T | undefined {
+function oneOf<T extends string>(name: string, v: string | undefined, allowed: readonly T[]): T | undefined {
   if (v === undefined) return undefined;
   if (!allowed.includes(v as T)) throw new UsageError(`--${name} must be ${listed(allowed, '')}, got ${JSON.stringify(v)}`);
   return v as T;
@@ -105,7 +105,7 @@ const VALUED = [
  * `argv` with `--flag -value` written `--flag=-value` for the flags that take a value, so that
  * a negative number is read as the value (parseArgs would take it for an option).
  */
-export function joinNegativeValues(argv: readonly string[]): string[] {
+function joinNegativeValues(argv: readonly string[]): string[] {
   const out: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
@@ -129,7 +129,7 @@ export function asFlags(msg: string): string {
 export const SEE_HELP = '(see rmsnorm-wasm --help)';
 
 /** parseArgs' errors in the command's words: the flag and what is wrong, one line. */
-export function usageError(e: Error & { code?: string }): string {
+function usageError(e: Error & { code?: string }): string {
   const flag = /'(-[^' ]+)/.exec(e.message)?.[1] ?? '';
   if (e.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') return `unknown option ${flag}`;
   if (e.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') {
@@ -139,7 +139,7 @@ export function usageError(e: Error & { code?: string }): string {
 }
 
 /** --shard I/N as `{ index, count }` (undefined when absent). */
-export function shardFlag(v: string | undefined): { index: number; count: number } | undefined {
+function shardFlag(v: string | undefined): { index: number; count: number } | undefined {
   if (v === undefined) return undefined;
   const m = /^(\d+)\/(\d+)$/.exec(v);
   const index = Number(m?.[1]);

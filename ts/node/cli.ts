@@ -113,7 +113,7 @@ function npmParent(): string | null {
  * The warning for a command started by npm (`npx`, `npm exec`, `npm run`) under a scheduler,
  * whose stop signal then reaches npm and may not reach the command; null otherwise.
  */
-export function schedulerWarning(env: NodeJS.ProcessEnv, parent: () => string | null = npmParent): string | null {
+function schedulerWarning(env: NodeJS.ProcessEnv, parent: () => string | null = npmParent): string | null {
   const found = SCHEDULERS.find(([v]) => env[v]);
   const npm = found && parent();
   if (!found || !npm) return null;

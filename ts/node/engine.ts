@@ -14,7 +14,7 @@ import type { FloatArray, RmsNormOptions } from '../types.js';
  * and normalize on the calling thread: starting two workers costs about 50 ms (the one-row
  * file's whole run, see `npm run bench:file`), more than a thread alone takes for 32 MiB.
  */
-export const POOL_MIN_BYTES = 32 << 20;
+const POOL_MIN_BYTES = 32 << 20;
 
 /** What the file functions compute with: a pool, or the calling thread dressed as one. */
 export type Engine = Pick<RmsNormPool, 'threads' | 'allocF32' | 'allocU16'> & {
@@ -54,7 +54,7 @@ const poolEngine = (pool: RmsNormPool): Engine => ({
 });
 
 /** An engine being started, and its end (an own pool is destroyed). */
-export interface EngineStart {
+interface EngineStart {
   get(): Promise<Engine>;
   [Symbol.asyncDispose](): Promise<void>;
 }

@@ -5,17 +5,17 @@
  */
 import { describe, kindOf } from '../check/arrays.js';
 import { options as checkOptions } from '../check/options.js';
+import { UNGATED_PARAM_KEYS } from '../check/params.js';
 import type { Dtype } from '../types.js';
-import { FILE_DTYPES, KERNEL_DTYPES, listed } from '../dtypes.js';
+import { KERNEL_DTYPES, listed } from '../dtypes.js';
 import { FORMAT_NAMES, type FormatName } from './formats/index.js';
 import type { FsPath } from './paths.js';
 import type { NormalizeFileOptions } from './types.js';
 
 /** The options of a file's normalization (`normalizeFile`'s less `rstd`, `inPlace`, `onProgress`, `range`: what a dataset passes on). */
-export const PER_FILE_KEYS = [
-  'weight', 'weightTensor', 'dtype', 'weightDtype', 'outDtype', 'castingMode', 'dim', 'eps', 'offset', 'partial', 'format', 'tensors', 'threads', 'pool',
-  'chunkBytes', 'checksum', 'durable', 'signal',
-] as const;
+const PER_FILE_KEYS: readonly string[] = [
+  ...UNGATED_PARAM_KEYS, 'weight', 'weightTensor', 'outDtype', 'format', 'tensors', 'threads', 'pool', 'chunkBytes', 'checksum', 'durable', 'signal',
+];
 
 /** Every option of `normalizeFile`. */
 export const FILE_KEYS: readonly string[] = [...PER_FILE_KEYS, 'rstd', 'range', 'inPlace', 'onProgress'];
@@ -96,5 +96,3 @@ export function checkFileOptions(fn: string, options: unknown, keys: readonly st
   };
 }
 
-/** Every dtype a file may hold, for messages. */
-export const READ_DTYPES = FILE_DTYPES;

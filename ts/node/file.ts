@@ -17,6 +17,7 @@ import { loadRmsNorm } from '../index.js';
 import { startEngine, type Engine } from './engine.js';
 import type { F32Buffer, U16Buffer } from '../memory.js';
 import { checkForward } from '../check/calls.js';
+import { paramOptions } from '../check/params.js';
 import type { Dtype, FloatArray } from '../types.js';
 import { KERNEL_DTYPES, DTYPES } from '../dtypes.js';
 import { AtomicFile, removeStrays } from './atomic.js';
@@ -40,7 +41,7 @@ export { CHUNK_BYTES, SLOTS } from './chunks.js';
 export type { NormalizeFileOptions, NormalizeProgress, NormalizeSummary } from './types.js';
 
 /** What a dataset run hands each file beyond its options. @internal */
-export interface FileContext {
+interface FileContext {
   /** The run's weight, read once. */
   weight?: LoadedWeight;
   /** The run has removed the temporaries a killed run left beside this output already. */
@@ -84,7 +85,7 @@ function checkCalls(plans: readonly ArrayPlan[], w: FloatArray | null, weightDty
     if (!p.norm) continue;
     const n = p.norm;
     const empty = n.computeDtype === 'float32' ? new Float32Array(0) : new Uint16Array(0);
-    const call = { dim: n.dim, dtype: n.computeDtype, weightDtype, castingMode: o.castingMode, eps: o.eps, offset: o.offset, partial: o.partial };
+    const call = { ...paramOptions(o as Record<string, unknown>), dim: n.dim, dtype: n.computeDtype, weightDtype };
     settled = KERNEL_DTYPES[checkForward('normalizeFile', empty, w, call).params.wdt]!;
   }
   return settled;

@@ -12,13 +12,13 @@ import type { FileArgs } from './file-args.js';
 import type { ArrayIn, ArrayOut, Contents } from './formats/index.js';
 
 /** The longest row the kernels take (their `dim` is a 32-bit count). */
-export const MAX_DIM = 0xffffffff;
+const MAX_DIM = 0xffffffff;
 /**
  * The most bytes a row may take in memory (the largest of its dtypes read, computed in and
  * written): a row is normalized whole, in one piece of wasm memory, which holds at most 2 GiB
  * on the threads build.
  */
-export const MAX_ROW_BYTES = 1 << 30;
+const MAX_ROW_BYTES = 1 << 30;
 
 /** One array of the input, and what becomes of it. */
 export interface ArrayPlan {

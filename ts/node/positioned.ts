@@ -63,7 +63,7 @@ function layoutOf(w: FormatWriter, outs: readonly ArrayOut[], crcs: readonly num
 }
 
 /** What {@link normalizePositioned} needs. */
-export interface PositionedJob {
+interface PositionedJob {
   queue: TaskQueue;
   pool: RmsNormPool;
   /** Widens a half weight to the float32 the kernels read. */

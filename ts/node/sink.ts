@@ -22,7 +22,7 @@ const writeCbP = promisify(writeCb);
 export type Sink = AtomicFile | StreamSink;
 
 /** An output written through as a stream (see the module doc): positions must follow one another. */
-export class StreamSink {
+class StreamSink {
   readonly seekable = false;
   private at = 0;
   private closed = false;

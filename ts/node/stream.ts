@@ -10,6 +10,7 @@ import { Transform, type TransformCallback } from 'node:stream';
 import { loadRmsNorm, type RmsNorm } from '../index.js';
 import { DTYPES, KERNEL_DTYPES } from '../dtypes.js';
 import { checkForward } from '../check/calls.js';
+import { paramOptions, UNGATED_PARAM_KEYS } from '../check/params.js';
 import { options as checkOptions } from '../check/options.js';
 import type { CastingMode, Dtype, FloatArray } from '../types.js';
 
@@ -36,18 +37,15 @@ export interface NormalizeStreamOptions {
   partial?: number;
 }
 
-const KEYS = ['dim', 'weight', 'dtype', 'weightDtype', 'castingMode', 'eps', 'offset', 'partial'];
+const KEYS = [...UNGATED_PARAM_KEYS, 'weight'];
 
 
 interface Settled {
   dim: number;
   weight: FloatArray | null;
   dtype: Dtype;
-  weightDtype: Dtype;
-  castingMode?: CastingMode;
-  eps?: number;
-  offset?: number;
-  partial?: number;
+  /** The call's options as checked (the parameters, the dim and the dtypes settled), without `out`. */
+  params: Record<string, unknown>;
 }
 
 class NormalizeStream extends Transform {
@@ -72,8 +70,7 @@ class NormalizeStream extends Transform {
         // A copy aligned for the typed array (a Buffer's offset may be odd), normalized in place.
         const x = this.item === 4 ? new Float32Array(whole / 4) : new Uint16Array(whole / 2);
         new Uint8Array(x.buffer).set(data.subarray(0, whole));
-        const { dim, weight, dtype, weightDtype, castingMode, eps, offset, partial } = this.o;
-        rn.rmsNorm<Float32Array | Uint16Array>(x, weight, { dim, dtype, weightDtype, castingMode, eps, offset, partial, out: x });
+        rn.rmsNorm<Float32Array | Uint16Array>(x, this.o.weight, { ...this.o.params, out: x });
         this.push(Buffer.from(x.buffer, 0, whole));
       }
       done();
@@ -115,23 +112,7 @@ export function createNormalizeStream(options: NormalizeStreamOptions): Transfor
   const weight = o.weight ?? null;
   // The sync API's checks (dtype and weightDtype among them), on no rows.
   const dtype = o.dtype ?? 'float32';
-  const a = checkForward('createNormalizeStream', dtype === 'float32' ? new Float32Array(0) : new Uint16Array(0), weight, {
-    dim: o.dim,
-    dtype,
-    weightDtype: o.weightDtype,
-    castingMode: o.castingMode,
-    eps: o.eps,
-    offset: o.offset,
-    partial: o.partial,
-  });
-  return new NormalizeStream({
-    dim: a.dim,
-    weight,
-    dtype,
-    weightDtype: KERNEL_DTYPES[a.params.wdt]!,
-    castingMode: o.castingMode,
-    eps: o.eps,
-    offset: o.offset,
-    partial: o.partial,
-  });
+  const given = { ...paramOptions(o as Record<string, unknown>), dtype };
+  const a = checkForward('createNormalizeStream', dtype === 'float32' ? new Float32Array(0) : new Uint16Array(0), weight, given);
+  return new NormalizeStream({ dim: a.dim, weight, dtype, params: { ...given, dim: a.dim, weightDtype: KERNEL_DTYPES[a.params.wdt]! } });
 }

@@ -35,7 +35,7 @@ import { REGION_PAD_FLOATS, type Heap, type Scratch } from '../memory.js';
 import { checkStatus } from '../status.js';
 import { Dtype as DT } from '../abi.js';
 import { MATRIX, OPS, PER_ROW, ROW, type Data, type Op, type Params } from '../ops.js';
-import { ABSENT, COPIED, convertedFloats, EXTERNAL, Placement, RESIDENT, throughWindow, type Slot } from './placement.js';
+import { ABSENT, COPIED, convertedFloats, EXTERNAL, Placement, RESIDENT, throughWindow } from './placement.js';
 
 import type { WindowRules } from './window.js';
 

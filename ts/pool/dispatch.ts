@@ -23,13 +23,13 @@ import {
 import type { Workers } from './workers.js';
 
 /** A streaming job's copies, by rows (the calling thread makes them while workers compute). */
-export interface Stream {
+interface Stream {
   copyIn(r0: number, r1: number): void;
   copyOut(r0: number, r1: number): void;
 }
 
 /** Everything the dispatcher needs to run one job. */
-export interface JobSpec {
+interface JobSpec {
   /** Opcode (control.ts's Op, or KERNEL0 + an operation's id). */
   op: number;
   /** The addresses of the call block, in the operation's order (ops.ts): operands, then workspace. */

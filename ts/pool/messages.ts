@@ -50,12 +50,12 @@ export interface ReadyMessage {
 }
 
 /** Worker → pool: the job completed (only for engines without Atomics.waitAsync). */
-export interface DoneMessage {
+interface DoneMessage {
   type: 'rmsnorm-wasm:done';
 }
 
 /** Worker → pool: setting up failed. */
-export interface FailedMessage {
+interface FailedMessage {
   type: 'rmsnorm-wasm:failed';
   message: string;
 }

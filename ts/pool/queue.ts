@@ -12,7 +12,7 @@ export interface Settle<T> {
 }
 
 /** What the queue needs of a call. */
-export interface Queued {
+interface Queued {
   settle: Settle<never>;
   signal?: AbortSignal;
 }

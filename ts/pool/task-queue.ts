@@ -22,10 +22,10 @@ export interface TaskResult {
 }
 
 /** A record's fields to set (tasks.ts's `T`), the results left out. */
-export type TaskFields = { [K in Exclude<keyof typeof T, 'crc' | 'outcome' | 'errno'>]?: number };
+type TaskFields = { [K in Exclude<keyof typeof T, 'crc' | 'outcome' | 'errno'>]?: number };
 
 /** How a queue starts and runs its job on the pool; see Pool.tasks. */
-export interface TaskJobRunner {
+interface TaskJobRunner {
   /** Queues the task job; resolves when it has ended, rejects if it failed (a worker died). */
   run(): Promise<void>;
   /** Workers of the pool (each gets a region). */

@@ -77,7 +77,7 @@ export const Outcome = {
 export const State = { FREE: 0, QUEUED: 1, DONE: 2 } as const;
 
 /** The file dtype of index `i` (a record's inDtype / outDtype). */
-export const fileDtypeAt = (i: number): FileDtype => FILE_DTYPES[i]!;
+const fileDtypeAt = (i: number): FileDtype => FILE_DTYPES[i]!;
 /** The index of `d` in a record. */
 export const fileDtypeIndex = (d: FileDtype): number => FILE_DTYPES.indexOf(d);
 
@@ -243,7 +243,7 @@ function runTask(mem: { buffer: ArrayBufferLike }, f64: Float64Array, r: number,
 }
 
 /** Int32 words of the control block a task job uses (see control.ts for where they start). */
-export interface TaskWords {
+interface TaskWords {
   /** Next record to claim; the records queued so far; records finished (notified); 1 once no more will come. */
   head: number;
   tail: number;

@@ -14,7 +14,7 @@ import type { DatasetFile } from './inputs.js';
 import { stemOf } from './shards.js';
 
 /** The output path of the whole file an output belongs to (itself, or the file a part was cut from). */
-export const originOf = (f: DatasetFile): FsPath => f.origin ?? f.rel;
+const originOf = (f: DatasetFile): FsPath => f.origin ?? f.rel;
 
 /**
  * Removes every temporary file left beside `files`' outputs (the caller holds their shard's

@@ -76,7 +76,7 @@ function globRegExp(pattern: string): RegExp {
 }
 
 /** How a walk treats what it finds. */
-export interface WalkRules {
+interface WalkRules {
   /** Whether a file of this (base) name is an input. */
   accept: (name: string) => boolean;
   /** What {@link accept} takes, in words (for the message about a directory with none). */

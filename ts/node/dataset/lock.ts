@@ -22,14 +22,14 @@ import { shown } from '../paths.js';
 import { join } from 'node:path';
 
 /** Seconds between heartbeats. */
-export const HEARTBEAT_S = 5;
+const HEARTBEAT_S = 5;
 /** Default seconds after which a lock from another machine whose heartbeat stopped is stale: several missed heartbeats. */
 export const STALE_S = 60;
 /** A lock file's size: its JSON, padded, so that a heartbeat rewrites it in place with one write. */
 const LOCK_BYTES = 1024;
 
 /** Who holds a lock. */
-export interface LockOwner {
+interface LockOwner {
   pid: number;
   host: string;
   /** This boot and pid namespace: a pid means the same process only where both are the same. */
@@ -71,7 +71,7 @@ function machine(): string {
 }
 
 /** The lock file's name for shard `index` of `count`. */
-export const lockName = (index: number, count: number): string => (count === 1 ? 'rmsnorm.lock' : `rmsnorm.shard-${index}-of-${count}.lock`);
+const lockName = (index: number, count: number): string => (count === 1 ? 'rmsnorm.lock' : `rmsnorm.shard-${index}-of-${count}.lock`);
 
 /** The owner a lock file's text names, or null when it does not parse. */
 function ownerOf(text: string): LockOwner | null {

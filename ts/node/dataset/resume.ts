@@ -6,7 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import { stat } from 'node:fs/promises';
-import { DEFAULT_EPS } from '../../check/scalars.js';
+import { PARAM_DEFAULTS, UNGATED_PARAM_KEYS } from '../../check/params.js';
 import type { FloatArray } from '../../types.js';
 import { joinPath, recordPath, type FsPath } from '../paths.js';
 import type { NormalizeSummary } from '../types.js';
@@ -29,10 +29,11 @@ export function settingsOf(o: NormalizeDatasetOptions, weight: LoadedWeight | nu
     const a = o.weight as FloatArray;
     w = { sha256: createHash('sha256').update(new Uint8Array(a.buffer, a.byteOffset, a.byteLength)).digest('hex'), dtype: o.weightDtype ?? null };
   }
-  return {
-    weight: w, dtype: o.dtype ?? null, outDtype: o.outDtype ?? null, castingMode: o.castingMode ?? 'none', dim: o.dim ?? null, eps: o.eps ?? DEFAULT_EPS,
-    offset: o.offset ?? 0, partial: o.partial ?? 1, format: o.format ?? null, tensors: o.tensors ?? null,
-  };
+  // Every parameter option (the weight's dtype is in `weight`), then what else shapes an output.
+  const params = Object.fromEntries(
+    UNGATED_PARAM_KEYS.filter((k) => k !== 'weightDtype').map((k) => [k, (o as Record<string, unknown>)[k] ?? PARAM_DEFAULTS[k] ?? null]),
+  );
+  return { weight: w, ...params, outDtype: o.outDtype ?? null, format: o.format ?? null, tensors: o.tensors ?? null };
 }
 
 /** Whether record `r` vouches for `f`'s output at `out` with these settings: same input, part and settings, and the output still the very file recorded. */

@@ -18,6 +18,7 @@ import { join } from 'node:path';
 import { startEngine } from '../engine.js';
 import { taskQueueOf } from '../../pool/task-queue.js';
 import { describe } from '../../check/arrays.js';
+import { paramOptions } from '../../check/params.js';
 import { DTYPES } from '../../dtypes.js';
 import { NormalizeError } from '../errors.js';
 import { makeDirs } from '../sink.js';
@@ -181,9 +182,9 @@ async function runLocked(
   await removeTemps(outDir, todo);
   await refuseOverwrites(outDir, todo);
   const perFile: NormalizeFileOptions = {
+    ...paramOptions(o as Record<string, unknown>),
     weight: weight ? weight.w : o.weight, weightDtype: weight ? weight.dtype : o.weightDtype, weightTensor: weight ? undefined : o.weightTensor,
-    dtype: o.dtype, outDtype: o.outDtype, castingMode: o.castingMode, dim: o.dim, eps: o.eps, offset: o.offset, partial: o.partial,
-    format: o.format, tensors: o.tensors, chunkBytes: o.chunkBytes, checksum: o.checksum, durable: o.durable,
+    outDtype: o.outDtype, format: o.format, tensors: o.tensors, chunkBytes: o.chunkBytes, checksum: o.checksum, durable: o.durable,
   };
   const totalBytes = todo.reduce((a, f) => a + f.bytes, 0);
   const inFlight = new Map<DatasetFile, number>();

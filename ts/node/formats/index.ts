@@ -21,7 +21,7 @@ export const FORMATS: readonly Format[] = [npyFormat, npzFormat, safetensorsForm
 export const FORMAT_NAMES: readonly FormatName[] = FORMATS.map((f) => f.name);
 
 /** The format named `name`. */
-export const formatNamed = (name: FormatName): Format => FORMATS.find((f) => f.name === name)!;
+const formatNamed = (name: FormatName): Format => FORMATS.find((f) => f.name === name)!;
 
 /** Whether a directory walk takes a file of this name (an extension some format has), or every file (`raw`). */
 export function takesName(name: string, format: FormatName | undefined): boolean {

@@ -83,7 +83,7 @@ export function npyDataOffset(prefix: Uint8Array, name: string): number {
 const MAX_HEADER_CHARS = 10_000;
 
 /** A header as its text says, before this package's limits: any `descr`, any order, the shape exact. */
-export interface RawNpyHeader {
+interface RawNpyHeader {
   major: number;
   minor: number;
   descr: string;

@@ -13,7 +13,7 @@ import { NormalizeError } from '../errors.js';
 import { Sequential, type Source } from '../source.js';
 
 /** A member, as the central directory describes it. */
-export interface ZipMember {
+interface ZipMember {
   name: string;
   method: number;
   flags: number;

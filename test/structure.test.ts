@@ -1,0 +1,122 @@
+// The repository's shape, checked over all of it: no import circle among the TypeScript
+// modules (ts/) or among the Rust modules (crate/src/, by their `use crate::…` / `super::…` /
+// `self::…` paths, file by file); no export of ts/ that nothing else names; the compiler refuses
+// unused locals. Each check is shown to fail on a made-up case first.
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const SKIP = ['node_modules', 'dist', 'bundle', 'wasm', 'target', '.git', 'fixtures'];
+const walk = (d: string): string[] =>
+  readdirSync(d).flatMap((f) => {
+    const p = join(d, f);
+    if (SKIP.includes(f)) return [];
+    return statSync(p).isDirectory() ? walk(p) : [p];
+  });
+
+type Graph = Record<string, string[]>;
+
+/** ts/'s modules and the modules each imports (static, type-only and dynamic imports alike). */
+function tsGraph(): Graph {
+  const g: Graph = {};
+  for (const f of walk(join(ROOT, 'ts')).filter((p) => p.endsWith('.ts'))) {
+    const t = readFileSync(f, 'utf8');
+    const specs = [...t.matchAll(/(?:^|\n)\s*(?:import|export)\s[^'"]*?from\s+['"](\.[^'"]+)['"]/g), ...t.matchAll(/import\(\s*['"](\.[^'"]+)['"]\s*\)/g)];
+    g[f] = specs.map((m) => resolve(dirname(f), m[1]!.replace(/\.js$/, '.ts'))).filter((p) => p.startsWith(join(ROOT, 'ts')) && existsSync(p));
+  }
+  return g;
+}
+
+/** crate/src's module files and the module files each one's `use` paths reach. */
+function rustGraph(): Graph {
+  const src = join(ROOT, 'crate', 'src');
+  const files = walk(src).filter((f) => f.endsWith('.rs'));
+  const modOf = (f: string) => {
+    const r = relative(src, f).replace(/\.rs$/, '').replace(/(^|\/)mod$/, '');
+    return r === 'lib' ? '' : r;
+  };
+  const byMod = new Map(files.map((f) => [modOf(f), f]));
+  const g: Graph = {};
+  for (const f of files) {
+    const me = modOf(f).split('/').filter(Boolean);
+    const text = readFileSync(f, 'utf8').replace(/\/\/.*$/gm, '');
+    const deps = new Set<string>();
+    for (const m of text.matchAll(/\buse\s+((?:crate|super|self)(?:::\w+)+)/g)) {
+      const parts = m[1]!.split('::');
+      const base = parts[0] === 'crate' ? [] : parts[0] === 'super' ? me.slice(0, -1) : me;
+      const rest = parts.slice(1);
+      for (let k = rest.length; k >= 0; k--) {
+        const target = byMod.get([...base, ...rest.slice(0, k)].join('/'));
+        if (target !== undefined) {
+          if (target !== f) deps.add(target);
+          break;
+        }
+      }
+    }
+    g[f] = [...deps];
+  }
+  return g;
+}
+
+/** Every circle of `g` found by a depth-first walk, as paths from ROOT. */
+function circles(g: Graph): string[][] {
+  const out: string[][] = [];
+  const state = new Map<string, 1 | 2>();
+  const stack: string[] = [];
+  const visit = (n: string) => {
+    state.set(n, 1);
+    stack.push(n);
+    for (const m of g[n] ?? []) {
+      if (state.get(m) === 1) out.push([...stack.slice(stack.indexOf(m)), m].map((p) => relative(ROOT, p)));
+      else if (!state.has(m)) visit(m);
+    }
+    stack.pop();
+    state.set(n, 2);
+  };
+  for (const n of Object.keys(g)) if (!state.has(n)) visit(n);
+  return out;
+}
+
+/** Names exported by a ts/ module that no other file of the repository names. */
+function unusedExports(): string[] {
+  const files = walk(ROOT).filter((f) => /\.(ts|mjs|js)$/.test(f));
+  const texts = new Map(files.map((f) => [f, readFileSync(f, 'utf8')]));
+  const out: string[] = [];
+  for (const f of files.filter((p) => relative(ROOT, p).startsWith('ts/'))) {
+    for (const m of texts.get(f)!.matchAll(/^export\s+(?:declare\s+)?(?:async\s+)?(?:function\*?|const|let|class|interface|type|enum|abstract class)\s+([A-Za-z_$][\w$]*)/gm)) {
+      const re = new RegExp(`\\b${m[1]!.replace(/\$/g, '\\$')}\\b`);
+      if (!files.some((g) => g !== f && re.test(texts.get(g)!))) out.push(`${relative(ROOT, f)}: ${m[1]}`);
+    }
+  }
+  return out;
+}
+
+describe('the repository\'s structure', () => {
+  it('the circle finder finds a circle', () => {
+    expect(circles({ a: ['b'], b: ['c'], c: ['a'], d: ['a'] }).map((c) => c.join(' → '))).toEqual(['a → b → c → a']);
+  });
+
+  it('no import circle among the TypeScript modules', () => {
+    const g = tsGraph();
+    expect(Object.keys(g).length).toBeGreaterThan(50);
+    expect(circles(g)).toEqual([]);
+  });
+
+  it('no import circle among the Rust modules', () => {
+    const g = rustGraph();
+    // the graph is read: the kernel's modules use one another
+    expect(g[join(ROOT, 'crate/src/kernel/forward.rs')]).toContain(join(ROOT, 'crate/src/kernel/reduce.rs'));
+    expect(circles(g)).toEqual([]);
+  });
+
+  it('every export of ts/ is named somewhere else', () => {
+    expect(unusedExports()).toEqual([]);
+  });
+
+  it('the compiler refuses unused locals', () => {
+    const cfg = JSON.parse(readFileSync(join(ROOT, 'tsconfig.json'), 'utf8')) as { compilerOptions: Record<string, unknown> };
+    expect(cfg.compilerOptions.noUnusedLocals).toBe(true);
+  });
+});

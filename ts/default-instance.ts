@@ -1,0 +1,209 @@
+/**
+ * The package's top-level functions: the instance {@link init} loaded (one per build and
+ * realm, {@link loadRmsNorm}) and the calls made on it. index.ts re-exports them.
+ * @module
+ */
+import { BUILDS, defaultBuild, isBuild, loadWasm, missingFor, type Build } from './load.js';
+import type { F32Buffer, U16Buffer } from './memory.js';
+import type { RmsNormLayer, RmsNormLayerOptions } from './layer.js';
+import { RmsNorm } from './rmsnorm.js';
+import type { PoolOptions, RmsNormPool } from './pool/api.js';
+import { options as checkOptions } from './check/options.js';
+import type { ConvertOptions } from './check/convert.js';
+import type { FloatArray, HalfDtype, RmsNormBackwardOptions, RmsNormBackwardResult, RmsNormOptions } from './types.js';
+
+const loaded = new Map<Build, Promise<RmsNorm>>();
+let current: RmsNorm | null = null;
+
+/**
+ * Loads (once) and returns the instance of one build. Each build is instantiated at most once
+ * per JavaScript realm; the top-level functions use the one {@link init} chose.
+ *
+ * @param build `'simd-relaxed'` or `'simd'` (SIMD128, with and without relaxed SIMD; same
+ *   bits), `'simd-relaxed-threads'` or `'simd-threads'` (the same on shared memory: Node, or a
+ *   cross-origin-isolated page), `'scalar'` (no SIMD128). Default: `'simd-relaxed'` where the
+ *   engine has relaxed SIMD, else `'simd'`, else `'scalar'`.
+ * @throws RangeError (as a rejected promise) for a name not in that list, or a build this
+ *   engine cannot run (the message says what it lacks).
+ */
+export function loadRmsNorm(build: Build = defaultBuild()): Promise<RmsNorm> {
+  if (!isBuild(build)) {
+    return Promise.reject(new RangeError(`loadRmsNorm: build must be ${BUILDS.map((b) => `'${b}'`).join(', ')}; got ${String(build)}`));
+  }
+  const missing = missingFor(build);
+  if (missing) {
+    const runs = BUILDS.filter((b) => !missingFor(b)).map((b) => `'${b}'`).join(', ');
+    return Promise.reject(new RangeError(`loadRmsNorm: build '${build}' needs ${missing}, which this engine lacks; it runs ${runs}`));
+  }
+  let p = loaded.get(build);
+  if (!p) {
+    p = loadWasm(build).then((w) => new RmsNorm(w));
+    p.catch(() => loaded.delete(build));
+    loaded.set(build, p);
+  }
+  return p;
+}
+
+/**
+ * Loads and instantiates the wasm module; the other functions throw until it has resolved.
+ * Calling it again is cheap. `options.build` picks a build (see {@link loadRmsNorm}; default:
+ * `simd-relaxed` where the engine has relaxed SIMD, else `simd` wherever SIMD128 runs, else
+ * `scalar`; a threads build only when asked for — its shared memory is what the pool uses, and
+ * copies plain arrays more slowly). The build loaded is `instance().build`.
+ */
+export async function init(options?: { build?: Build }): Promise<void> {
+  const o = checkOptions('init', options, INIT_KEYS);
+  current = await loadRmsNorm(o.build as Build | undefined);
+}
+const INIT_KEYS: readonly string[] = ['build'];
+
+/** The instance {@link init} loaded, or null before it resolves. */
+export function instance(): RmsNorm | null {
+  return current;
+}
+
+function ready(fn: string): RmsNorm {
+  if (!current) throw new Error(`${fn}: rmsnorm-wasm is not initialized; call and await init() first`);
+  return current;
+}
+
+/**
+ * RMSNorm forward: for each row `x_r` (length `dim`),
+ * `y_r = x_r · rstd_r · weight`, `rstd_r = 1/sqrt(mean(x_r²) + eps)`.
+ *
+ * Variants (options, combinable): `residual` — fused residual add, the row normalized is
+ * `h = x + residual`, written into `residual` (or `residualOut`); `offset` — the gain is
+ * `offset + weight` (Gemma: 1); `partial` — pRMSNorm, the mean over the first
+ * `ceil(partial · dim)` elements only.
+ *
+ * Half precision: `x` (and every `rows × dim` array) may be a Float16Array or a Uint16Array
+ * of float16 / bfloat16 bit patterns (`dtype`), the weight likewise (`weightDtype`, may
+ * differ); the math is float32, results rounded to nearest even as `castingMode` says.
+ *
+ * @param x `rows × dim` elements, row-major. Views of wasm memory ({@link allocF32},
+ *   {@link allocU16}) are used in place; other arrays are copied through reused scratch space.
+ * @param weight The gain, `dim` elements, or null for none.
+ * @param options `dim` (default `weight.length`, required without weight), `eps` (default
+ *   1e-6, inside the root), `out` (destination, may be `x`), `rstd` (receives one float32 per
+ *   row), `residual`, `residualOut`, `offset` (default 0), `partial` (default 1), `dtype`,
+ *   `weightDtype`, `castingMode` (default 'none'): see {@link RmsNormOptions}.
+ * @returns `options.out`, or a new array of `x`'s type.
+ * @throws TypeError / RangeError naming the bad argument, before anything is written.
+ */
+export function rmsNorm<T extends FloatArray = Float32Array>(x: T, weight: FloatArray | null, options?: RmsNormOptions<T>): T {
+  return ready('rmsNorm').rmsNorm(x, weight, options);
+}
+
+/**
+ * RMSNorm backward: `dx = rstd · (gy − x · rstd² · mean(gy ⊙ x))` with `gy = dy ⊙ weight`,
+ * and `dweight = Σ_rows dy ⊙ x · rstd` (deterministic: f32 sums per 32-row block, the blocks
+ * added in f64 in order).
+ *
+ * @param dy Upstream gradient, `rows × dim`.
+ * @param x The forward's input, `rows × dim`.
+ * @param weight The gain (`dim`) or null.
+ * @param options `dim`, `eps` (default 1e-6), `rstd` (the forward's; recomputed when absent),
+ *   `dx` (destination, may be `dy` or `x`), `dweight` (destination, `dim`); the forward's
+ *   `offset` and `partial`; `dresidual` (fused residual add: the gradient on `h`, added to
+ *   `dx`; pass `h` as `x`): see {@link RmsNormBackwardOptions}.
+ *   Half precision as in {@link rmsNorm}: `dx` in the activations' dtype, `dweight` in the
+ *   weight's (summed in float32, rounded once).
+ * @returns `{ dx, dweight }`; `dweight` is null when `weight` is null.
+ * @throws TypeError / RangeError naming the bad argument, before anything is written.
+ */
+export function rmsNormBackward<T extends FloatArray = Float32Array, W extends FloatArray = Float32Array>(
+  dy: T,
+  x: T,
+  weight: W | null,
+  options?: RmsNormBackwardOptions<T, W>,
+): RmsNormBackwardResult<T, W> {
+  return ready('rmsNormBackward').rmsNormBackward(dy, x, weight, options);
+}
+
+/**
+ * RMSNorm bound to a weight and options, for calling again and again: it owns its outputs and
+ * reuses them, keeps the weight in wasm memory, and checks no options per call — the fastest
+ * way to run the same normalization every layer / token (bench: `wasm-layer`).
+ *
+ * ```ts
+ * const norm = createRmsNorm(weight);            // weight: dim floats (copied), eps 1e-6
+ * const y = norm.forward(x);                     // x: rows × dim; y valid until the next forward
+ * const { dx, dweight } = norm.backward(dy, x, { rstd: norm.rstd });
+ * const bf = createRmsNorm(weight, { dtype: 'bfloat16' }); // x, y, dy, dx: bfloat16 bits
+ * ```
+ *
+ * @param weight The gain (`dim` elements: Float32Array, Float16Array, or Uint16Array of half
+ *   bits with `weightDtype`; copied — see `setWeight`), or null for none.
+ * @param options `dim` (default `weight.length`, required without weight), `eps` (default
+ *   1e-6), `offset` (default 0), `partial` (default 1), `dtype` (the activations': 'float32'
+ *   by default, 'float16', 'bfloat16'), `weightDtype` (default the weight's type), `castingMode`
+ *   (default 'none'): see {@link RmsNormLayerOptions}.
+ * @throws TypeError / RangeError naming the bad argument.
+ */
+export function createRmsNorm<W extends FloatArray = Float32Array>(weight: W | null, options?: RmsNormLayerOptions): RmsNormLayer<W> {
+  return ready('createRmsNorm').createLayer(weight, options);
+}
+
+/**
+ * Allocates `length` floats inside the module's memory: `view()` gives a Float32Array that
+ * rmsNorm, rmsNormBackward and the pool use in place, with no copy (the fast path). Re-make
+ * views after anything that may grow memory; call `free()` when done.
+ */
+export function allocF32(length: number): F32Buffer {
+  return ready('allocF32').allocF32(length);
+}
+
+/**
+ * Allocates `length` 16-bit elements inside the module's memory for half-precision data:
+ * `view()` gives a Uint16Array (bit patterns; wrap it as a Float16Array where the engine has
+ * one) used in place like {@link allocF32}'s views. Call `free()` when done.
+ */
+export function allocU16(length: number): U16Buffer {
+  return ready('allocU16').allocU16(length);
+}
+
+/**
+ * Half-precision bit patterns to float32 values, exactly (in wasm, SIMD128).
+ * @param bits `n` float16 or bfloat16 bit patterns.
+ * @param dtype `'float16'` or `'bfloat16'`.
+ * @param options `out`: a Float32Array of `n` values to write (not overlapping `bits`); default a new one.
+ * @returns `options.out`, or a new Float32Array of `n` values (NaNs: bfloat16's bits shifted up
+ *   as they are; a float16 NaN's payload moved up with the quiet bit set).
+ * @throws TypeError / RangeError naming the bad argument, before anything is written.
+ */
+export function halfToFloat32(bits: Uint16Array, dtype: HalfDtype, options?: ConvertOptions<Float32Array>): Float32Array {
+  return ready('halfToFloat32').halfToFloat32(bits, dtype, options);
+}
+
+/**
+ * float32 values to half-precision bit patterns, rounded to nearest even (overflow to ±Inf;
+ * NaN to a quiet NaN keeping its sign and the top of its payload), in wasm.
+ * @param x `n` float32 values.
+ * @param dtype `'float16'` or `'bfloat16'`.
+ * @param options `out`: a Uint16Array of `n` elements to write (not overlapping `x`); default a new one.
+ * @returns `options.out`, or a new Uint16Array of `n` bit patterns.
+ * @throws TypeError / RangeError naming the bad argument, before anything is written.
+ */
+export function float32ToHalf(x: Float32Array, dtype: HalfDtype, options?: ConvertOptions<Uint16Array>): Uint16Array {
+  return ready('float32ToHalf').float32ToHalf(x, dtype, options);
+}
+
+
+/**
+ * Starts a worker pool that shards rows across Workers sharing one wasm memory (Node
+ * worker_threads, or module Web Workers in a cross-origin-isolated page); elsewhere a pool in
+ * `mode: 'single'` that runs calls on the calling thread. Results have the same bits as the
+ * sync API whatever the thread count.
+ *
+ * @param options `threads`: threads per job, default the logical core count; `build`:
+ *   `'simd-relaxed-threads'` or `'simd-threads'` (same bits), default the first where the
+ *   engine has relaxed SIMD, else the second (`pool.build` says which runs).
+ * @throws RangeError / TypeError (as a rejected promise) for bad options, or a `build` this
+ *   engine cannot run (the message says what it lacks: relaxed SIMD, or shared memory — a
+ *   forced threads build never quietly runs in 'single' mode).
+ */
+export async function createPool(options?: PoolOptions): Promise<RmsNormPool> {
+  // Loaded on first use: a page or a program that never starts a pool never loads its code.
+  const { createPool: create } = await import('./pool/create.js');
+  return create(options, loadRmsNorm);
+}
