@@ -26,7 +26,10 @@ export const SPIN = 4;
 export const MESSAGE = 5;
 /** 1: the job's completion adds onto dweight as it is (a later segment of a streamed call). */
 export const ACCUMULATE = 6;
-/** Id of the current job (16 bits). */
+/**
+ * The current job: its opcode << 16 | its id (16 bits), stored after every other word of the
+ * job, so that one atomic load gives a thread the job and its opcode together.
+ */
 export const JOB = 7;
 /** FAIL jobs: the worker asked to fail. */
 export const FAIL_WORKER = 8;
@@ -82,7 +85,9 @@ export const EXT0 = NEXT + 9 * LINE;
 export const EXT_FIELDS = 3;
 export const EXT_COUNT = NEXT + 13 * LINE - 1;
 /**
- * Worker w's line: its wake-up word at SEQ0 + w·STRIDE, then its busy flag, then EXITING: 1
+ * Worker w's line: its wake-up word at SEQ0 + w·STRIDE (the id of the job it was last woken
+ * for in the low 16 bits, a count of its wake-ups above them, so that every wake-up changes
+ * the word), then its busy flag, then EXITING: 1
  * once it has left its serve loop and is releasing its own stack and TLS (the pool must not
  * release them again, nor terminate it: it holds the shared allocator's lock), 2 when done;
  * then REGION, the byte address of its region for task jobs.

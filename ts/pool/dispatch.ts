@@ -189,7 +189,7 @@ export class Dispatcher {
     this.sabs = spec.sabs ?? NO_SABS;
     Atomics.store(ctl, C.READY, 0);
     const job = (this.jobId = (this.jobId + 1) & 0xffff);
-    Atomics.store(ctl, C.JOB, job);
+    Atomics.store(ctl, C.JOB, (spec.op << 16) | job);
     Atomics.store(ctl, C.NEXT, job << 16); // opens the job: chunks can be claimed from here on
     this.participants = new Set(ids);
     this.deadInJob.clear();
@@ -198,11 +198,10 @@ export class Dispatcher {
       this.interrupt = reject;
     });
     failed.catch(() => {});
-    const done = this.hasWaitAsync ? null : new Promise<void>((r) => (this.doneByMessage = r));
-    for (const i of ids) this.workers.wake(i);
+    for (const i of ids) this.workers.wake(i, job);
     try {
       if (this.canBlock && !spec.background) await this.takePart(job, rows, chunk, chunks, stream, callerHelps, failed);
-      else await this.waitDone(failed, done);
+      else await this.waitDone(failed);
     } catch (e) {
       if (!this.destroyed) await this.drain(job);
       throw e;
@@ -270,16 +269,25 @@ export class Dispatcher {
     }
   }
 
-  /** Waits for DONE without blocking (a browser's main thread). */
-  private async waitDone(failed: Promise<never>, done: Promise<void> | null): Promise<void> {
+  /**
+   * Waits for DONE without blocking (a browser's main thread). A wake-up proves nothing: the
+   * thread that completed the previous job stores DONE, then notifies (or posts its message);
+   * when this thread saw the store and moved on, that late notification (or message) arrives
+   * while the next job runs. So DONE itself is read again after every wake-up.
+   */
+  private async waitDone(failed: Promise<never>): Promise<void> {
     const ctl = this.ctl;
-    if (Atomics.load(ctl, C.DONE) === 1) return;
-    if (done) {
-      await Promise.race([done, failed]);
-      return;
+    for (;;) {
+      // Engines without Atomics.waitAsync: the completing worker posts a message after it
+      // stores DONE; listening before the load below means that message cannot be missed.
+      const message = this.hasWaitAsync ? null : new Promise<void>((r) => (this.doneByMessage = r));
+      if (Atomics.load(ctl, C.DONE) === 1) return;
+      if (message) await Promise.race([message, failed]);
+      else {
+        const w = Atomics.waitAsync(ctl, C.DONE, 0);
+        if (w.async) await Promise.race([w.value, failed]);
+      }
     }
-    const w = Atomics.waitAsync(ctl, C.DONE, 0);
-    if (w.async) await Promise.race([w.value, failed]);
   }
 
   /** After a failed job: close it, and let live workers finish their chunks before memory is reused. */

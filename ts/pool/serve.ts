@@ -95,9 +95,7 @@ function serve(w: Serving, resumed = false): boolean {
       s = Atomics.load(ctl, seqAt);
     }
     w.seen = s;
-    const job = Atomics.load(ctl, JOB);
-    const op = ctl[OP];
-    if (op === Op.EXIT) {
+    if (Atomics.load(ctl, OP) === Op.EXIT) {
       // Release this thread's stack and TLS: every pool would otherwise leave its workers'
       // (about 2 MiB each) in the shared memory. EXITING first, so that a pool that terminates
       // this worker meanwhile does not release them a second time (a leak is the worst case).
@@ -108,6 +106,14 @@ function serve(w: Serving, resumed = false): boolean {
       Atomics.store(ctl, seqAt + EXITING, 2);
       return true;
     }
+    // Only the job this wake-up was for: a worker that wakes late, when that job is over and
+    // the pool is setting up the next, must not act on the next one's opcode (an ATTACH job
+    // taken twice, or one it was not woken for, counts a part it did not do: the next job
+    // would then complete before its last chunk).
+    const jw = Atomics.load(ctl, JOB);
+    const job = jw & 0xffff;
+    if (job !== (s & 0xffff)) continue;
+    const op = jw >>> 16;
     if (op === Op.FAIL) {
       if (ctl[FAIL_WORKER] === index) throw new Error(`rmsnorm-wasm worker ${index}: failure requested by the pool (test hook)`);
       continue;

@@ -84,10 +84,11 @@ export class Workers {
     return parked;
   }
 
-  /** Wakes worker i (its sequence word changes; it then reads the job). */
-  wake(i: number): void {
+  /** Wakes worker i for job `job` (its wake-up word changes and names the job; it then reads the job). */
+  wake(i: number, job: number): void {
     const at = C.SEQ0 + C.STRIDE * i;
-    Atomics.add(this.ctl, at, 1);
+    const count = ((Atomics.load(this.ctl, at) >>> 16) + 1) & 0x7fff;
+    Atomics.store(this.ctl, at, (count << 16) | (job & 0xffff));
     Atomics.notify(this.ctl, at, 1);
   }
 
@@ -193,7 +194,7 @@ export class Workers {
     if (this.stopped) return true;
     this.stopped = true;
     Atomics.store(this.ctl, C.OP, C.Op.EXIT);
-    for (let i = 0; i < this.slots.length; i++) this.wake(i);
+    for (let i = 0; i < this.slots.length; i++) this.wake(i, 0);
     const state = (i: number) => Atomics.load(this.ctl, C.SEQ0 + C.STRIDE * i + C.EXITING);
     const exited = (i: number) => state(i) === 2;
     // Workers still in a chunk after the grace period are terminated; one that has started
