@@ -6,8 +6,10 @@
 // bundle/, the pool's code into one loaded on createPool. wasm/ stays as it is, beside bundle/
 // as beside dist/ (load.ts finds it at ../wasm), and Node's modules are left to Node. The
 // identifiers are kept (error names and stack traces read as in the sources); the maps point
-// at ts/. Lines are cut at 120 characters: Node prints the source line of an uncaught error,
-// and in a whitespace-minified file without breaks that line is the whole file.
+// at ts/. Whitespace is kept: Node prints the source line of an uncaught error, and in a
+// whitespace-minified file that line is the whole file; esbuild's lineLimit would cut it, but
+// it cuts inside `new URL('…', import.meta.url)` too, where bundlers such as Vite look for
+// the wasm files.
 import * as esbuild from 'esbuild';
 import { rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -25,9 +27,7 @@ await esbuild.build({
   platform: 'neutral',
   target: 'es2022',
   external: ['node:*', '../wasm/*'],
-  minifyWhitespace: true,
   minifySyntax: true,
-  lineLimit: 120,
   sourcemap: 'linked',
   sourcesContent: false,
   legalComments: 'none',
