@@ -253,3 +253,23 @@ describe('told by content, never by name', () => {
     }
   });
 });
+
+describe('the formats describe themselves', () => {
+  it('each says whether it holds several arrays, has a header and can be split; messages and --help list them from FORMATS', async () => {
+    const { FORMATS, FORMAT_NAMES } = await import('../dist/node/formats/index.js');
+    const traits = Object.fromEntries(FORMATS.map((f) => [f.name, [f.several, f.header, f.splits]]));
+    expect(traits).toEqual({ npy: [false, true, true], npz: [true, true, false], safetensors: [true, true, false], raw: [false, false, true] });
+    // Every format with a header is named where a file is not recognized, and every format in --help's --format line.
+    const dir = mkdtempSync(join(tmpdir(), 'rmsnorm-formats-'));
+    try {
+      writeFileSync(join(dir, 'junk.dat'), 'plain text\n');
+      const r = spawnSync(process.execPath, [BIN, 'normalize', join(dir, 'junk.dat'), join(dir, 'junk.out')], { encoding: 'utf8' });
+      for (const f of FORMATS) expect(r.stderr).toContain(f.header ? f.title : `--format ${f.name}`);
+      const help = spawnSync(process.execPath, [BIN, '--help'], { encoding: 'utf8' }).stdout;
+      const line = help.split('\n').find((l) => l.trimStart().startsWith('--format F'))!;
+      for (const n of FORMAT_NAMES) expect(line).toContain(n);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

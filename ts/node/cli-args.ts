@@ -6,7 +6,7 @@
 import { parseArgs } from 'node:util';
 import type { CastingMode } from '../types.js';
 import { KERNEL_DTYPES, listed } from '../dtypes.js';
-import { FORMAT_NAMES, type FormatName } from './formats/index.js';
+import { FORMAT_NAMES, FORMATS, type FormatName } from './formats/index.js';
 
 export const USAGE = `Usage: rmsnorm-wasm normalize IN OUT [options]
        rmsnorm-wasm normalize IN... --out-dir DIR [options]
@@ -47,7 +47,7 @@ Options:
   --partial P         pRMSNorm: rms from the first ceil(P * dim) elements, 0 < P <= 1
                       (default 1)
   --rstd FILE         also write each row's rstd (same format as IN; float32)
-  --format F          npy, npz, safetensors or raw (default: told by the content; raw
+  --format F          ${listed(FORMAT_NAMES, '')} (default: told by the content; ${listed(FORMATS.filter((f) => !f.header).map((f) => f.name), '')}
                       only when given)
   --in-place          allow OUT to be IN (still through a temporary file)
   --no-fsync          rename outputs into place without flushing them to the device:

@@ -24,7 +24,7 @@ import { AtomicFile, removeStrays } from './atomic.js';
 import { CHUNK_BYTES, copyArray, normalizeArray, Regions, SLOTS } from './chunks.js';
 import { NormalizeError } from './errors.js';
 import { checkFileOptions, FILE_KEYS, isPath, type FileArgs } from './file-args.js';
-import { formatOf } from './formats/index.js';
+import { formatNamed, formatOf } from './formats/index.js';
 import { OutputFile } from './output.js';
 import { baseOf, dirOf, shown, type FsPath } from './paths.js';
 import { planArrays, rstdArrays, type ArrayPlan } from './plan.js';
@@ -191,7 +191,7 @@ export async function normalizeFileWith(input: FsPath, output: FsPath, options: 
       });
     // rstd of a container is kept until the end: its arrays may go in another order than the data's.
     const rstdKept = new Map<number, Uint8Array[]>();
-    const many = contents.format === 'npz' || contents.format === 'safetensors';
+    const many = formatNamed(contents.format).several;
     if (rstdFile && !many) rstdFile.begin(0);
     for (const i of writer.order ?? arrays.map((_, k) => k)) {
       const p = arrays[i]!;

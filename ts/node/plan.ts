@@ -6,10 +6,10 @@
  * @module
  */
 import type { Dtype } from '../types.js';
-import { DTYPES, type FileDtype } from '../dtypes.js';
+import { DTYPES, listed, type FileDtype } from '../dtypes.js';
 import { NormalizeError } from './errors.js';
 import type { FileArgs } from './file-args.js';
-import type { ArrayIn, ArrayOut, Contents } from './formats/index.js';
+import { FORMATS, formatNamed, type ArrayIn, type ArrayOut, type Contents, type Format } from './formats/index.js';
 
 /** The longest row the kernels take (their `dim` is a 32-bit count). */
 const MAX_DIM = 0xffffffff;
@@ -49,17 +49,21 @@ function sliceOf(shape: readonly number[], rows: number, range: FileArgs['range'
   return { first: start * per, rows: (end - start) * per, shape: shape.length > 1 ? [end - start, ...shape.slice(1)] : [...shape] };
 }
 
+/** The formats `which` picks, in a message's words. */
+const titles = (which: (f: Format) => boolean) => listed(FORMATS.filter(which).map((f) => f.title), '');
+
 /**
  * The plan for `contents` (see the module doc); `weightLength` is the weight's, if any. A
  * NormalizeError naming the file and the array for anything that cannot be done.
  */
 export function planArrays(contents: Contents, a: FileArgs, weightLength: number | null, name: string): ArrayPlan[] {
-  const many = contents.format === 'npz' || contents.format === 'safetensors';
+  const format = formatNamed(contents.format);
+  const many = format.several;
   const label = (x: ArrayIn) => (many ? `${name}: array ${JSON.stringify(x.name)}` : name);
   const floats = contents.arrays.filter((x) => x.dtype !== null && !x.whole && x.shape.length > 0);
   let chosen: Set<ArrayIn>;
   if (a.tensors !== undefined) {
-    if (!many) throw new RangeError(`normalizeFile: options.tensors names arrays of an .npz or safetensors file; ${name} is ${contents.format}`);
+    if (!many) throw new RangeError(`normalizeFile: options.tensors names arrays of ${titles((f) => f.several)} file; ${name} is ${contents.format}`);
     chosen = new Set();
     for (const t of a.tensors) {
       const x = contents.arrays.find((y) => y.name === t);
@@ -72,7 +76,7 @@ export function planArrays(contents: Contents, a: FileArgs, weightLength: number
     const all = contents.arrays.map((x) => `${JSON.stringify(x.name)} (${x.typeName})`).join(', ');
     throw new NormalizeError(`${name} holds no float array to normalize${all ? ` (it has ${all})` : ' (it is empty)'}`);
   }
-  if (a.range !== undefined && many) throw new RangeError(`normalizeFile: options.range needs a one-array file (.npy or raw); ${name} is ${contents.format}`);
+  if (a.range !== undefined && many) throw new RangeError(`normalizeFile: options.range needs a one-array file (${titles((f) => !f.several)}); ${name} is ${contents.format}`);
   return contents.arrays.map((x): ArrayPlan => {
     if (!chosen.has(x)) {
       return { input: x, norm: null, out: { name: x.name, dtype: x.dtype, typeName: x.typeName, shape: x.shape, bytes: x.bytes ?? 0, ...(x.whole && { whole: true }) } };
@@ -80,7 +84,7 @@ export function planArrays(contents: Contents, a: FileArgs, weightLength: number
     const inDtype = x.dtype!;
     const dim = x.shape[x.shape.length - 1]!;
     const where = label(x);
-    if (contents.format !== 'raw') {
+    if (format.header) {
       if (a.dtype !== undefined && a.dtype !== inDtype) {
         throw new NormalizeError(`${where}: the header says ${inDtype} ('${x.typeName}'), but options.dtype ${a.dtype} was given`);
       }

@@ -25,7 +25,7 @@ import { makeDirs } from '../sink.js';
 import { CHUNK_BYTES, SLOTS } from '../chunks.js';
 import { checkFileOptions, FILE_KEYS, isPath } from '../file-args.js';
 import { normalizeFileWith } from '../file.js';
-import { formatOf, takenNames, takesName } from '../formats/index.js';
+import { formatNamed, formatOf, takenNames, takesName } from '../formats/index.js';
 import { baseOf, byteLength, bytesOf, joinPath, NAME_MAX, shown, type FsPath } from '../paths.js';
 import { openSource } from '../source.js';
 import type { NormalizeFileOptions } from '../types.js';
@@ -84,7 +84,7 @@ function checkRun(inputs: unknown, outDir: unknown, options: unknown): { list: s
  * run then reports the file as a whole): of a `.npy`, or of raw data of rows of `dim`.
  */
 async function firstAxisOf(f: DatasetFile, o: NormalizeDatasetOptions, dim: number | undefined): Promise<number> {
-  if (o.format === 'raw') {
+  if (o.format !== undefined && !formatNamed(o.format).header) {
     const row = DTYPES[o.dtype ?? 'float32'].bytes * (dim ?? 0);
     return row > 0 && f.size % row === 0 ? f.size / row : 1;
   }
@@ -92,7 +92,7 @@ async function firstAxisOf(f: DatasetFile, o: NormalizeDatasetOptions, dim: numb
   if (!src) return 1;
   try {
     const format = await formatOf(src, o.format);
-    if (format.name !== 'npy') return 1;
+    if (!format.splits) return 1;
     const shape = (await format.read(src, {})).arrays[0]!.shape;
     return shape.length > 1 ? shape[0]! : 1;
   } catch {

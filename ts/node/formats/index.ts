@@ -21,20 +21,30 @@ export const FORMATS: readonly Format[] = [npyFormat, npzFormat, safetensorsForm
 export const FORMAT_NAMES: readonly FormatName[] = FORMATS.map((f) => f.name);
 
 /** The format named `name`. */
-const formatNamed = (name: FormatName): Format => FORMATS.find((f) => f.name === name)!;
+export const formatNamed = (name: FormatName): Format => FORMATS.find((f) => f.name === name)!;
 
-/** Whether a directory walk takes a file of this name (an extension some format has), or every file (`raw`). */
+/** Whether a directory walk takes every file for `format`: one known by no name (raw), when it is asked for. */
+const takesAll = (format: FormatName | undefined) => format !== undefined && formatNamed(format).extensions.length === 0;
+
+/** Whether a directory walk takes a file of this name (an extension some format has), or every file (raw). */
 export function takesName(name: string, format: FormatName | undefined): boolean {
-  if (format === 'raw') return true;
+  if (takesAll(format)) return true;
   const lower = name.toLowerCase();
   return FORMATS.some((f) => (format === undefined || f.name === format) && f.extensions.some((e) => lower.endsWith(e)));
 }
 
 /** What a directory walk takes, in words: the extensions of `format` (all formats' by default), or every file for raw. */
 export function takenNames(format: FormatName | undefined): string {
-  if (format === 'raw') return 'every file (--format raw)';
+  if (takesAll(format)) return `every file (--format ${format})`;
   const ext = FORMATS.filter((f) => format === undefined || f.name === format).flatMap((f) => f.extensions);
   return `files named ${listed(ext.map((e) => `*${e}`), '')}`;
+}
+
+/** A file no format's first bytes tell: what it is not, and how the formats without a header are asked for (from {@link FORMATS}). */
+function notKnown(path: string, head: string): string {
+  const told = FORMATS.filter((f) => f.header).map((f) => f.title);
+  const asked = FORMATS.filter((f) => !f.header).map((f) => `${f.title} is read with options.format ${f.name} and options.dim`);
+  return `${path}: not ${listed(told, '')} file (${head}); ${asked.join('; ')}`;
 }
 
 /** The first bytes of a file as a message shows them: text when they are printable, else hex. */
@@ -55,8 +65,5 @@ export async function formatOf(src: Source, given: FormatName | undefined): Prom
   const n = await src.read(head, 0);
   const found = FORMATS.find((f) => f.detect(head.subarray(0, n)));
   if (found) return found;
-  throw new NormalizeError(
-    `${shown(src.path)}: not a NumPy .npy, an .npz or a safetensors file (${described(head.subarray(0, Math.min(n, 8)))}); ` +
-      'raw little-endian data is read with options.format raw and options.dim',
-  );
+  throw new NormalizeError(notKnown(shown(src.path), described(head.subarray(0, Math.min(n, 8)))));
 }

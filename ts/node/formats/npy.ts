@@ -229,6 +229,10 @@ export function npyDtypeOf(dtype: FileDtype, name: string): NpyDtype {
 /** The `.npy` format: one array, its header, its data. */
 export const npyFormat: Format = {
   name: 'npy',
+  title: 'a NumPy .npy',
+  several: false,
+  header: true,
+  splits: true,
   extensions: ['.npy'],
   detect: (head) => MAGIC.every((b, i) => head[i] === b),
   async read(src: Source): Promise<Contents> {

@@ -79,6 +79,10 @@ function writer(arrays: readonly ArrayOut[], _meta: Contents['meta'], name: stri
 /** See the module doc. */
 export const npzFormat: Format = {
   name: 'npz',
+  title: 'an .npz',
+  several: true,
+  header: true,
+  splits: false,
   extensions: ['.npz'],
   // A zip's first local header, or the end record of an empty zip.
   detect: (h) => h[0] === 0x50 && h[1] === 0x4b && ((h[2] === 3 && h[3] === 4) || (h[2] === 5 && h[3] === 6)),

@@ -14,6 +14,10 @@ const NONE = new Uint8Array(0);
 /** See the module doc. */
 export const rawFormat: Format = {
   name: 'raw',
+  title: 'raw little-endian data',
+  several: false,
+  header: false,
+  splits: true,
   extensions: [],
   detect: () => false,
   async read(src: Source, o: ReadOptions): Promise<Contents> {

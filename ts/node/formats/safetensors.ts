@@ -108,6 +108,10 @@ function writer(arrays: readonly ArrayOut[], meta: Contents['meta']) {
 /** See the module doc. */
 export const safetensorsFormat: Format = {
   name: 'safetensors',
+  title: 'a safetensors',
+  several: true,
+  header: true,
+  splits: false,
   extensions: ['.safetensors'],
   detect(head) {
     if (head.length < 9 || head[8] !== 0x7b) return false;

@@ -81,7 +81,15 @@ export interface ReadOptions {
 /** A format: see the module doc. */
 export interface Format {
   readonly name: FormatName;
-  /** The extensions a directory walk takes for it (lower case, with the dot); none for raw. */
+  /** The format in a message's words (`'a NumPy .npy'`). */
+  readonly title: string;
+  /** Whether a file holds several named arrays (tensors, members), rather than one. */
+  readonly several: boolean;
+  /** Whether a file says its arrays' dtype and shape (a header); without one they are options. */
+  readonly header: boolean;
+  /** Whether a file's one array can be cut by its first axis into parts read at their positions (a dataset's shards). */
+  readonly splits: boolean;
+  /** The extensions a directory walk takes for it (lower case, with the dot); none: every file, when it is asked for. */
   readonly extensions: readonly string[];
   /** Whether a file starting with `head` (its first bytes, up to 16; fewer for a shorter file) is of this format. */
   detect(head: Uint8Array): boolean;
