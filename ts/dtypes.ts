@@ -24,11 +24,16 @@ export interface DtypeFacts {
   readonly bytes: number;
   /** The typed array that holds its elements (half types: their bit patterns). */
   readonly array: 'Float32Array' | 'Uint16Array' | 'Float64Array';
+  /** That array's constructor. */
+  readonly Array: Float32ArrayConstructor | Uint16ArrayConstructor | Float64ArrayConstructor;
   /** NumPy's little-endian `descr`, or null where NumPy has no such type (bfloat16). */
   readonly npy: string | null;
   /** The safetensors header's `dtype`. */
   readonly safetensors: string;
 }
+
+/** The constructors of the arrays the table names. */
+const ARRAYS = { Float32Array, Uint16Array, Float64Array } as const;
 
 /** A dtype a file may hold: those the kernels store, and float64 (read as float32). */
 export type FileDtype = Dtype | 'float64';
@@ -39,9 +44,12 @@ export type FileDtype = Dtype | 'float64';
  */
 export const DTYPES: Readonly<Record<FileDtype, DtypeFacts>> = {
   ...(Object.fromEntries(
-    DTYPE_FACTS.map((d, code) => [d.name, { code, bytes: d.bytes, array: d.array, npy: d.npy === '' ? null : d.npy, safetensors: d.safetensors }]),
+    DTYPE_FACTS.map((d, code) => [
+      d.name,
+      { code, bytes: d.bytes, array: d.array, Array: ARRAYS[d.array], npy: d.npy === '' ? null : d.npy, safetensors: d.safetensors },
+    ]),
   ) as Record<Dtype, DtypeFacts>),
-  float64: { code: -1, bytes: 8, array: 'Float64Array', npy: '<f8', safetensors: 'F64' },
+  float64: { code: -1, bytes: 8, array: 'Float64Array', Array: Float64Array, npy: '<f8', safetensors: 'F64' },
 };
 
 /** The dtypes the kernels store (and an output may have), in code order. */

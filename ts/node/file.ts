@@ -241,7 +241,7 @@ const describePath = (p: unknown): string => (isPath(p) ? shown(p) : p === null 
 function placeWeight(pool: Engine, w: FloatArray, dtype: Dtype): F32Buffer | U16Buffer {
   const buf = dtype === 'float32' ? pool.allocF32(w.length) : pool.allocU16(w.length);
   const v = buf.view();
-  v.set(v instanceof Uint16Array ? new Uint16Array(w.buffer, w.byteOffset, w.length) : (w as Float32Array));
+  v.set(new DTYPES[dtype].Array(w.buffer as ArrayBuffer, w.byteOffset, w.length) as Float32Array & Uint16Array);
   return buf;
 }
 

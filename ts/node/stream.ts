@@ -68,7 +68,7 @@ class NormalizeStream extends Transform {
       this.carry = Buffer.from(data.subarray(whole));
       if (whole > 0) {
         // A copy aligned for the typed array (a Buffer's offset may be odd), normalized in place.
-        const x = this.item === 4 ? new Float32Array(whole / 4) : new Uint16Array(whole / 2);
+        const x = new DTYPES[this.o.dtype].Array(whole / this.item) as Float32Array | Uint16Array;
         new Uint8Array(x.buffer).set(data.subarray(0, whole));
         rn.rmsNorm<Float32Array | Uint16Array>(x, this.o.weight, { ...this.o.params, out: x });
         this.push(Buffer.from(x.buffer, 0, whole));
