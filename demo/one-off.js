@@ -19,22 +19,10 @@
  * @module
  */
 
-import { naiveForward } from './page-bench.js';
+import { clockResolution, naiveForward } from './page-bench.js';
 
 /** Median of numbers. */
 const median = (a) => [...a].sort((p, q) => p - q)[Math.floor(a.length / 2)];
-
-/** The clock's resolution, ms: the smallest step performance.now() takes. */
-function clockResolution() {
-  let best = Infinity;
-  for (let i = 0; i < 20; i++) {
-    const t0 = performance.now();
-    let t1 = t0;
-    while (t1 === t0) t1 = performance.now();
-    best = Math.min(best, t1 - t0);
-  }
-  return best;
-}
 
 /**
  * Per-call time of `f` (ms): batches of at least `minBatchMs`, for `budgetMs`; the median batch.
