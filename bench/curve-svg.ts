@@ -4,6 +4,7 @@
  * a dotted vertical line at the machine's core count. Each point has a <title> with its value.
  * @module
  */
+import { esc } from './svg.js';
 
 /** A line of the chart: y at each thread count. */
 export interface CurveSeries {
@@ -26,7 +27,6 @@ const R = 210;
 const T = 50;
 const B = 50;
 
-const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 const num = (v: number) => (v < 10 ? v.toFixed(2) : v.toFixed(1));
 
 /** The chart: x is the thread count on a log2 axis, y from 0 to a little over the largest value. */

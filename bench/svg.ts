@@ -36,7 +36,8 @@ const RIGHT = 20;
 const TOP = 120;
 const GAP = 90;
 
-function esc(s: string): string {
+/** `s` as text in SVG/XML (the chart modules share it). */
+export function esc(s: string): string {
   return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 }
 
