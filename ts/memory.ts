@@ -269,4 +269,4 @@ export const REGION_PAD_FLOATS = (PAGE + 256) / 4;
 /** Room to move the start to 2 KiB into a page. */
 const SLACK_FLOATS = (PAGE + PAGE / 2) / 4;
 /** A region's floats, padded to whole pages plus 256 bytes (see Scratch.carve). */
-const regionFloats = (n: number) => (Math.ceil((n * 4) / PAGE) * PAGE + 256) / 4;
+export const regionFloats = (n: number) => (Math.ceil((n * 4) / PAGE) * PAGE + 256) / 4;

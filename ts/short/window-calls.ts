@@ -8,16 +8,9 @@
  */
 import type { CallBlock } from '../call-block.js';
 import type { KernelExports } from '../load.js';
-import type { Heap, Scratch } from '../memory.js';
+import { regionFloats, type Heap, type Scratch } from '../memory.js';
 import { B, BACKWARD, F, FORWARD, type Params } from '../ops.js';
 import { checkStatus } from '../status.js';
-
-/**
- * Floats from one array's start to the next's: whole 4 KiB pages and 256 bytes more, so that
- * the arrays of a call start at different offsets within a page (copies and loads 4 KiB apart
- * alias in the core's store buffer; see memory.ts Scratch.carve).
- */
-const region = (floats: number) => Math.ceil(floats / 1024) * 1024 + 64;
 
 /** Rows up to this many are copied out of the window element by element (a view would cost more). */
 const FEW = 16;
@@ -68,9 +61,9 @@ export class WindowCalls {
     const n = x.length;
     const dim = q.dim;
     const rows = n / dim;
-    const yOff = region(n);
-    const rOff = yOff + region(n);
-    const wOff = rOff + region(rows);
+    const yOff = regionFloats(n);
+    const rOff = yOff + regionFloats(n);
+    const wOff = rOff + regionFloats(rows);
     if (wOff + (w === null ? 0 : dim) > this.floats) return false;
     const base = this.window.carveOne(this.floats);
     const heap = this.heap;
@@ -105,13 +98,13 @@ export class WindowCalls {
     const n = x.length;
     const dim = q.dim;
     const rows = n / dim;
-    const xOff = region(n);
-    const dxOff = xOff + region(n);
-    const rOff = dxOff + region(n);
-    const wOff = rOff + region(rows);
-    const dwOff = wOff + region(dim);
+    const xOff = regionFloats(n);
+    const dxOff = xOff + regionFloats(n);
+    const rOff = dxOff + regionFloats(n);
+    const wOff = rOff + regionFloats(rows);
+    const dwOff = wOff + regionFloats(dim);
     // The weight's workspace: the f64 sum of finished dweight blocks and the open block.
-    const workOff = dwOff + region(dim);
+    const workOff = dwOff + regionFloats(dim);
     if (workOff + (w === null ? 0 : BACKWARD.syncWork(dim, NO_ARRAYS_BUT_WEIGHT)) > this.floats) return false;
     const base = this.window.carveOne(this.floats);
     const heap = this.heap;
