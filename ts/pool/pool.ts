@@ -111,7 +111,7 @@ export class Pool implements RmsNormPool {
       // A small float32 call with nothing ahead of it: the sync API's short way, now.
       if (this.idle() && x instanceof Float32Array && this.small(x.length, FORWARD)) {
         const kind = this.kindOf(x);
-        const y = (kind === 'view' ? this.rn : this.plain).shortForward(fn, x, weight, options, kind === 'shared');
+        const y = this.instanceFor(kind).shortForward(fn, x, weight, options, kind === 'shared');
         if (y !== undefined) return Promise.resolve(y as T);
       }
       const a = checkForward(fn, x, weight, options, POOL_KEYS);
@@ -138,7 +138,7 @@ export class Pool implements RmsNormPool {
     try {
       if (this.idle() && dy instanceof Float32Array && this.small(dy.length, BACKWARD)) {
         const kind = this.kindOf(dy);
-        const r = (kind === 'view' ? this.rn : this.plain).shortBackward(fn, dy, x, weight, options, kind === 'shared');
+        const r = this.instanceFor(kind).shortBackward(fn, dy, x, weight, options, kind === 'shared');
         if (r !== undefined) return Promise.resolve(r as RmsNormBackwardResult<T, W>);
       }
       const a = checkBackward(fn, dy, x, weight, options, POOL_KEYS);
@@ -159,7 +159,12 @@ export class Pool implements RmsNormPool {
    * memory (used in place), else the non-shared one.
    */
   private inlineFor(a: ForwardArgs | BackwardArgs): RmsNorm {
-    return this.heap.holds(a.x) ? this.rn : this.plain;
+    return this.instanceFor(this.kindOf(a.x));
+  }
+
+  /** The instance for calls on arrays of `kind`: see {@link inlineFor}. */
+  private instanceFor(kind: ArrayKind): RmsNorm {
+    return kind === 'view' ? this.rn : this.plain;
   }
 
   /** Where `x` is, as the choice tells calls apart. */
