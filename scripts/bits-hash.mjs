@@ -12,6 +12,10 @@
 // activations' dtype; the fused residual add (and its dresidual); Gemma's offset; pRMSNorm's
 // partial; the llama and gemma casting modes; both gate modes. The pool's entries run every
 // call of 2 rows or more sharded (its test hooks), so that its chunks are what is hashed.
+// Line 3, `quantized`: the quantized outputs (int8 and float8_e4m3, per-row scales and a static
+// scale) of float32, float16 and bfloat16 rows with a float32 weight, with and without the
+// fused residual add, a gate, the llama casting, Gemma's offset, on the flavours' shapes, rows with a
+// zero, a NaN and an infinity among them; the codes and the row scales.
 //
 //   node scripts/bits-hash.mjs [repository root, default .]    (needs dist/ and wasm/ built)
 import { createHash } from 'node:crypto';
@@ -107,8 +111,44 @@ async function flavourprint(m, half) {
   return h.digest('hex').slice(0, 16);
 }
 
+/** Hash of the quantized outputs (see the header) from `m`. */
+async function quantprint(m, half) {
+  const h = createHash('sha256');
+  const add = (a) => h.update(bytesOf(a));
+  for (const [rows, dim] of flavourShapes) {
+    const r = rng(rows * 104729 + dim);
+    const vals = (n, lo, span) => new Float32Array(n).map(() => lo + span * r());
+    const xs = vals(rows * dim, -1, 2);
+    if (rows > 2) {
+      xs.fill(0, dim, 2 * dim);
+      xs[2 * dim] = NaN;
+    }
+    if (rows > 3) xs[3 * dim + 1] = Infinity;
+    const res = vals(rows * dim, -1, 2);
+    const z = vals(rows * dim, -3, 6);
+    const w = vals(dim, 0.5, 1);
+    for (const dtype of ['float32', 'float16', 'bfloat16']) {
+      const act = (a) => (dtype === 'float32' ? a.slice() : half(a, dtype));
+      for (const outDtype of ['int8', 'float8_e4m3']) {
+        for (const v of [{}, { residual: true }, { gate: true }, { offset: 1 }, ...(dtype === 'float32' ? [] : [{ castingMode: 'llama' }])]) {
+          for (const quantScale of [undefined, 0.01]) {
+            const rowScales = quantScale ? undefined : new Float32Array(rows);
+            const residual = v.residual ? act(res) : undefined;
+            const o = { dim, dtype, eps: 1e-5, outDtype, ...(quantScale && { quantScale }), ...(rowScales && { rowScales }), ...(residual && { residual }), ...(v.gate && { gate: act(z) }), ...(v.offset && { offset: v.offset }), ...(v.castingMode && { castingMode: v.castingMode }) };
+            add(await m.rmsNorm(act(xs), w, o));
+            if (rowScales) add(rowScales);
+            if (residual) add(residual);
+          }
+        }
+      }
+    }
+  }
+  return h.digest('hex').slice(0, 16);
+}
+
 const plain = {};
 const wide = {};
+const quant = {};
 const sync = await loadRmsNorm('simd');
 const half = (a, dtype) => sync.float32ToHalf(a, dtype);
 const relaxed = relaxedSimdSupported() ? ['simd-relaxed', 'simd-relaxed-threads'] : [];
@@ -116,6 +156,7 @@ for (const build of ['simd', 'simd-threads', ...relaxed, 'scalar']) {
   const m = await loadRmsNorm(build);
   plain[build] = await fingerprint(m);
   wide[build] = await flavourprint(m, half);
+  quant[build] = await quantprint(m, half);
 }
 for (const threads of [1, 2]) {
   const pool = await createPool({ threads });
@@ -124,8 +165,10 @@ for (const threads of [1, 2]) {
   hooks.setInlineBelow(0);
   hooks.forceWay('sharded');
   wide['pool' + threads] = await flavourprint(pool, half);
+  quant['pool' + threads] = await quantprint(pool, half);
   await pool.destroy();
 }
 console.log(JSON.stringify(plain));
 console.log(JSON.stringify({ flavours: wide }));
+console.log(JSON.stringify({ quantized: quant }));
 process.exit(0);

@@ -248,3 +248,18 @@ export declare function halfUlp(bits: number, dtype: HalfDtype): number;
  * an infinity: 0 when both are the same infinity, else Infinity.
  */
 export declare function halfUlpDiff(aBits: number, bBits: number, dtype: HalfDtype): number;
+
+/** Largest magnitude of each quantized output dtype. */
+export declare const QMAX: { readonly int8: 127; readonly float8_e4m3: 448 };
+/** The value of float8 E4M3FN code `b` (0..255); NaN for 0x7f and 0xff. */
+export declare function e4m3ToNumber(b: number): number;
+/** The float8 E4M3FN code nearest to `v` (|v| ≤ 448, or NaN), ties to the even code, found by search. */
+export declare function numberToE4m3(v: number, negative?: boolean): number;
+/** The quantized output of float32 rows `y` as the library computes it (every step in float32): codes and per-row scales. */
+export declare function refQuantize(
+  y: ArrayLike<number>,
+  rows: number,
+  dim: number,
+  outDtype: 'int8' | 'float8_e4m3',
+  quantScale?: number,
+): { q: Int8Array | Uint8Array; scales: Float32Array };

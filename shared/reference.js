@@ -766,3 +766,76 @@ export function halfUlpDiff(aBits, bBits, dtype) {
   const ordered = (b) => (b & 0x8000 ? -(b & 0x7fff) : b);
   return Math.abs(ordered(aBits) - ordered(bBits));
 }
+
+// ---------------------------------------------------------------------------- quantized output
+
+/** Largest magnitude of each quantized output dtype (a row's scale is max|y| / QMAX). */
+export const QMAX = { int8: 127, float8_e4m3: 448 };
+
+/** The value of float8 E4M3FN code `b` (0..255): sign, 4 exponent bits (bias 7), 3 mantissa bits; 0x7f and 0xff are NaN. */
+export function e4m3ToNumber(b) {
+  if ((b & 0x7f) === 0x7f) return NaN;
+  const s = b & 0x80 ? -1 : 1;
+  const e = (b >>> 3) & 15;
+  const m = b & 7;
+  return e === 0 ? s * m * pow2(-9) : s * (8 + m) * pow2(e - 10);
+}
+
+/** The 127 non-negative float8 E4M3FN values, by code (0..126): what {@link numberToE4m3} searches. */
+const E4M3_VALUES = Array.from({ length: 127 }, (_, b) => e4m3ToNumber(b));
+
+/**
+ * The float8 E4M3FN code of `v` (|v| ≤ 448; NaN: 0x7f, whatever its sign): the nearest of the
+ * format's values by a search over all of them, a tie going to the even code (its mantissa's
+ * last bit 0) — not the bit manipulation a kernel uses. `negative`: the sign bit (for −0).
+ */
+export function numberToE4m3(v, negative = v < 0 || Object.is(v, -0)) {
+  if (Number.isNaN(v)) return 0x7f;
+  const sign = negative ? 0x80 : 0;
+  const a = Math.abs(v);
+  if (a > 448) throw new RangeError(`numberToE4m3: |v| must be at most 448, got ${v}`);
+  let best = 0;
+  for (let b = 1; b < 127; b++) {
+    const d = Math.abs(E4M3_VALUES[b] - a) - Math.abs(E4M3_VALUES[best] - a);
+    if (d < 0 || (d === 0 && (b & 1) === 0)) best = b;
+  }
+  return sign | best;
+}
+
+/** `v` rounded to the nearest integer, ties to even (as float32 rounding does). */
+function roundHalfEven(v) {
+  const r = Math.round(v);
+  return Math.abs(v - Math.trunc(v)) === 0.5 ? 2 * Math.round(v / 2) : r;
+}
+
+/**
+ * The quantized output the library computes from float32 rows `y` (`rows × dim`, the values a
+ * float32 output has), every step in float32 as the library documents it: a row's scale is
+ * `quantScale` or `max|y| / qmax` (NaN ignored), `inv = 1 / scale` (0 when the scale is 0),
+ * `q = y · inv` rounded to nearest even and clamped to ±qmax; int8 takes NaN to 0, float8
+ * E4M3FN keeps it (0x7f). Returns the codes and the scales (per row).
+ */
+export function refQuantize(y, rows, dim, outDtype, quantScale = 0) {
+  const qmax = QMAX[outDtype];
+  if (qmax === undefined) throw new TypeError(`refQuantize: unknown outDtype ${outDtype}`);
+  const q = outDtype === 'int8' ? new Int8Array(rows * dim) : new Uint8Array(rows * dim);
+  const scales = new Float32Array(rows);
+  const f = Math.fround;
+  for (let r = 0; r < rows; r++) {
+    let m = 0;
+    for (let i = 0; i < dim; i++) {
+      const a = Math.abs(y[r * dim + i]);
+      if (a > m) m = a;
+    }
+    const scale = quantScale !== 0 ? f(quantScale) : f(m / qmax);
+    scales[r] = scale;
+    const inv = scale === 0 ? 0 : f(1 / scale);
+    for (let i = 0; i < dim; i++) {
+      const yi = y[r * dim + i];
+      const v = f(yi * inv);
+      if (outDtype === 'int8') q[r * dim + i] = Number.isNaN(v) ? 0 : Math.max(-127, Math.min(127, roundHalfEven(v)));
+      else q[r * dim + i] = numberToE4m3(Math.max(-448, Math.min(448, v)));
+    }
+  }
+  return { q, scales };
+}

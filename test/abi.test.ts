@@ -4,7 +4,7 @@
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { DTYPE_FACTS, DTYPE_TEXT, Dtype, Gate, GATE_TEXT, LLAMA, LLAMA_W, STATUS_TEXT, Status } from '../dist/abi.js';
+import { DTYPE_FACTS, DTYPE_MASK, DTYPE_TEXT, Dtype, Gate, GATE_TEXT, LLAMA, LLAMA_W, STATUS_TEXT, Status } from '../dist/abi.js';
 import { loadWasm, type KernelExports } from '../dist/load.js';
 import { checkStatus } from '../dist/status.js';
 import { writeAddrs, writeParams } from '../dist/call-block.js';
@@ -74,9 +74,25 @@ describe.each(['simd', 'scalar'] as const)('the %s build', (build) => {
   });
 
   it('every storage type code runs the forward, the backward (with each gate) and (half ones) the conversions', () => {
-    const codes = Object.values(Dtype);
-    expect(codes.sort()).toEqual(Object.keys(DTYPE_TEXT).map(Number).sort());
+    const all = Object.values(Dtype);
+    expect(all.sort()).toEqual(Object.keys(DTYPE_TEXT).map(Number).sort());
     expect(DTYPE_FACTS.map((d) => d.name)).toEqual(Object.keys(Dtype));
+    // A quantized type is a forward's output only: the output code runs (with each gate), and
+    // is refused by the backward and as the activations' type.
+    const codes = all.filter((dt) => DTYPE_FACTS[dt]!.qmax === 0);
+    const quantized = all.filter((dt) => DTYPE_FACTS[dt]!.qmax !== 0);
+    expect(quantized.length).toBeGreaterThan(0);
+    for (const q of quantized) {
+      for (const gate of Object.values(Gate)) {
+        const z = gate ? a : 0;
+        expect(k.rms_norm_forward(c, block({ out_dtype: q, gate }, { [F.x]: a, [F.y]: a + 128, [F.z]: z, [F.rowScales]: a + 192 }), 0, 1)).toBe(Status.Ok);
+        expect(k.rms_norm_forward(c, block({ out_dtype: q, quant_scale: 0.5, gate }, { [F.x]: a, [F.y]: a + 128, [F.z]: z }), 0, 1)).toBe(Status.Ok);
+        expect(bwd({ out_dtype: q, gate })).toBe(Status.Dtype);
+      }
+      // Per-row scales need their array; a quantized code is not an activations' type.
+      expect(k.rms_norm_forward(c, block({ out_dtype: q }, { [F.x]: a, [F.y]: a + 128 }), 0, 1)).toBe(Status.Null);
+      if ((q & DTYPE_MASK) === q) expect(fwd({ dtypes: q })).toBe(Status.Dtype);
+    }
     for (const dt of codes) {
       for (const gate of Object.values(Gate)) {
         for (const flags of [0, LLAMA, LLAMA | LLAMA_W]) expect(fwd({ dtypes: dt | flags, gate })).toBe(0);

@@ -95,7 +95,7 @@ const FORWARD: Bad[] = [
   })),
   { what: 'eps string', cls: TypeError, names: ['options.eps must be a number'], call: (m, c) => m.rmsNorm(c.x(), c.w(), { eps: '1e-6' as never, out: c.arr(N, 'out') }) },
   { what: 'eps bigint', cls: TypeError, names: ['options.eps must be a number'], call: (m, c) => m.rmsNorm(c.x(), c.w(), { eps: 1n as never, out: c.arr(N, 'out') }) },
-  { what: 'unknown option key', cls: TypeError, names: ['unknown option "epsilon"', 'known: dim, eps, offset, partial, dtype, weightDtype, castingMode, gateMode, residual, out, residualOut, rstd, gate'], call: (m, c) => m.rmsNorm(c.x(), c.w(), { epsilon: 1e-5, out: c.arr(N, 'out') } as never) },
+  { what: 'unknown option key', cls: TypeError, names: ['unknown option "epsilon"', 'known: dim, eps, offset, partial, dtype, weightDtype, castingMode, gateMode, outDtype, quantScale, residual, out, residualOut, rstd, gate, rowScales'], call: (m, c) => m.rmsNorm(c.x(), c.w(), { epsilon: 1e-5, out: c.arr(N, 'out') } as never) },
   { what: "backward's option in forward", cls: TypeError, names: ['unknown option "dx"'], call: (m, c) => m.rmsNorm(c.x(), c.w(), { dx: c.arr(N, 'dx') } as never) },
   { what: 'options a number', cls: TypeError, names: ['options must be an object'], call: (m, c) => m.rmsNorm(c.x(), c.w(), 5 as never) },
   { what: 'options an array', cls: TypeError, names: ['options must be an object'], call: (m, c) => m.rmsNorm(c.x(), c.w(), [] as never) },

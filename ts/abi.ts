@@ -22,7 +22,7 @@ export const Status = {
   Shard: 5,
   /** stat (the elements rstd is estimated from) is 0 or more than dim */
   Stat: 6,
-  /** an unknown storage type code in dtypes, or a float32 code where a half one is needed */
+  /** an unknown storage type code in dtypes, a float32 code where a half one is needed, or a quantized output the call cannot have */
   Dtype: 7,
   /** an unknown gate code, or a gate without its operand */
   Gate: 8,
@@ -39,12 +39,12 @@ export const STATUS_TEXT: Readonly<Record<number, string>> = {
   4: 'a range runs past the end of wasm memory, or its size overflows',
   5: 'a row range is reversed, past the end, or a pool shard does not start on a dweight block',
   6: 'stat (the elements rstd is estimated from) is 0 or more than dim',
-  7: 'an unknown storage type code in dtypes, or a float32 code where a half one is needed',
+  7: 'an unknown storage type code in dtypes, a float32 code where a half one is needed, or a quantized output the call cannot have',
   8: 'an unknown gate code, or a gate without its operand',
   9: 'the memory could not grow for the scratch of a long row',
 };
 
-/** Storage type codes: the low two bits ({@link DTYPE_MASK}) of a call's `dtypes` word. */
+/** Storage type codes: the low two bits ({@link DTYPE_MASK}) of a call's `dtypes` word (the activations'), or a quantized output's in `out_dtype`. Named as the API names them. */
 export const Dtype = {
   /** IEEE binary32 */
   float32: 0,
@@ -52,6 +52,10 @@ export const Dtype = {
   float16: 1,
   /** bfloat16 (the top half of a float32), as u16 bit patterns */
   bfloat16: 2,
+  /** signed 8-bit integers: a quantized output only, with a scale */
+  int8: 3,
+  /** OCP float8 E4M3FN (no infinities, largest 448), as u8 bit patterns: a quantized output only, with a scale */
+  float8_e4m3: 4,
 } as const;
 
 /** Dtype code → what it means. */
@@ -59,6 +63,8 @@ export const DTYPE_TEXT: Readonly<Record<number, string>> = {
   0: 'IEEE binary32',
   1: 'IEEE binary16, as u16 bit patterns',
   2: 'bfloat16 (the top half of a float32), as u16 bit patterns',
+  3: 'signed 8-bit integers: a quantized output only, with a scale',
+  4: 'OCP float8 E4M3FN (no infinities, largest 448), as u8 bit patterns: a quantized output only, with a scale',
 };
 
 /** Where a gated RMSNorm's gate `silu(z)` multiplies (Qwen3-Next's and Mamba-2's RMSNormGated). */
@@ -94,6 +100,8 @@ export const ForwardOperand = {
   rstd: 5,
   /** the gate's input z, rows × dim, or 0 */
   z: 6,
+  /** a quantized output's scale of each row, rows f32, or 0 (with a static quant_scale) */
+  rowScales: 7,
 } as const;
 
 /** The backward's operands and workspace: their places in the address array its entry points take. */
@@ -120,7 +128,7 @@ export const BackwardOperand = {
   work: 9,
 } as const;
 
-/** The bits of `dtypes` that hold a {@link Dtype}. */
+/** The bits of `dtypes` that hold the activations' {@link Dtype} (one with `qmax` 0). */
 export const DTYPE_MASK = 3;
 /** The `llama` casting mode: `x·rstd` is rounded to the activations' type before the gain. */
 export const LLAMA = 4;
@@ -143,10 +151,14 @@ export const PARAMS = {
   dtypes: { word: 4, float: false },
   /** where a gate applies (a Gate code) */
   gate: { word: 5, float: false },
+  /** the forward's output storage when it is quantized (a Dtype code with a qmax), else 0: the activations' own */
+  out_dtype: { word: 6, float: false },
+  /** a quantized output's scale for every row (q = y / quant_scale), or 0: one scale per row, max|y| / qmax, written to the row scales */
+  quant_scale: { word: 7, float: true },
 } as const;
 
 /** Words (4 bytes each) in a {@link PARAMS} block. */
-export const PARAMS_WORDS = 6;
+export const PARAMS_WORDS = 8;
 
 /** Writes `q` as a {@link PARAMS} block at word `at` of `i32` (`f32`: a view of the same bytes). */
 export function writeParamsBlock(i32: Int32Array, f32: Float32Array, at: number, q: { readonly [K in keyof typeof PARAMS]: number }): void {
@@ -156,11 +168,15 @@ export function writeParamsBlock(i32: Int32Array, f32: Float32Array, at: number,
   f32[at + 3] = q.offset;
   i32[at + 4] = q.dtypes;
   i32[at + 5] = q.gate;
+  i32[at + 6] = q.out_dtype;
+  f32[at + 7] = q.quant_scale;
 }
 
 /** The storage types' facts, by {@link Dtype} code (see `DtypeFacts` in abi.rs). */
 export const DTYPE_FACTS = [
-  { name: 'float32', bytes: 4, half: false, array: 'Float32Array', npy: '<f4', safetensors: 'F32' },
-  { name: 'float16', bytes: 2, half: true, array: 'Uint16Array', npy: '<f2', safetensors: 'F16' },
-  { name: 'bfloat16', bytes: 2, half: true, array: 'Uint16Array', npy: '', safetensors: 'BF16' },
+  { name: 'float32', bytes: 4, half: false, array: 'Float32Array', npy: '<f4', safetensors: 'F32', qmax: 0 },
+  { name: 'float16', bytes: 2, half: true, array: 'Uint16Array', npy: '<f2', safetensors: 'F16', qmax: 0 },
+  { name: 'bfloat16', bytes: 2, half: true, array: 'Uint16Array', npy: '', safetensors: 'BF16', qmax: 0 },
+  { name: 'int8', bytes: 1, half: false, array: 'Int8Array', npy: '|i1', safetensors: 'I8', qmax: 127 },
+  { name: 'float8_e4m3', bytes: 1, half: false, array: 'Uint8Array', npy: '', safetensors: 'F8_E4M3', qmax: 448 },
 ] as const;

@@ -10,7 +10,7 @@ import { RmsNorm } from './rmsnorm.js';
 import type { PoolOptions, RmsNormPool } from './pool/api.js';
 import { options as checkOptions } from './check/options.js';
 import type { ConvertOptions } from './check/convert.js';
-import type { FloatArray, HalfDtype, RmsNormBackwardOptions, RmsNormBackwardResult, RmsNormOptions } from './types.js';
+import type { FloatArray, HalfDtype, RmsNormBackwardOptions, RmsNormBackwardResult, RmsNormOptions, RmsNormQuantOptions, QuantArray, QuantDtype } from './types.js';
 
 const loaded = new Map<Build, Promise<RmsNorm>>();
 let current: RmsNorm | null = null;
@@ -86,12 +86,17 @@ function ready(fn: string): RmsNorm {
  * @param options `dim` (default `weight.length`, required without weight), `eps` (default
  *   1e-6, inside the root), `out` (destination, may be `x`), `rstd` (receives one float32 per
  *   row), `residual`, `residualOut`, `offset` (default 0), `partial` (default 1), `dtype`,
- *   `weightDtype`, `castingMode` (default 'none'): see {@link RmsNormOptions}.
- * @returns `options.out`, or a new array of `x`'s type.
+ *   `weightDtype`, `castingMode` (default 'none'); a quantized output: `outDtype` ('int8' or
+ *   'float8_e4m3'; default none), `quantScale` (default: a scale per row), `rowScales`
+ *   (receives them, `rows` floats): see {@link RmsNormOptions}.
+ * @returns `options.out`, or a new array of `x`'s type (with `outDtype`: an Int8Array, or a
+ *   Uint8Array of float8 bits).
  * @throws TypeError / RangeError naming the bad argument, before anything is written.
  */
-export function rmsNorm<T extends FloatArray = Float32Array>(x: T, weight: FloatArray | null, options?: RmsNormOptions<T>): T {
-  return ready('rmsNorm').rmsNorm(x, weight, options);
+export function rmsNorm<T extends FloatArray = Float32Array>(x: T, weight: FloatArray | null, options?: RmsNormOptions<T>): T;
+export function rmsNorm<Q extends QuantDtype>(x: FloatArray, weight: FloatArray | null, options: RmsNormQuantOptions<Q>): QuantArray<Q>;
+export function rmsNorm(x: FloatArray, weight: FloatArray | null, options?: RmsNormOptions<FloatArray> | RmsNormQuantOptions): FloatArray | QuantArray<QuantDtype> {
+  return ready('rmsNorm').rmsNorm(x, weight, options as RmsNormOptions<FloatArray>);
 }
 
 /**
@@ -137,10 +142,14 @@ export function rmsNormBackward<T extends FloatArray = Float32Array, W extends F
  * @param options `dim` (default `weight.length`, required without weight), `eps` (default
  *   1e-6), `offset` (default 0), `partial` (default 1), `dtype` (the activations': 'float32'
  *   by default, 'float16', 'bfloat16'), `weightDtype` (default the weight's type), `castingMode`
- *   (default 'none'): see {@link RmsNormLayerOptions}.
+ *   (default 'none'), `outDtype` and `quantScale` (a quantized output; default none): see
+ *   {@link RmsNormLayerOptions}.
  * @throws TypeError / RangeError naming the bad argument.
  */
-export function createRmsNorm<W extends FloatArray = Float32Array>(weight: W | null, options?: RmsNormLayerOptions): RmsNormLayer<W> {
+export function createRmsNorm<W extends FloatArray = Float32Array, Q extends QuantDtype | undefined = undefined>(
+  weight: W | null,
+  options?: RmsNormLayerOptions<Q>,
+): RmsNormLayer<W, Q> {
   return ready('createRmsNorm').createLayer(weight, options);
 }
 

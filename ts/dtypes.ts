@@ -5,35 +5,48 @@
  * @module
  */
 import { DTYPE_FACTS } from './abi.js';
-import type { Dtype, HalfDtype } from './types.js';
+import type { Dtype, HalfDtype, QuantDtype } from './types.js';
 
 /** Whether two types are the same. */
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+type Facts = (typeof DTYPE_FACTS)[number];
 // The public unions of types.ts spell the names out (so the API reference shows them); the
 // compiler holds them to abi.rs's table: a storage type added there fails here until they say it.
-const DTYPE_NAMES_MATCH: Same<Dtype, (typeof DTYPE_FACTS)[number]['name']> = true;
-const HALF_NAMES_MATCH: Same<HalfDtype, Extract<(typeof DTYPE_FACTS)[number], { half: true }>['name']> = true;
+const DTYPE_NAMES_MATCH: Same<Dtype, Extract<Facts, { qmax: 0 }>['name']> = true;
+const HALF_NAMES_MATCH: Same<HalfDtype, Extract<Facts, { half: true }>['name']> = true;
+const QUANT_NAMES_MATCH: Same<QuantDtype, Exclude<Facts, { qmax: 0 }>['name']> = true;
 void DTYPE_NAMES_MATCH;
 void HALF_NAMES_MATCH;
+void QUANT_NAMES_MATCH;
+
+/** The constructors of the arrays the table names. */
+const ARRAYS = { Float32Array, Uint16Array, Float64Array, Int8Array, Uint8Array } as const;
+type ArrayName = keyof typeof ARRAYS;
 
 /** What one storage type is. */
 export interface DtypeFacts {
   /** The kernel's storage code (abi.ts `Dtype`), or -1 for a type only files hold (float64, converted on read). */
   readonly code: number;
+  /** Its name in the API. */
+  readonly name: string;
   /** Bytes per element. */
   readonly bytes: number;
-  /** The typed array that holds its elements (half types: their bit patterns). */
-  readonly array: 'Float32Array' | 'Uint16Array' | 'Float64Array';
+  /** The typed array that holds its elements (half types and float8: their bit patterns). */
+  readonly array: ArrayName;
   /** That array's constructor. */
-  readonly Array: Float32ArrayConstructor | Uint16ArrayConstructor | Float64ArrayConstructor;
-  /** NumPy's little-endian `descr`, or null where NumPy has no such type (bfloat16). */
+  readonly Array: (typeof ARRAYS)[ArrayName];
+  /** NumPy's little-endian `descr`, or null where NumPy has no such type (bfloat16, float8). */
   readonly npy: string | null;
   /** The safetensors header's `dtype`. */
   readonly safetensors: string;
+  /** A quantized output's largest magnitude (int8 127, float8 E4M3 448); 0 for the types activations may have. */
+  readonly qmax: number;
 }
 
-/** The constructors of the arrays the table names. */
-const ARRAYS = { Float32Array, Uint16Array, Float64Array } as const;
+/** Every type the kernels know, by code (abi.rs's `DTYPES`, generated into abi.ts): the storage types, then the quantized outputs. */
+export const BY_CODE: readonly DtypeFacts[] = DTYPE_FACTS.map((d, code) => ({
+  code, name: d.name, bytes: d.bytes, array: d.array, Array: ARRAYS[d.array], npy: d.npy === '' ? null : d.npy, safetensors: d.safetensors, qmax: d.qmax,
+}));
 
 /** A dtype a file may hold: those the kernels store, and float64 (read as float32). */
 export type FileDtype = Dtype | 'float64';
@@ -43,14 +56,14 @@ export type FileDtype = Dtype | 'float64';
  * states them (generated into abi.ts), and float64, which only files hold.
  */
 export const DTYPES: Readonly<Record<FileDtype, DtypeFacts>> = {
-  ...(Object.fromEntries(
-    DTYPE_FACTS.map((d, code) => [
-      d.name,
-      { code, bytes: d.bytes, array: d.array, Array: ARRAYS[d.array], npy: d.npy === '' ? null : d.npy, safetensors: d.safetensors },
-    ]),
-  ) as Record<Dtype, DtypeFacts>),
-  float64: { code: -1, bytes: 8, array: 'Float64Array', Array: Float64Array, npy: '<f8', safetensors: 'F64' },
+  ...(Object.fromEntries(BY_CODE.filter((d) => d.qmax === 0).map((d) => [d.name, d])) as Record<Dtype, DtypeFacts>),
+  float64: { code: -1, name: 'float64', bytes: 8, array: 'Float64Array', Array: Float64Array, npy: '<f8', safetensors: 'F64', qmax: 0 },
 };
+
+/** The quantized output types, by name. */
+export const QUANT_DTYPES: Readonly<Record<QuantDtype, DtypeFacts>> = Object.fromEntries(
+  BY_CODE.filter((d) => d.qmax !== 0).map((d) => [d.name, d]),
+) as Record<QuantDtype, DtypeFacts>;
 
 /** The dtypes the kernels store (and an output may have), in code order. */
 export const KERNEL_DTYPES = (Object.keys(DTYPES) as FileDtype[]).filter((d): d is Dtype => DTYPES[d].code >= 0).sort((a, b) => DTYPES[a].code - DTYPES[b].code);

@@ -18,9 +18,13 @@ export type {
   FloatArray,
   GateMode,
   HalfDtype,
+  QuantArray,
+  QuantDtype,
   RmsNormBackwardOptions,
   RmsNormBackwardResult,
   RmsNormOptions,
+  RmsNormOutput,
+  RmsNormQuantOptions,
 } from './types.js';
 export { RmsNorm } from './rmsnorm.js';
 export type { RmsNormLayer, RmsNormLayerBackwardOptions, RmsNormLayerForwardOptions, RmsNormLayerOptions } from './layer.js';

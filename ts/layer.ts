@@ -8,10 +8,11 @@
  */
 import type { F32Buffer, U16Buffer } from './memory.js';
 import { DTYPE_NAMES, KIND_F32, kindOf, rowsOf, typed } from './check/arrays.js';
-import { checkLayerBackward, checkLayerForward, checkLayerOptions, type BackwardArgs, type ForwardArgs } from './check/calls.js';
+import { checkLayerBackward, checkLayerForward, checkLayerOptions, noQuantized, rowScalesOf, type BackwardArgs, type ForwardArgs } from './check/calls.js';
 import { Dtype as DT, Gate } from './abi.js';
-import type { Params } from './ops.js';
-import type { CastingMode, Dtype, FloatArray, GateMode, RmsNormBackwardResult } from './types.js';
+import { BY_CODE } from './dtypes.js';
+import type { Data, Params, Placed } from './ops.js';
+import type { CastingMode, Dtype, FloatArray, GateMode, QuantDtype, RmsNormBackwardResult, RmsNormOutput } from './types.js';
 import { asKind, Owned } from './owned.js';
 
 /**
@@ -22,13 +23,13 @@ import { asKind, Owned } from './owned.js';
 interface LayerHost {
   allocF32(length: number): F32Buffer;
   allocU16(length: number): U16Buffer;
-  forwardChecked(a: ForwardArgs, fn: string): FloatArray;
+  forwardChecked(a: ForwardArgs, fn: string): FloatArray | Placed;
   windowForward(x: Float32Array, wAt: number, q: Params, y: Float32Array, rstd: Float32Array): boolean;
   backwardChecked(a: BackwardArgs, fn: string): RmsNormBackwardResult<FloatArray, FloatArray>;
 }
 
-/** Options of {@link RmsNormLayer}'s creation. */
-export interface RmsNormLayerOptions {
+/** Options of {@link RmsNormLayer}'s creation; `Q` the quantized output's dtype, when `outDtype` gives one. */
+export interface RmsNormLayerOptions<Q extends QuantDtype | undefined = undefined> {
   /** Row length. Default `weight.length`; required when `weight` is null. */
   dim?: number;
   /** Added to mean(x²) inside the root. Default 1e-6; ≥ 0 and finite as a float32. */
@@ -52,12 +53,23 @@ export interface RmsNormLayerOptions {
   castingMode?: CastingMode;
   /** Where the gate of a call given one (`options.gate`) multiplies: `'after'` (default) or `'before'` the norm, as in {@link rmsNorm}. */
   gateMode?: GateMode;
+  /**
+   * A quantized output, as {@link rmsNorm}'s (`'int8'` or `'float8_e4m3'`): `forward` returns
+   * an Int8Array or a Uint8Array, the scales are in {@link RmsNormLayer.rowScales} (without
+   * `quantScale`), and the layer has no backward. Default: none.
+   */
+  outDtype?: Q;
+  /** With `outDtype`: one static scale for every row, as {@link rmsNorm}'s. Default: a scale per row. */
+  quantScale?: number;
 }
 
 /** Options of {@link RmsNormLayer.forward}. */
-export interface RmsNormLayerForwardOptions<T extends FloatArray = Float32Array> {
-  /** Destination of y, `x.length` elements of the layer's dtype (may be `x`). Default: the layer's own array, reused. */
-  out?: T;
+export interface RmsNormLayerForwardOptions<T extends FloatArray = Float32Array, Q extends QuantDtype | undefined = undefined> {
+  /**
+   * Destination of y, `x.length` elements of the layer's dtype (may be `x`; with `outDtype`, an
+   * Int8Array or a Uint8Array of its). Default: the layer's own array, reused.
+   */
+  out?: RmsNormOutput<T, Q>;
   /**
    * Fused residual add, as {@link rmsNorm}'s: the row normalized is `h = x + residual`, and `h`
    * is written into `residual` itself (the updated residual stream of a transformer block) or
@@ -91,7 +103,7 @@ export interface RmsNormLayerBackwardOptions<T extends FloatArray = Float32Array
  * bits are those of the one-off {@link rmsNorm} / {@link rmsNormBackward} calls with the same
  * options. `W` is the weight's array type (and dweight's).
  */
-export class RmsNormLayer<W extends FloatArray = Float32Array> {
+export class RmsNormLayer<W extends FloatArray = Float32Array, Q extends QuantDtype | undefined = undefined> {
   /** Row length (elements). */
   readonly dim: number;
   /** eps, inside the root. */
@@ -106,6 +118,10 @@ export class RmsNormLayer<W extends FloatArray = Float32Array> {
   readonly weightDtype: Dtype;
   /** Where a gate multiplies (calls given `options.gate`). */
   readonly gateMode: GateMode;
+  /** The quantized output's dtype, or null: the output has the layer's dtype. */
+  readonly outDtype: QuantDtype | null;
+  /** The static scale of a quantized output, or null: a scale per row ({@link rowScales}). */
+  readonly quantScale: number | null;
   /** The kernel's parameters, checked once at creation: of a call without a gate, and with one. */
   private readonly params: Params;
   private readonly gated: Params;
@@ -116,6 +132,7 @@ export class RmsNormLayer<W extends FloatArray = Float32Array> {
   private wView: Float32Array | Uint16Array | null = null;
   private readonly y: Owned;
   private readonly rstdOut = new Owned(DT.float32);
+  private readonly scalesOut = new Owned(DT.float32);
   private readonly dx: Owned;
   private readonly dgate: Owned;
   /** dweight, in the weight's storage and of the type the weight was given as. */
@@ -137,7 +154,10 @@ export class RmsNormLayer<W extends FloatArray = Float32Array> {
     this.wdt = o.params.wdt;
     this.dtype = DTYPE_NAMES[o.act]!;
     this.weightDtype = DTYPE_NAMES[this.wdt]!;
-    this.y = new Owned(o.act);
+    const q = o.params.out_dtype;
+    this.outDtype = q === 0 ? null : (BY_CODE[q]!.name as QuantDtype);
+    this.quantScale = q === 0 || o.params.quant_scale === 0 ? null : o.params.quant_scale;
+    this.y = new Owned(q === 0 ? o.act : q);
     this.dx = new Owned(o.act);
     this.dgate = new Owned(o.act);
     if (o.weight) {
@@ -159,33 +179,48 @@ export class RmsNormLayer<W extends FloatArray = Float32Array> {
    *   as {@link rmsNorm}'s): see {@link RmsNormLayerForwardOptions}. Unknown keys are a TypeError.
    * @throws TypeError / RangeError on a bad `x` or option, before anything is written.
    */
-  forward<T extends FloatArray = Float32Array>(x: T, options?: RmsNormLayerForwardOptions<T>): T {
+  forward<T extends FloatArray = Float32Array>(x: T, options?: RmsNormLayerForwardOptions<T, Q>): RmsNormOutput<T, Q> {
     // The common call — plain float32 rows, no options — the short way (no placement).
-    if (options === undefined && this.act === DT.float32 && x instanceof Float32Array && !this.freed) {
+    if (options === undefined && (this.act | this.params.out_dtype) === DT.float32 && x instanceof Float32Array && !this.freed) {
       const n = x.length;
       if (n !== 0 && n % this.dim === 0) {
         const rstd = this.rstdOut.take(n / this.dim) as Float32Array;
         const y = this.y.take(n) as Float32Array;
         const w = this.weight();
-        if (this.rn.windowForward(x, w === null ? 0 : w.byteOffset, this.params, y, rstd)) return y as T;
+        if (this.rn.windowForward(x, w === null ? 0 : w.byteOffset, this.params, y, rstd)) return y as RmsNormOutput<T, Q>;
       }
     }
     const xa = this.rows('forward', 'x', x);
     const rows = xa.length / this.dim;
     const rstd = this.rstdOut.take(rows) as Float32Array;
     const weight = this.weight();
-    const f = checkLayerForward('layer.forward', options, xa, this.act, weight, rstd);
+    const params = this.params;
+    const f = checkLayerForward('layer.forward', options, xa, this.act, weight, rstd, params.out_dtype);
+    const perRow = params.out_dtype !== 0 && params.quant_scale === 0;
+    const rowScales = rowScalesOf('layer.forward', perRow ? this.scalesOut.take(rows) : undefined, params, rows);
     const y = f.out ?? this.y.take(x.length);
     const { dim } = this;
     // The outputs are the layer's own plain arrays: apart from x unless x is one of them (a
     // result passed back in), which one buffer read tells. Arrays the caller gives are checked.
     const xb = xa.buffer;
-    const outputsApart = f.out === null && f.residual === null && xb !== this.y.buffer && xb !== this.rstdOut.buffer;
+    const outputsApart = f.out === null && f.residual === null && xb !== this.y.buffer && xb !== this.rstdOut.buffer && xb !== this.scalesOut.buffer;
     const xKind = kindOf(x);
-    const params = f.gate ? this.gated : this.params;
-    const a = { x: xa, weight, out: y, outGiven: f.outGiven ?? y, rstd, residual: f.residual, h: f.h, gate: f.gate, rows, dim, params, xKind, outputsApart };
+    const a = {
+      x: xa, weight, out: y, outGiven: f.outGiven ?? y, rstd, rowScales, residual: f.residual, h: f.h, gate: f.gate, rows, dim,
+      params: f.gate ? this.gated : params, xKind, outputsApart,
+    };
     this.rn.forwardChecked(a, 'layer.forward');
-    return (f.outGiven ?? this.y.given(xKind)) as T;
+    return (f.outGiven ?? this.y.given(xKind)) as RmsNormOutput<T, Q>;
+  }
+
+  /**
+   * The scale of each row of the last {@link forward} of a layer with a quantized output and
+   * no `quantScale` (`rows` floats: dequantized, `y ≈ q · rowScales[row]`), valid until the
+   * next one; an empty array otherwise.
+   */
+  get rowScales(): Float32Array {
+    this.live('rowScales');
+    return this.scalesOut.last as Float32Array;
   }
 
   /** The rstd of each row of the last {@link forward} (valid until the next one). */
@@ -204,13 +239,14 @@ export class RmsNormLayer<W extends FloatArray = Float32Array> {
    * @throws TypeError / RangeError on bad arguments, before anything is written.
    */
   backward<T extends FloatArray = Float32Array>(dy: T, x: T, options?: RmsNormLayerBackwardOptions<T>): RmsNormBackwardResult<T, W> {
+    noQuantized('layer.backward', this.params);
     const xa = this.rows('backward', 'x', x);
     const dya = this.rows('backward', 'dy', dy);
     if (dya.length !== xa.length) throw new RangeError(`layer.backward: dy.length (${dya.length}) must equal x.length (${xa.length})`);
     const rows = xa.length / this.dim;
     const { rstd, dresidual, gate } = checkLayerBackward('layer.backward', options, xa, this.act, rows);
-    const dx = this.dx.take(xa.length);
-    const dgate = gate ? this.dgate.take(xa.length) : null;
+    const dx = this.dx.take(xa.length) as Data;
+    const dgate = gate ? (this.dgate.take(xa.length) as Data) : null;
     const weight = this.w ? this.weight() : null;
     const { dim } = this;
     const dweight = this.dw?.placed ?? null;
@@ -255,7 +291,8 @@ export class RmsNormLayer<W extends FloatArray = Float32Array> {
   /** Whether `b` is the buffer of one of the layer's own arrays (its outputs, dweight). */
   private owns(b: ArrayBufferLike): boolean {
     return (
-      b === this.dx.buffer || b === this.dgate.buffer || b === this.y.buffer || b === this.rstdOut.buffer || (this.dw !== null && b === this.dw.placed.buffer)
+      b === this.dx.buffer || b === this.dgate.buffer || b === this.y.buffer || b === this.rstdOut.buffer || b === this.scalesOut.buffer ||
+      (this.dw !== null && b === this.dw.placed.buffer)
     );
   }
 

@@ -70,6 +70,7 @@ export class Heap {
   readonly wasm: LoadedWasm;
   private f32view: Float32Array;
   private u16view: Uint16Array;
+  private u8view: Uint8Array;
   private i32view: Int32Array;
   // Buffers this memory had before it grew: views on them still address this memory
   // (shared memory), or are detached (non-shared); either way we recognize them.
@@ -81,6 +82,7 @@ export class Heap {
     this.shared = wasm.shared;
     this.f32view = new Float32Array(wasm.memory.buffer);
     this.u16view = new Uint16Array(wasm.memory.buffer);
+    this.u8view = new Uint8Array(wasm.memory.buffer);
     this.i32view = new Int32Array(wasm.memory.buffer);
   }
 
@@ -111,13 +113,23 @@ export class Heap {
     return this.i32view;
   }
 
-  /** The current view of all memory for elements of `bytes` bytes: 2 (half bits) or 4 (floats). */
-  view(bytes: number): Float32Array | Uint16Array {
-    return bytes === 2 ? this.u16() : this.f32();
+  /** The current view of all memory as bytes (a quantized output's), re-made as {@link f32}. */
+  u8(): Uint8Array {
+    if (this.u8view.buffer !== this.f32().buffer) this.u8view = new Uint8Array(this.f32view.buffer);
+    return this.u8view;
+  }
+
+  /**
+   * The current view of all memory for elements of `bytes` bytes (a dtype's `bytes`): 4
+   * (floats), 2 (half bits) or 1 (a quantized output's bytes; an Int8Array takes them by
+   * `set` with their bits).
+   */
+  view(bytes: number): Float32Array | Uint16Array | Uint8Array {
+    return bytes === 4 ? this.f32() : bytes === 2 ? this.u16() : this.u8();
   }
 
   /** Whether `a` is a view of this memory, so that its byteOffset is its wasm address. */
-  holds(a: Float32Array | Uint16Array): boolean {
+  holds(a: Float32Array | Uint16Array | Int8Array | Uint8Array): boolean {
     const b = a.buffer;
     if (b === this.f32().buffer) return true;
     if (!this.past.has(b)) return false;
@@ -131,7 +143,7 @@ export class Heap {
    * memory from before it grew (detached). `cur` is `f32().buffer`, for callers that place
    * several arrays at once.
    */
-  addressOf(fn: string, name: string, a: Float32Array | Uint16Array, cur: ArrayBufferLike = this.f32().buffer): number {
+  addressOf(fn: string, name: string, a: Float32Array | Uint16Array | Int8Array | Uint8Array, cur: ArrayBufferLike = this.f32().buffer): number {
     const b = a.buffer;
     if (b === cur) return a.byteOffset;
     if (this.shared) return this.past.has(b) ? a.byteOffset : -1;

@@ -15,6 +15,8 @@ import type { KernelExports } from './load.js';
 
 /** An array as placed: float32 values, or half-precision bit patterns (a Float16Array is seen through its bits). */
 export type Data = Float32Array | Uint16Array;
+/** An operand as placed: {@link Data}, or a quantized output's bytes (int8 values, float8 bit patterns). */
+export type Placed = Data | Int8Array | Uint8Array;
 
 /** A row-major `rows × dim` matrix. */
 export const MATRIX = 0;
@@ -40,14 +42,13 @@ export interface Operand {
 
 /**
  * The scalars and flags of a call, one per field of the kernel's parameter block (abi.rs
- * `Params`, generated into abi.ts's {@link PARAMS}: `dim`, `stat`, `eps`, `offset`, `dtypes`,
- * `gate`), plus `wdt`, the weight's storage (a half weight is widened to float32 before the
+ * `Params`, generated into abi.ts's {@link PARAMS}), plus `wdt`, the weight's storage (a half weight is widened to float32 before the
  * kernel sees it). The checked arguments of a call (check/calls.ts) carry one.
  */
 export type Params = { readonly [K in keyof typeof PARAMS]: number } & { readonly wdt: number };
 
-/** Params of a job that runs no kernel (the pool's ping and test jobs). */
-export const NO_PARAMS: Params = Object.freeze({ dim: 0, eps: 0, offset: 0, stat: 0, dtypes: 0, gate: 0, wdt: 0 });
+/** Params of a job that runs no kernel (the pool's ping and test jobs): every field 0. */
+export const NO_PARAMS: Params = Object.freeze(Object.fromEntries([...Object.keys(PARAMS), 'wdt'].map((k) => [k, 0])) as Params);
 
 /** An operation: see the module doc. */
 export interface Op {
@@ -62,9 +63,9 @@ export interface Op {
    * Floats of workspace for a sync span (after the operands): the backward's dweight sum and
    * open block, when there is a weight.
    */
-  syncWork(dim: number, arrs: readonly (Data | null)[]): number;
+  syncWork(dim: number, arrs: readonly (Placed | null)[]): number;
   /** Floats of workspace for a pool job of `rows` rows: the backward's dweight sum and per-block partials. */
-  poolWork(rows: number, dim: number, blockRows: number, arrs: readonly (Data | null)[]): number;
+  poolWork(rows: number, dim: number, blockRows: number, arrs: readonly (Placed | null)[]): number;
   /** Chunks of a pool job must be whole dweight blocks. */
   readonly blockAligned: boolean;
   /** Elements of work per element of input (sizes chunks and thresholds). */
@@ -95,8 +96,9 @@ export const F = ForwardOperand;
 export const B = BackwardOperand;
 
 /**
- * Forward: x, residual?, weight?, y (may be x or z), h? (with a residual: `x + residual`; may be x
- * or the residual itself, its default), rstd?, z? (the gate).
+ * Forward: x, residual?, weight?, y (may be x or z; a quantized output's bytes), h? (with a
+ * residual: `x + residual`; may be x or the residual itself, its default), rstd?, z? (the
+ * gate), rowScales? (a quantized output's scale per row).
  */
 export const FORWARD: Op = {
   id: 0,
@@ -109,6 +111,7 @@ export const FORWARD: Op = {
     operand('options.residualOut', MATRIX, true, [F.x, F.residual]),
     operand('options.rstd', PER_ROW, true),
     operand('options.gate', MATRIX),
+    operand('options.rowScales', PER_ROW, true),
   ],
   addrs: Object.keys(F).length,
   syncWork: () => 0,

@@ -6,7 +6,8 @@
  * the pool, so that neither spells out an operand order.
  * @module
  */
-import { B, BACKWARD, F, FORWARD, type Data, type Op } from './ops.js';
+import { BY_CODE } from './dtypes.js';
+import { B, BACKWARD, F, FORWARD, type Data, type Op, type Placed } from './ops.js';
 import type { Placement } from './place/placer.js';
 import { resultArray, resultOfKind } from './platform.js';
 import { KIND_F32 } from './check/arrays.js';
@@ -18,8 +19,16 @@ import type { FloatArray, RmsNormBackwardResult } from './types.js';
  * the caller gets. `resident`: `y` is what the caller gets, so a view of wasm memory detached
  * by growth can be re-made (Placement.result); otherwise `given` is final.
  */
-export function forwardResult(a: ForwardArgs, shared = false): { y: Data; given: FloatArray; resident: boolean } {
+export function forwardResult(a: ForwardArgs, shared = false): { y: Placed; given: FloatArray | Placed; resident: boolean } {
   if (a.out !== null) return { y: a.out, given: a.outGiven!, resident: a.outGiven === a.out };
+  const q = a.params.out_dtype;
+  if (q !== 0) {
+    // A quantized output: the array of its dtype's facts (1-byte elements).
+    const n = a.x.length;
+    const Type = BY_CODE[q]!.Array as new (b: ArrayBufferLike) => Int8Array | Uint8Array;
+    const y = new Type(shared ? new SharedArrayBuffer(n) : new ArrayBuffer(n));
+    return { y, given: y, resident: true };
+  }
   if (a.xKind === KIND_F32) {
     const y = resultArray(a.x.length, shared);
     return { y, given: y, resident: true };
@@ -82,7 +91,7 @@ function withGate<T extends FloatArray>(r: RmsNormBackwardResult<T, FloatArray>,
 /** A checked call as its operation runs it: the arrays in operand order, and what it returns. */
 export interface Call<R> {
   readonly op: Op;
-  readonly arrs: readonly (Data | null)[];
+  readonly arrs: readonly (Placed | null)[];
   /** Bit `i` set: operand `i` is an output the library allocated (see Placer.place). */
   readonly fresh: number;
   /** The caller's result, once the placement `p` has run every segment. */
@@ -90,13 +99,13 @@ export interface Call<R> {
 }
 
 /** One null per operand: what a call's array list starts as (copied: no closure per call). */
-const NO_FORWARD_ARRAYS: (Data | null)[] = FORWARD.operands.map(() => null);
+const NO_FORWARD_ARRAYS: (Placed | null)[] = FORWARD.operands.map(() => null);
 const NO_BACKWARD_ARRAYS: (Data | null)[] = BACKWARD.operands.map(() => null);
 
 /** A checked forward as {@link FORWARD} runs it (a class: one object per call, no closures). */
-class ForwardCall implements Call<FloatArray> {
+class ForwardCall implements Call<FloatArray | Placed> {
   readonly op = FORWARD;
-  readonly arrs: (Data | null)[];
+  readonly arrs: (Placed | null)[];
   readonly fresh: number;
   private readonly r: ReturnType<typeof forwardResult>;
 
@@ -110,13 +119,14 @@ class ForwardCall implements Call<FloatArray> {
     arrs[F.h] = a.h;
     arrs[F.rstd] = a.rstd;
     arrs[F.z] = a.gate;
+    arrs[F.rowScales] = a.rowScales;
     // New outputs (and outputs known to be apart) need no address lookup and no overlap check.
     this.fresh = (a.out === null || a.outputsApart ? 1 << F.y : 0) | (a.outputsApart && a.rstd ? 1 << F.rstd : 0);
   }
 
-  result(p: Placement): FloatArray {
+  result(p: Placement): FloatArray | Placed {
     const { r } = this;
-    return r.resident ? p.result(F.y, r.y as Float32Array) : r.given;
+    return r.resident ? p.result(F.y, r.y) : r.given;
   }
 }
 
@@ -153,6 +163,6 @@ class BackwardCall implements Call<RmsNormBackwardResult<FloatArray, FloatArray>
 }
 
 /** A checked forward as {@link FORWARD} runs it; `shared`: new results in SharedArrayBuffers. */
-export const forwardCall = (a: ForwardArgs, shared = false): Call<FloatArray> => new ForwardCall(a, shared);
+export const forwardCall = (a: ForwardArgs, shared = false): Call<FloatArray | Placed> => new ForwardCall(a, shared);
 /** A checked backward as {@link BACKWARD} runs it; `shared`: new matrix results in SharedArrayBuffers. */
 export const backwardCall = (a: BackwardArgs, shared = false): Call<RmsNormBackwardResult<FloatArray, FloatArray>> => new BackwardCall(a, shared);

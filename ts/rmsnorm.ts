@@ -9,7 +9,7 @@
 import type { Build, LoadedWasm } from './load.js';
 import { RmsNormLayer, type RmsNormLayerOptions } from './layer.js';
 import { heapOf, Scratch, type Heap, type F32Buffer, type U16Buffer } from './memory.js';
-import { type Data, type Params } from './ops.js';
+import { type Data, type Params, type Placed } from './ops.js';
 import { CALL_WORDS, CallBlock } from './call-block.js';
 import { ShortBackward } from './short/backward.js';
 import { ShortForward } from './short/forward.js';
@@ -22,7 +22,7 @@ import { checkConvertInput, KIND_F32, KIND_U16 } from './check/arrays.js';
 import { convertOut, type ConvertOptions } from './check/convert.js';
 import { checkBackward, checkForward, type BackwardArgs, type ForwardArgs } from './check/calls.js';
 import { halfDtypeCode } from './check/scalars.js';
-import type { FloatArray, HalfDtype, RmsNormBackwardOptions, RmsNormBackwardResult, RmsNormOptions } from './types.js';
+import type { FloatArray, HalfDtype, RmsNormBackwardOptions, RmsNormBackwardResult, RmsNormOptions, RmsNormQuantOptions, QuantArray, QuantDtype } from './types.js';
 
 /** The sync API's window rules: segments of any row count (the backward carries its open dweight block). */
 const syncRules = (floats: number): WindowRules => ({
@@ -77,14 +77,18 @@ export class RmsNorm {
    *   Uint16Array of half bit patterns (with `options.dtype`).
    * @param weight The gain, `dim` elements (its own dtype: `options.weightDtype`), or null for none (g = 1).
    * @param options `dim` (default weight.length), `eps` (default 1e-6), `out`, `rstd` (float32),
-   *   `dtype`, `weightDtype`, `castingMode`, and the variants' options.
-   * @returns `options.out` if given, else a new array of `x.length` of `x`'s type.
+   *   `dtype`, `weightDtype`, `castingMode`, the variants' options, and a quantized output's
+   *   `outDtype`, `quantScale`, `rowScales` (see {@link QuantDtype}).
+   * @returns `options.out` if given, else a new array of `x.length` of `x`'s type (with
+   *   `outDtype`: an Int8Array, or a Uint8Array of float8 bits).
    * @throws TypeError / RangeError on bad arguments, before anything is written.
    */
-  rmsNorm<T extends FloatArray = Float32Array>(x: T, weight: FloatArray | null, options?: RmsNormOptions<T>): T {
+  rmsNorm<T extends FloatArray = Float32Array>(x: T, weight: FloatArray | null, options?: RmsNormOptions<T>): T;
+  rmsNorm<Q extends QuantDtype>(x: FloatArray, weight: FloatArray | null, options: RmsNormQuantOptions<Q>): QuantArray<Q>;
+  rmsNorm(x: FloatArray, weight: FloatArray | null, options?: RmsNormOptions<FloatArray> | RmsNormQuantOptions): FloatArray | Placed {
     const y = this.#shortForward.run('rmsNorm', x, weight, options);
-    if (y !== undefined) return y as T;
-    return this.forwardChecked(checkForward('rmsNorm', x, weight, options)) as T;
+    if (y !== undefined) return y;
+    return this.forwardChecked(checkForward('rmsNorm', x, weight, options));
   }
 
   /**
@@ -102,7 +106,7 @@ export class RmsNorm {
   }
 
   /** The forward of arguments already checked by checkForward (the pool's inline path; `shared`: new results in SharedArrayBuffers). @internal */
-  forwardChecked(a: ForwardArgs, fn = 'rmsNorm', shared = false): FloatArray {
+  forwardChecked(a: ForwardArgs, fn = 'rmsNorm', shared = false): FloatArray | Placed {
     if (a.rows === 0) return forwardResult(a, shared).given;
     return this.run(fn, forwardCall(a, shared), a.rows, a.params);
   }
@@ -177,8 +181,11 @@ export class RmsNorm {
    *   `dtype` (the activations', default 'float32'), `weightDtype`, `castingMode`: see
    *   {@link RmsNormLayerOptions}.
    */
-  createLayer<W extends FloatArray = Float32Array>(weight: W | null, options?: RmsNormLayerOptions): RmsNormLayer<W> {
-    return new RmsNormLayer<W>(this, weight, options);
+  createLayer<W extends FloatArray = Float32Array, Q extends QuantDtype | undefined = undefined>(
+    weight: W | null,
+    options?: RmsNormLayerOptions<Q>,
+  ): RmsNormLayer<W, Q> {
+    return new RmsNormLayer<W, Q>(this, weight, options);
   }
 
   /**

@@ -27,6 +27,24 @@ export type Dtype = 'float32' | 'float16' | 'bfloat16';
 /** The two half-precision dtypes. */
 export type HalfDtype = 'float16' | 'bfloat16';
 
+/**
+ * A quantized output's storage (`options.outDtype`), as inference engines feed an int8 or
+ * float8 matrix multiply: `'int8'` (an Int8Array) or `'float8_e4m3'` (OCP float8 E4M3FN, no
+ * infinities, largest 448; a Uint8Array of bit patterns). Each row's `y` — the values the same
+ * call without `outDtype` returns, bit for bit (for half activations: rounded to their dtype) —
+ * is divided by a scale: its own, `max|y| / 127` or `max|y| / 448` (NaN ignored), written to
+ * `options.rowScales`, or the static `options.quantScale`; as `q = y · (1 / scale)` in float32,
+ * rounded to nearest even and clamped to ±127 or ±448. int8 takes NaN to 0, float8 keeps it
+ * (as 0x7f); a row whose scale is 0 gives zeros. Dequantized: `q · scale`.
+ */
+export type QuantDtype = 'int8' | 'float8_e4m3';
+
+/** The array a quantized output of dtype `Q` is returned in. */
+export type QuantArray<Q extends QuantDtype> = Q extends 'int8' ? Int8Array : Uint8Array;
+
+/** What a layer's forward returns: `T` (the activations' array type), or with `outDtype` `Q` the quantized array. */
+export type RmsNormOutput<T, Q extends QuantDtype | undefined> = [Q] extends [QuantDtype] ? QuantArray<Q> : T;
+
 
 /**
  * Where a half-precision result is rounded, to match the framework a model came from:
@@ -125,6 +143,27 @@ export interface RmsNormOptions<T extends FloatArray = Float32Array> {
   gate?: T;
   /** With `gate`: where it multiplies, `'after'` (default) or `'before'` the norm. */
   gateMode?: GateMode;
+}
+
+/**
+ * Options of {@link rmsNorm} with a quantized output (the forward only): those of
+ * {@link RmsNormOptions} but `out`, and these.
+ */
+export interface RmsNormQuantOptions<Q extends QuantDtype = QuantDtype> extends Omit<RmsNormOptions<FloatArray>, 'out'> {
+  /** The output's storage: `'int8'` or `'float8_e4m3'`, see {@link QuantDtype}. */
+  outDtype: Q;
+  /** Destination, `x.length` elements: an Int8Array (int8) or a Uint8Array (float8 bits). Default: a new one. */
+  out?: QuantArray<Q>;
+  /**
+   * The scale of every row (`q = y · (1 / quantScale)`), > 0, used as float32 (its reciprocal
+   * must be finite there). Default: none, each row its own scale, written to `rowScales`.
+   */
+  quantScale?: number;
+  /**
+   * Without `quantScale`: receives each row's scale, `x.length / dim` floats (required then:
+   * the output means nothing without them). Dequantized, `y ≈ q · rowScales[row]`.
+   */
+  rowScales?: Float32Array;
 }
 
 /** Options of {@link rmsNormBackward}. */

@@ -27,7 +27,7 @@ pub enum Status {
     Shard = 5,
     /// stat (the elements rstd is estimated from) is 0 or more than dim
     Stat = 6,
-    /// an unknown storage type code in dtypes, or a float32 code where a half one is needed
+    /// an unknown storage type code in dtypes, a float32 code where a half one is needed, or a quantized output the call cannot have
     Dtype = 7,
     /// an unknown gate code, or a gate without its operand
     Gate = 8,
@@ -35,9 +35,11 @@ pub enum Status {
     Memory = 9,
 }
 
-/// Storage type codes: the low two bits ([`DTYPE_MASK`]) of a call's `dtypes` word.
+/// Storage type codes: the low two bits ([`DTYPE_MASK`]) of a call's `dtypes` word (the
+/// activations'), or a quantized output's in `out_dtype`. Named as the API names them.
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(non_camel_case_types)]
 pub enum Dtype {
     /// IEEE binary32
     Float32 = 0,
@@ -45,9 +47,13 @@ pub enum Dtype {
     Float16 = 1,
     /// bfloat16 (the top half of a float32), as u16 bit patterns
     Bfloat16 = 2,
+    /// signed 8-bit integers: a quantized output only, with a scale
+    Int8 = 3,
+    /// OCP float8 E4M3FN (no infinities, largest 448), as u8 bit patterns: a quantized output only, with a scale
+    Float8_e4m3 = 4,
 }
 
-/// The bits of `dtypes` that hold a [`Dtype`].
+/// The bits of `dtypes` that hold the activations' [`Dtype`] (one with `qmax` 0).
 pub const DTYPE_MASK: u32 = 3;
 /// The `llama` casting mode: `x·rstd` is rounded to the activations' type before the gain.
 pub const LLAMA: u32 = 4;
@@ -73,11 +79,14 @@ pub struct DtypeFacts {
     pub npy: &'static str,
     /// The safetensors header's `dtype`.
     pub safetensors: &'static str,
+    /// A quantized type's largest magnitude (a row's scale is max|y| / qmax); 0 for a type
+    /// the activations may have. Quantized types are outputs of the forward only.
+    pub qmax: u32,
 }
 
 /// The storage types' facts, by [`Dtype`] code: the one table every check, message, placement
 /// rule, pool word and file layout reads.
-pub const DTYPES: [DtypeFacts; 3] = [
+pub const DTYPES: [DtypeFacts; 5] = [
     DtypeFacts {
         name: "float32",
         bytes: 4,
@@ -85,6 +94,7 @@ pub const DTYPES: [DtypeFacts; 3] = [
         array: "Float32Array",
         npy: "<f4",
         safetensors: "F32",
+        qmax: 0,
     },
     DtypeFacts {
         name: "float16",
@@ -93,6 +103,7 @@ pub const DTYPES: [DtypeFacts; 3] = [
         array: "Uint16Array",
         npy: "<f2",
         safetensors: "F16",
+        qmax: 0,
     },
     DtypeFacts {
         name: "bfloat16",
@@ -101,6 +112,25 @@ pub const DTYPES: [DtypeFacts; 3] = [
         array: "Uint16Array",
         npy: "",
         safetensors: "BF16",
+        qmax: 0,
+    },
+    DtypeFacts {
+        name: "int8",
+        bytes: 1,
+        half: false,
+        array: "Int8Array",
+        npy: "|i1",
+        safetensors: "I8",
+        qmax: 127,
+    },
+    DtypeFacts {
+        name: "float8_e4m3",
+        bytes: 1,
+        half: false,
+        array: "Uint8Array",
+        npy: "",
+        safetensors: "F8_E4M3",
+        qmax: 448,
     },
 ];
 
@@ -134,6 +164,10 @@ pub struct Params {
     pub dtypes: u32,
     /// where a gate applies (a Gate code)
     pub gate: u32,
+    /// the forward's output storage when it is quantized (a Dtype code with a qmax), else 0: the activations' own
+    pub out_dtype: u32,
+    /// a quantized output's scale for every row (q = y / quant_scale), or 0: one scale per row, max|y| / qmax, written to the row scales
+    pub quant_scale: f32,
 }
 
 /// The forward's operands: their places in the address array its entry point takes.
@@ -154,6 +188,8 @@ pub enum ForwardOperand {
     Rstd = 5,
     /// the gate's input z, rows × dim, or 0
     Z = 6,
+    /// a quantized output's scale of each row, rows f32, or 0 (with a static quant_scale)
+    RowScales = 7,
 }
 
 /// The backward's operands and workspace: their places in the address array its entry points take.

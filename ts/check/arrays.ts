@@ -5,6 +5,7 @@
  * @module
  */
 import { DTYPE_FACTS, Dtype as DT } from '../abi.js';
+import { BY_CODE } from '../dtypes.js';
 import type { Data } from '../ops.js';
 import type { Dtype } from '../types.js';
 
@@ -79,8 +80,8 @@ export function optF32(fn: string, name: string, v: unknown, length: number, wha
   return a;
 }
 
-/** The dtype names, indexed by abi.ts's Dtype code. */
-export const DTYPE_NAMES: readonly Dtype[] = DTYPE_FACTS.map((d) => d.name);
+/** The names of the dtypes activations and weights may have, indexed by abi.ts's Dtype code (the quantized outputs' codes come after). */
+export const DTYPE_NAMES: readonly Dtype[] = DTYPE_FACTS.filter((d) => d.qmax === 0).map((d) => d.name as Dtype);
 
 /** What arrays hold dtype `dt`, as a message says it: the typed array of its facts (a Float16Array too for float16). */
 export function takes(dt: number): string {
@@ -125,6 +126,21 @@ export function optTyped(fn: string, name: string, v: unknown, length: number, w
   return a;
 }
 
+
+/**
+ * An optional quantized output: `length` elements (`what` says why) in the array of dtype
+ * `code`'s facts (int8: an Int8Array; float8: a Uint8Array of bit patterns), or null when absent.
+ */
+export function optQuantized(fn: string, name: string, v: unknown, length: number, what: string, code: number): Int8Array | Uint8Array | null {
+  if (v === undefined) return null;
+  const d = BY_CODE[code]!;
+  if (!ArrayBuffer.isView(v) || (v as { [Symbol.toStringTag]?: string })[Symbol.toStringTag] !== d.array) {
+    throw new TypeError(`${fn}: ${name} must be a${d.array.startsWith('I') ? 'n' : ''} ${d.array} (options.outDtype is '${d.name}'), got ${describe(v)}`);
+  }
+  const a = attached(fn, name, v as unknown as Data) as unknown as Int8Array | Uint8Array;
+  if (a.length !== length) throw new RangeError(`${fn}: ${name}.length must be ${length} (${what}), got ${a.length}`);
+  return a;
+}
 
 /** The rows of `x` (of `dim` elements each); a RangeError unless its length is a multiple of `dim`. */
 export function rowsOf(fn: string, name: string, x: Data, dim: number): number {

@@ -5,21 +5,24 @@
  * @module
  */
 import { Gate } from '../abi.js';
-import { BACKWARD, FORWARD, type Data, type Params } from '../ops.js';
+import { BACKWARD, FORWARD, type Data, type Params, type Placed } from '../ops.js';
 import type { FloatArray } from '../types.js';
-import { kindOf, KIND_F32, optF32, optTyped, rowsOf, typed } from './arrays.js';
+import { kindOf, KIND_F32, optF32, optQuantized, optTyped, rowsOf, typed } from './arrays.js';
 import { NO_EXTRA_KEYS, options } from './options.js';
 import { disjointOrSame, distinctOutputs } from './overlap.js';
-import { checkParams, operandKeys, PARAM_KEYS } from './params.js';
+import { BACKWARD_PARAM_KEYS, checkParams, operandKeys, PARAM_KEYS } from './params.js';
 
 /** A checked forward call. */
 export interface ForwardArgs {
   x: Data;
   weight: Data | null;
-  out: Data | null;
+  /** Where y goes (a quantized output's bytes with params.out_dtype), or null: a new array. */
+  out: Placed | null;
   /** `options.out` as the caller gave it (returned as is). */
-  outGiven: FloatArray | null;
+  outGiven: FloatArray | Placed | null;
   rstd: Float32Array | null;
+  /** A quantized output's scale per row (params.out_dtype without a quant_scale), else null. */
+  rowScales: Float32Array | null;
   /** The residual (fused add), or null. */
   residual: Data | null;
   /** Where h goes: residualOut, or the residual itself; null without a residual. */
@@ -65,7 +68,7 @@ export interface BackwardArgs {
 }
 
 const FORWARD_KEYS: readonly string[] = [...PARAM_KEYS, ...operandKeys(FORWARD)];
-const BACKWARD_KEYS: readonly string[] = [...PARAM_KEYS, ...operandKeys(BACKWARD)];
+const BACKWARD_KEYS: readonly string[] = [...BACKWARD_PARAM_KEYS, ...operandKeys(BACKWARD)];
 const DTN = 'options.dtype';
 
 /** Checks a forward call; `extraKeys` are further option names the caller handles itself. */
@@ -80,13 +83,35 @@ export function checkForward(
   const { params, weight: w, act } = checkParams(fn, o, 'x', x, weight, o.gate !== undefined);
   const xa = typed(fn, 'x', x, act, DTN);
   const rows = rowsOf(fn, 'x', xa, params.dim);
-  const out = optTyped(fn, 'options.out', o.out, xa.length, 'x.length', act, DTN);
+  const out = params.out_dtype !== 0
+    ? optQuantized(fn, 'options.out', o.out, xa.length, 'x.length', params.out_dtype)
+    : optTyped(fn, 'options.out', o.out, xa.length, 'x.length', act, DTN);
   const rstd = optF32(fn, 'options.rstd', o.rstd, rows, 'one per row');
   distinctOutputs(fn, 'options.out', out, 'options.rstd', rstd);
+  const rowScales = rowScalesOf(fn, o.rowScales, params, rows);
+  distinctOutputs(fn, 'options.out', out, 'options.rowScales', rowScales);
+  distinctOutputs(fn, 'options.rstd', rstd, 'options.rowScales', rowScales);
   const { residual, h } = fusedAdd(fn, o, xa, act, DTN, out, rstd, w);
   const gate = gateOf(fn, o.gate, xa, act, DTN, residual !== null, 'options.residual');
-  const outGiven = out === null ? null : (o.out as FloatArray);
-  return { x: xa, weight: w, out, outGiven, rstd, residual, h, gate, rows, dim: params.dim, params, xKind: kindOf(x), outputsApart: false };
+  const outGiven = out === null ? null : (o.out as FloatArray | Placed);
+  return { x: xa, weight: w, out, outGiven, rstd, rowScales, residual, h, gate, rows, dim: params.dim, params, xKind: kindOf(x), outputsApart: false };
+}
+
+/**
+ * `options.rowScales`: a Float32Array of one scale per row, required with a quantized output
+ * (`params.out_dtype`) that has no static `quant_scale`, and only then.
+ */
+export function rowScalesOf(fn: string, v: unknown, params: Params, rows: number): Float32Array | null {
+  const perRow = params.out_dtype !== 0 && params.quant_scale === 0;
+  if (v === undefined && perRow) {
+    throw new TypeError(`${fn}: options.rowScales (a Float32Array of ${rows} floats, one per row) is required with options.outDtype and no options.quantScale: it receives each row's scale`);
+  }
+  if (v !== undefined && !perRow) {
+    throw new TypeError(
+      `${fn}: options.rowScales was given ${params.out_dtype === 0 ? 'without options.outDtype (only a quantized output has row scales)' : 'with options.quantScale (every row has that scale)'}`,
+    );
+  }
+  return optF32(fn, 'options.rowScales', v, rows, 'one per row');
 }
 
 /**
@@ -108,7 +133,7 @@ function gateOf(fn: string, v: unknown, xa: Data, act: number, dtn: string, othe
  * residual itself by default), both null without one. `dtn` names what says their dtype.
  */
 function fusedAdd(
-  fn: string, o: Readonly<Record<string, unknown>>, xa: Data, act: number, dtn: string, out: Data | null, rstd: Float32Array | null, w: Data | null,
+  fn: string, o: Readonly<Record<string, unknown>>, xa: Data, act: number, dtn: string, out: Placed | null, rstd: Float32Array | null, w: Data | null,
 ): { residual: Data | null; h: Data | null } {
   const residual = optTyped(fn, 'options.residual', o.residual, xa.length, 'x.length', act, dtn);
   if (residual === null && o.residualOut !== undefined) {
@@ -167,6 +192,11 @@ export function checkBackward(
   };
 }
 
+/** A TypeError for a backward whose parameters have a quantized output (which has no gradient). */
+export function noQuantized(fn: string, params: Params): void {
+  if (params.out_dtype !== 0) throw new TypeError(`${fn}: a quantized output (options.outDtype) has no backward`);
+}
+
 /** `options.dgate`: where the gate's gradient goes (only with a gate), apart from the other outputs. */
 function dgateOf(fn: string, v: unknown, gate: Data | null, xa: Data, act: number, dtn: string, dx: Data | null, dweight: Data | null): Data | null {
   if (gate === null && v !== undefined) {
@@ -201,15 +231,15 @@ export function checkLayerOptions(fn: string, weight: unknown, opts: unknown): L
   return { weight: w, dim: params.dim, act, params: Object.freeze({ ...params, gate: Gate.none }), gated: Object.freeze(params) };
 }
 
-// A layer owns rstd, dx, dweight and dgate; its calls take the other arrays.
-const LAYER_FORWARD_KEYS: readonly string[] = operandKeys(FORWARD).filter((k) => k !== 'rstd');
+// A layer owns rstd, the row scales, dx, dweight and dgate; its calls take the other arrays.
+const LAYER_FORWARD_KEYS: readonly string[] = operandKeys(FORWARD).filter((k) => k !== 'rstd' && k !== 'rowScales');
 const LAYER_BACKWARD_KEYS: readonly string[] = operandKeys(BACKWARD, true);
 const LAYER_DTN = "the layer's dtype";
 
 /** A layer forward's options: `out` (null: the layer's own array), the fused residual add's arrays, the gate. */
 interface LayerForwardArgs {
-  out: Data | null;
-  outGiven: FloatArray | null;
+  out: Placed | null;
+  outGiven: FloatArray | Placed | null;
   residual: Data | null;
   h: Data | null;
   gate: Data | null;
@@ -218,17 +248,20 @@ const NO_LAYER_FORWARD: LayerForwardArgs = Object.freeze({ out: null, outGiven: 
 
 /**
  * A layer forward's options (`out`, `residual`, `residualOut`, as {@link rmsNorm}'s), checked
- * against its `x` (of the layer's dtype `act`), its weight and its own `rstd`; unknown keys
- * are a TypeError. No options: nothing to check.
+ * against its `x` (of the layer's dtype `act`), its weight and its own `rstd`; `outDtype`: the
+ * layer's quantized output's code, or 0. Unknown keys are a TypeError. No options: nothing to
+ * check.
  */
-export function checkLayerForward(fn: string, opts: unknown, xa: Data, act: number, w: Data | null, rstd: Float32Array): LayerForwardArgs {
+export function checkLayerForward(fn: string, opts: unknown, xa: Data, act: number, w: Data | null, rstd: Float32Array, outDtype = 0): LayerForwardArgs {
   if (opts === undefined) return NO_LAYER_FORWARD;
   const o = options(fn, opts, LAYER_FORWARD_KEYS);
-  const out = optTyped(fn, 'options.out', o.out, xa.length, 'x.length', act, LAYER_DTN);
+  const out = outDtype !== 0
+    ? optQuantized(fn, 'options.out', o.out, xa.length, 'x.length', outDtype)
+    : optTyped(fn, 'options.out', o.out, xa.length, 'x.length', act, LAYER_DTN);
   distinctOutputs(fn, 'options.out', out, 'the layer\'s rstd', rstd);
   const { residual, h } = fusedAdd(fn, o, xa, act, LAYER_DTN, out, rstd, w);
   const gate = gateOf(fn, o.gate, xa, act, LAYER_DTN, residual !== null, 'options.residual');
-  return { out, outGiven: out === null ? null : (o.out as FloatArray), residual, h, gate };
+  return { out, outGiven: out === null ? null : (o.out as FloatArray | Placed), residual, h, gate };
 }
 
 /** A layer backward's options: the forward's rstd, the gradient arriving on the residual stream, the gate; each or null. */

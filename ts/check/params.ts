@@ -7,7 +7,8 @@
  */
 import { Dtype as DT, Gate, LLAMA_W } from '../abi.js';
 import type { Data, Op, Params } from '../ops.js';
-import type { GateMode } from '../types.js';
+import { listed, QUANT_DTYPES } from '../dtypes.js';
+import type { GateMode, QuantDtype } from '../types.js';
 import { describe, typed } from './arrays.js';
 import { actDtype, castingBits, DEFAULT_EPS, dimOf, eps, offsetOf, partialOf, weightDtype, weightOf } from './scalars.js';
 
@@ -26,15 +27,25 @@ export const PARAM_DEFAULTS: Readonly<Record<string, unknown>> = {
   weightDtype: undefined,
   castingMode: 'none',
   gateMode: undefined,
+  outDtype: undefined,
+  quantScale: undefined,
 };
 export const PARAM_KEYS: readonly string[] = Object.keys(PARAM_DEFAULTS);
-/** The parameters of a call without a gate (a file, a stream: they have no gate array). */
-export const UNGATED_PARAM_KEYS: readonly string[] = PARAM_KEYS.filter((k) => k !== 'gateMode');
+/** The parameters only a forward has: its output's quantization. */
+const FORWARD_ONLY_KEYS: readonly string[] = ['outDtype', 'quantScale'];
+/** The parameters of a backward. */
+export const BACKWARD_PARAM_KEYS: readonly string[] = PARAM_KEYS.filter((k) => !FORWARD_ONLY_KEYS.includes(k));
+/**
+ * The parameters of a file's or a stream's calls: those of a call without a gate array and
+ * with its output stored as the activations are (a file's own `outDtype` says its output's
+ * storage).
+ */
+export const FILE_PARAM_KEYS: readonly string[] = BACKWARD_PARAM_KEYS.filter((k) => k !== 'gateMode');
 
-/** The parameter options `o` gives (those of {@link PARAM_KEYS} that are not undefined), to pass on whole. */
+/** The parameter options `o` gives (those of {@link FILE_PARAM_KEYS} that are not undefined), to pass on whole. */
 export function paramOptions(o: Readonly<Record<string, unknown>>): Record<string, unknown> {
   const r: Record<string, unknown> = {};
-  for (const k of PARAM_KEYS) if (o[k] !== undefined) r[k] = o[k];
+  for (const k of FILE_PARAM_KEYS) if (o[k] !== undefined) r[k] = o[k];
   return r;
 }
 
@@ -91,5 +102,31 @@ export function checkParams(
   // A half weight of the activations' own dtype: llama rounds what it multiplies to that dtype too.
   const llamaW = llama !== 0 && w !== null && wdt === act && act !== DT.float32 ? LLAMA_W : 0;
   const gate = gateModeCode(fn, o.gateMode, gated, needsGate);
-  return { params: { dim, stat, eps: e, offset, dtypes: act | llama | llamaW, gate, wdt }, weight: w, act };
+  const out = quantOf(fn, o.outDtype, o.quantScale);
+  return { params: { dim, stat, eps: e, offset, dtypes: act | llama | llamaW, gate, wdt, out_dtype: out.code, quant_scale: out.scale }, weight: w, act };
+}
+
+const QUANT_NAMES = listed(Object.keys(QUANT_DTYPES));
+
+/**
+ * options.outDtype (a quantized output: its dtype code, 0 for none) and options.quantScale (its
+ * static scale; 0 for one scale per row).
+ */
+function quantOf(fn: string, outDtype: unknown, quantScale: unknown): { code: number; scale: number } {
+  if (outDtype === undefined) {
+    if (quantScale !== undefined) throw new TypeError(`${fn}: options.quantScale was given without options.outDtype (${QUANT_NAMES}: the output it scales)`);
+    return { code: 0, scale: 0 };
+  }
+  const d = Object.hasOwn(QUANT_DTYPES, outDtype as string) ? QUANT_DTYPES[outDtype as QuantDtype] : undefined;
+  if (d === undefined) {
+    throw new TypeError(`${fn}: options.outDtype must be ${QUANT_NAMES} (a quantized output; without it the output has the activations' dtype), got ${describe(outDtype)}`);
+  }
+  if (quantScale === undefined) return { code: d.code, scale: 0 };
+  if (typeof quantScale !== 'number') throw new TypeError(`${fn}: options.quantScale must be a number, got ${describe(quantScale)}`);
+  const s = Math.fround(quantScale);
+  // Every row is multiplied by 1 / quantScale in float32: it must be finite there too.
+  if (!(s > 0) || !Number.isFinite(s) || !Number.isFinite(Math.fround(1 / s))) {
+    throw new RangeError(`${fn}: options.quantScale must be > 0 and finite as a float32, with a finite float32 reciprocal (2.9e-39 to 3.4e38), got ${quantScale}`);
+  }
+  return { code: d.code, scale: quantScale };
 }

@@ -5,7 +5,7 @@
  */
 import { describe, kindOf } from '../check/arrays.js';
 import { options as checkOptions } from '../check/options.js';
-import { UNGATED_PARAM_KEYS } from '../check/params.js';
+import { FILE_PARAM_KEYS } from '../check/params.js';
 import type { Dtype } from '../types.js';
 import { KERNEL_DTYPES, listed } from '../dtypes.js';
 import { FORMAT_NAMES, type FormatName } from './formats/index.js';
@@ -14,7 +14,7 @@ import type { NormalizeFileOptions } from './types.js';
 
 /** The options of a file's normalization (`normalizeFile`'s less `rstd`, `inPlace`, `onProgress`, `range`: what a dataset passes on). */
 const PER_FILE_KEYS: readonly string[] = [
-  ...UNGATED_PARAM_KEYS, 'weight', 'weightTensor', 'outDtype', 'format', 'tensors', 'threads', 'pool', 'chunkBytes', 'checksum', 'durable', 'signal',
+  ...FILE_PARAM_KEYS, 'weight', 'weightTensor', 'outDtype', 'format', 'tensors', 'threads', 'pool', 'chunkBytes', 'checksum', 'durable', 'signal',
 ];
 
 /** Every option of `normalizeFile`. */

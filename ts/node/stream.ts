@@ -10,7 +10,7 @@ import { Transform, type TransformCallback } from 'node:stream';
 import { loadRmsNorm, type RmsNorm } from '../index.js';
 import { DTYPES, KERNEL_DTYPES } from '../dtypes.js';
 import { checkForward } from '../check/calls.js';
-import { paramOptions, UNGATED_PARAM_KEYS } from '../check/params.js';
+import { paramOptions, FILE_PARAM_KEYS } from '../check/params.js';
 import { options as checkOptions } from '../check/options.js';
 import type { CastingMode, Dtype, FloatArray } from '../types.js';
 
@@ -37,7 +37,7 @@ export interface NormalizeStreamOptions {
   partial?: number;
 }
 
-const KEYS = [...UNGATED_PARAM_KEYS, 'weight'];
+const KEYS = [...FILE_PARAM_KEYS, 'weight'];
 
 
 interface Settled {

@@ -7,7 +7,7 @@
 import type { Heap } from '../memory.js';
 import { checkStatus } from '../status.js';
 import { Dtype as DT } from '../abi.js';
-import { MATRIX, MAX_ADDRS, PER_ROW, ROW, type Data, type Op } from '../ops.js';
+import { MATRIX, MAX_ADDRS, PER_ROW, ROW, type Op, type Placed } from '../ops.js';
 
 /** A slot's kind: no array (an absent optional operand). */
 export const ABSENT = 0;
@@ -28,7 +28,7 @@ export const throughWindow = (kind: number): boolean => kind === COPIED || kind 
 /** Where one operand is. Each placement keeps its slots from call to call: see placer.ts. */
 export class Slot {
   /** The array (an input that had to be copied aside: its snapshot); null when absent or after the call. */
-  arr: Data | null = null;
+  arr: Placed | null = null;
   /** {@link ABSENT}, {@link RESIDENT} or {@link COPIED}. */
   kind = ABSENT;
   /** Resident: the array's byte address. Copied: its window region's. */
@@ -36,10 +36,10 @@ export class Slot {
   /** Bytes per element as the kernel reads it (a half matrix: 2; anything converted to float32: 4). */
   es = 4;
   /** The last view of wasm memory this slot held in place, and its byte address (a view's never changes). */
-  seen: Data | null = null;
+  seen: Placed | null = null;
   seenAt = 0;
   /** The view of this slot's window region that results are copied out through, and its element index. */
-  view: Data | null = null;
+  view: Placed | null = null;
   viewAt = 0;
   /** The kind, element size and (copied) region of the call the window layout was made for. */
   laidKind = -1;
@@ -144,7 +144,7 @@ export class Placement {
    * repeat a shape copy results out through the same view instead of making one per call. A
    * kept view of non-shared memory that growth detached has length 0 and is re-made.
    */
-  private windowView(t: Slot, at: number, len: number): Data {
+  private windowView(t: Slot, at: number, len: number): Placed {
     const v = t.view;
     if (v !== null && v.length === len && t.viewAt === at && v.BYTES_PER_ELEMENT === t.es) return v;
     const nv = this.heap.view(t.es).subarray(at, at + len);
@@ -178,7 +178,7 @@ export class Placement {
    * non-shared memory that this call's growth detached — a fresh view of the same storage
    * (never an empty array).
    */
-  result<T extends Data>(i: number, given: T): T {
+  result<T extends Placed>(i: number, given: T): T {
     const t = this.slots[i]!;
     if (t.kind !== RESIDENT || given.length !== 0) return given;
     const shape = this.op.operands[i]!.shape;

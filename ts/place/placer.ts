@@ -34,7 +34,7 @@
 import { REGION_PAD_FLOATS, type Heap, type Scratch } from '../memory.js';
 import { checkStatus } from '../status.js';
 import { Dtype as DT } from '../abi.js';
-import { MATRIX, OPS, PER_ROW, ROW, type Data, type Op, type Params } from '../ops.js';
+import { MATRIX, OPS, PER_ROW, ROW, type Op, type Params, type Placed } from '../ops.js';
 import { ABSENT, COPIED, convertedFloats, EXTERNAL, Placement, RESIDENT, throughWindow } from './placement.js';
 
 import type { WindowRules } from './window.js';
@@ -79,7 +79,7 @@ export class Placer {
    * Throws a TypeError naming `fn` and the array on a stale view of wasm memory, before
    * anything is written. One call at a time: the returned placement is reused.
    */
-  place(fn: string, op: Op, arrs: readonly (Data | null)[], rows: number, q: Params, fresh = 0): Placement {
+  place(fn: string, op: Op, arrs: readonly (Placed | null)[], rows: number, q: Params, fresh = 0): Placement {
     const dim = q.dim;
     const p = this.placements[op.id]!;
     const lay = this.layouts[op.id]!;
@@ -233,12 +233,13 @@ export class Placer {
   }
 
   /** Sizes the segment to the window and gives each copied array its region. */
-  private carveWindow(p: Placement, arrs: readonly (Data | null)[]): void {
+  private carveWindow(p: Placement, arrs: readonly (Placed | null)[]): void {
     const { op, rows, dim, slots } = p;
     const ops = op.operands;
     const n = ops.length;
     // Floats per row of the segment, and fixed: a copied output computed where the input it
-    // may alias was copied (y at x's copy) needs no region of its own.
+    // may alias was copied (y at x's copy) needs no region of its own — when its elements are
+    // as wide: a quantized y (1 byte) in x's floats would overwrite rows not yet read.
     let perRow = 0;
     let fixed = 0;
     let regions = 1; // the workspace's, if any
@@ -251,7 +252,7 @@ export class Placer {
       const o = ops[i]!;
       if (o.out && o.shape === MATRIX) {
         for (const j of o.alias) {
-          if (throughWindow(slots[j]!.kind) && shareOf.indexOf(j) < 0 && ops[j]!.shape === MATRIX) {
+          if (throughWindow(slots[j]!.kind) && shareOf.indexOf(j) < 0 && ops[j]!.shape === MATRIX && slots[j]!.es === t.es) {
             shareOf[i] = j;
             break;
           }

@@ -3,7 +3,7 @@
  * placer lays one out by.
  * @module
  */
-import type { Data, Op } from '../ops.js';
+import type { Op, Placed } from '../ops.js';
 
 /**
  * The sync API's window: 256 KiB (65536 floats). Chosen by `npm run bench:window` (bench/window.ts) on this
@@ -27,7 +27,7 @@ export interface WindowRules {
   /** Segments start on multiples of this many rows (the pool's backward: dweight blocks). */
   rowAlign(op: Op): number;
   /** Workspace floats for a segment of `rows` rows (after the operands). */
-  work(op: Op, rows: number, dim: number, arrs: readonly (Data | null)[]): number;
+  work(op: Op, rows: number, dim: number, arrs: readonly (Placed | null)[]): number;
   /** Arrays in SharedArrayBuffers are copied by the threads that compute them (the pool), not by the caller. */
   external: boolean;
 }

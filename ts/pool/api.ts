@@ -6,7 +6,7 @@ import { BUILDS, isBuild, isShared, type Build } from '../load.js';
 import type { F32Buffer, U16Buffer } from '../memory.js';
 import { describe } from '../check/arrays.js';
 import { options as checkOptions } from '../check/options.js';
-import type { FloatArray, RmsNormBackwardOptions, RmsNormBackwardResult, RmsNormOptions } from '../types.js';
+import type { FloatArray, RmsNormBackwardOptions, RmsNormBackwardResult, RmsNormOptions, RmsNormQuantOptions, QuantArray, QuantDtype } from '../types.js';
 
 /** Options of {@link createPool}. */
 export interface PoolOptions {
@@ -41,6 +41,8 @@ export interface RmsNormPool {
   readonly build: Build;
   /** As the sync {@link rmsNorm}, resolved when done. Arguments are checked before queueing. */
   rmsNorm<T extends FloatArray = Float32Array>(x: T, weight: FloatArray | null, options?: RmsNormOptions<T> & PoolCallOptions): Promise<T>;
+  /** As the sync {@link rmsNorm} with a quantized output. */
+  rmsNorm<Q extends QuantDtype>(x: FloatArray, weight: FloatArray | null, options: RmsNormQuantOptions<Q> & PoolCallOptions): Promise<QuantArray<Q>>;
   /** As the sync {@link rmsNormBackward}; dweight has the same bits whatever the thread count. */
   rmsNormBackward<T extends FloatArray = Float32Array, W extends FloatArray = Float32Array>(
     dy: T,

@@ -8,7 +8,7 @@
  * @module
  */
 import type { Heap, Scratch } from '../memory.js';
-import type { Params } from '../ops.js';
+import type { Params, Placed } from '../ops.js';
 import { backwardCall, forwardCall, type Call } from '../results.js';
 import type { BackwardArgs, ForwardArgs } from '../check/calls.js';
 import type { FloatArray, RmsNormBackwardResult } from '../types.js';
@@ -38,7 +38,7 @@ export class PoolCalls {
   }
 
   /** A checked forward, sharded; `streamChunks` as for {@link run}; `shared`: new results in SharedArrayBuffers. */
-  forward(d: Dispatcher, a: ForwardArgs, streamChunks: boolean, shared: boolean): Promise<FloatArray> {
+  forward(d: Dispatcher, a: ForwardArgs, streamChunks: boolean, shared: boolean): Promise<FloatArray | Placed> {
     return this.run(d, FN_FORWARD, forwardCall(a, shared), a.rows, a.params, streamChunks);
   }
 

@@ -15,8 +15,8 @@ import type { RmsNorm } from '../rmsnorm.js';
 import type { Build } from '../load.js';
 import { heapOf, Scratch, type F32Buffer, type Heap, type U16Buffer } from '../memory.js';
 import { checkBackward, checkForward, type BackwardArgs, type ForwardArgs } from '../check/calls.js';
-import type { FloatArray, RmsNormBackwardOptions, RmsNormBackwardResult, RmsNormOptions } from '../types.js';
-import { BACKWARD, FORWARD, NO_PARAMS, type Op } from '../ops.js';
+import type { FloatArray, RmsNormBackwardOptions, RmsNormBackwardResult, RmsNormOptions, RmsNormQuantOptions, QuantArray, QuantDtype } from '../types.js';
+import { BACKWARD, FORWARD, NO_PARAMS, type Op, type Placed } from '../ops.js';
 import * as C from './control.js';
 import { Dispatcher } from './dispatch.js';
 import { FN_BACKWARD, FN_FORWARD, PoolCalls } from './operands.js';
@@ -31,7 +31,7 @@ import { checkSignal, POOL_KEYS, type PoolCallOptions, type RmsNormPool } from '
 
 type Job =
   | { kind: 'tasks'; settle: Settle<void>; signal?: undefined }
-  | { kind: 'forward'; check: () => ForwardArgs; settle: Settle<FloatArray>; signal?: AbortSignal }
+  | { kind: 'forward'; check: () => ForwardArgs; settle: Settle<FloatArray | Placed>; signal?: AbortSignal }
   | { kind: 'backward'; check: () => BackwardArgs; settle: Settle<RmsNormBackwardResult<FloatArray, FloatArray>>; signal?: AbortSignal }
   | { kind: 'ping'; settle: Settle<void>; signal?: undefined }
   | { kind: 'fail'; worker: number; settle: Settle<void>; signal?: undefined };
@@ -105,24 +105,26 @@ export class Pool implements RmsNormPool {
     registerTaskQueue(this, this.taskQueue);
   }
 
-  rmsNorm<T extends FloatArray = Float32Array>(x: T, weight: FloatArray | null, options?: RmsNormOptions<T> & PoolCallOptions): Promise<T> {
+  rmsNorm<T extends FloatArray = Float32Array>(x: T, weight: FloatArray | null, options?: RmsNormOptions<T> & PoolCallOptions): Promise<T>;
+  rmsNorm<Q extends QuantDtype>(x: FloatArray, weight: FloatArray | null, options: RmsNormQuantOptions<Q> & PoolCallOptions): Promise<QuantArray<Q>>;
+  rmsNorm(x: FloatArray, weight: FloatArray | null, options?: (RmsNormOptions<FloatArray> | RmsNormQuantOptions) & PoolCallOptions): Promise<FloatArray | Placed> {
     const fn = FN_FORWARD;
     try {
       // A small float32 call with nothing ahead of it: the sync API's short way, now.
       if (this.idle() && x instanceof Float32Array && this.small(x.length, FORWARD)) {
         const kind = this.kindOf(x);
         const y = this.instanceFor(kind).shortForward(fn, x, weight, options, kind === 'shared');
-        if (y !== undefined) return Promise.resolve(y as T);
+        if (y !== undefined) return Promise.resolve(y);
       }
       const a = checkForward(fn, x, weight, options, POOL_KEYS);
       const signal = checkSignal(fn, options);
       // A call too small to shard, with nothing ahead of it, runs now: no queue round trip.
       if (this.idle() && !signal?.aborted && this.inline(a.rows, a.rows * a.dim, FORWARD)) {
-        return Promise.resolve(this.inlineFor(a).forwardChecked(a, fn, this.kindOf(a.x) === 'shared') as T);
+        return Promise.resolve(this.inlineFor(a).forwardChecked(a, fn, this.kindOf(a.x) === 'shared'));
       }
       // Checked again when it runs: an input may have been detached while it was queued.
       const check = () => checkForward(fn, x, weight, options, POOL_KEYS);
-      return this.enqueue<FloatArray>((settle) => ({ kind: 'forward', check, settle, signal }), signal) as Promise<T>;
+      return this.enqueue<FloatArray | Placed>((settle) => ({ kind: 'forward', check, settle, signal }), signal);
     } catch (e) {
       return Promise.reject(e);
     }

@@ -40,7 +40,7 @@ export class ShortBackward {
     const c = this.memo.of(fn, options, dy, weight);
     if (c === null) return undefined;
     const q = c.params;
-    if ((c.act | q.wdt) !== DT.float32 || n % q.dim !== 0) return undefined;
+    if ((c.act | q.wdt | q.out_dtype) !== DT.float32 || n % q.dim !== 0) return undefined;
     const rows = n / q.dim;
     const o = options as { rstd?: unknown; dx?: unknown; dweight?: unknown } | undefined;
     const rstd = o?.rstd;

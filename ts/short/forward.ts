@@ -77,7 +77,7 @@ export class ShortForward {
     const c = this.memo.of(fn, options, x, weight);
     if (c === null) return undefined;
     const q = c.params;
-    if ((c.act | q.wdt) !== DT.float32 || n % q.dim !== 0) return undefined;
+    if ((c.act | q.wdt | q.out_dtype) !== DT.float32 || n % q.dim !== 0) return undefined;
     const rows = n / q.dim;
     const o = options as { out?: unknown; rstd?: unknown } | undefined;
     const out = o?.out;

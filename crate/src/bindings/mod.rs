@@ -13,7 +13,7 @@ use crate::abi::{
     LLAMA, LLAMA_W,
 };
 use crate::elem::{Bf16, Elem, F16};
-use crate::kernel::{self, Backward, Forward, Scalars};
+use crate::kernel::{self, Backward, Forward, Quant, Scalars};
 use crate::simd::Native;
 use core::arch::wasm32::memory_size;
 use std::alloc::{alloc, dealloc, Layout};
@@ -22,6 +22,10 @@ use wasm_bindgen::prelude::*;
 /// The storage type codes ([`Dtype`]) as patterns for matching the `dtypes` word.
 const CODE_F16: u32 = Dtype::Float16 as u32;
 const CODE_BF16: u32 = Dtype::Bfloat16 as u32;
+
+/// Address words of each operation's entry points: its operands (and the backward's workspace).
+const FORWARD_ADDRS: usize = F::RowScales as usize + 1;
+const BACKWARD_ADDRS: usize = B::Work as usize + 1;
 
 /// Checks that `len` floats at `addr` lie inside memory (`required`: `addr` may not be 0).
 fn span(addr: usize, len: usize, required: bool) -> Result<(), Status> {
@@ -66,12 +70,32 @@ fn status(r: Result<(), Status>) -> u32 {
     r.err().unwrap_or(Status::Ok) as u32
 }
 
-/// Bytes per element of the storage type in `dtypes`' low bits.
+/// Bytes per element of the activations' storage type in `dtypes`' low bits (not a quantized one).
 fn elem_size(dtypes: u32) -> Result<usize, Status> {
     DTYPES
         .get((dtypes & DTYPE_MASK) as usize)
+        .filter(|d| d.qmax == 0)
         .map(|d| d.bytes)
         .ok_or(Status::Dtype)
+}
+
+/// A forward's quantized output ([`Params`]'s `out_dtype`, `quant_scale`) without its
+/// addresses, or None for an output stored as the activations are.
+fn quant_of(p: &Params) -> Result<Option<Quant>, Status> {
+    if p.out_dtype == 0 {
+        return Ok(None);
+    }
+    let d = DTYPES.get(p.out_dtype as usize).ok_or(Status::Dtype)?;
+    if d.qmax == 0 || !(p.quant_scale >= 0.0 && p.quant_scale.is_finite()) {
+        return Err(Status::Dtype);
+    }
+    Ok(Some(Quant {
+        out: core::ptr::null_mut(),
+        scales: core::ptr::null_mut(),
+        qmax: d.qmax as f32,
+        scale: p.quant_scale,
+        fp8: p.out_dtype == Dtype::Float8_e4m3 as u32,
+    }))
 }
 
 /// A call's parameter block and address array, read from memory and checked: `stat` in the
@@ -174,20 +198,33 @@ pub fn dg_block_rows() -> usize {
 /// `params.gate`) `silu(z)` multiplies after the norm or `x` before it. `y` may equal `x`. The
 /// weight (f32, `dim`), rstd (f32, one per row), residual, h and z may be 0. `rstd = 1/sqrt(Σ
 /// h² / stat + eps)` over the first `stat` elements of each row; the matrices are stored as
-/// `params.dtypes` says, the math is f32 whatever they are.
+/// `params.dtypes` says, the math is f32 whatever they are. With `params.out_dtype` int8 or
+/// float8 E4M3, `y` is quantized (`rows × dim` bytes; `kernel::forward_quant`) with
+/// `params.quant_scale`, or with one scale per row written to the row scales (`rows` f32).
 #[wasm_bindgen]
 pub fn rms_norm_forward(params: usize, addrs: usize, row0: usize, row1: usize) -> u32 {
     status((|| {
-        let c = call::<7>(params, addrs)?;
+        let c = call::<FORWARD_ADDRS>(params, addrs)?;
         let (dim, es, a) = (c.p.dim as usize, c.es, c.a);
         if row0 > row1 {
             return Err(Status::Shard);
         }
+        let quant = quant_of(&c.p)?;
         // The rows this call touches, from row 0 of each matrix.
         let n = matrix(row1, dim)?;
         span_of(a[F::X as usize], n, es, true)?;
         span_of(a[F::Residual as usize], n, es, false)?;
-        span_of(a[F::Y as usize], n, es, true)?;
+        span_of(
+            a[F::Y as usize],
+            n,
+            if quant.is_some() { 1 } else { es },
+            true,
+        )?;
+        span(
+            a[F::RowScales as usize],
+            row1,
+            quant.is_some_and(|q| q.scale == 0.0),
+        )?;
         span_of(a[F::H as usize], n, es, a[F::Residual as usize] != 0)?;
         span_of(a[F::Z as usize], n, es, c.gate != Gate::None)?;
         span(a[F::Weight as usize], dim, false)?;
@@ -195,7 +232,12 @@ pub fn rms_norm_forward(params: usize, addrs: usize, row0: usize, row1: usize) -
         if c.gate != Gate::None && a[F::Residual as usize] != 0 {
             return Err(Status::Gate);
         }
-        fn go<A: Elem>(c: &Call<7>, row0: usize, row1: usize) -> Result<(), Status> {
+        fn go<A: Elem>(
+            c: &Call<FORWARD_ADDRS>,
+            quant: Option<Quant>,
+            row0: usize,
+            row1: usize,
+        ) -> Result<(), Status> {
             let (a, dim) = (c.a, c.p.dim as usize);
             let at = |i: F| {
                 if a[i as usize] == 0 {
@@ -204,32 +246,51 @@ pub fn rms_norm_forward(params: usize, addrs: usize, row0: usize, row1: usize) -
                     a[i as usize] + row0 * dim * core::mem::size_of::<A>()
                 }
             };
+            let per_row = |i: F| {
+                if a[i as usize] == 0 {
+                    0
+                } else {
+                    a[i as usize] + 4 * row0
+                }
+            };
             let k = Forward::<A> {
                 x: at(F::X) as *const A,
                 res: at(F::Residual) as *const A,
                 g: a[F::Weight as usize] as *const f32,
                 y: at(F::Y) as *mut A,
                 h: at(F::H) as *mut A,
-                rstd: if a[F::Rstd as usize] == 0 {
-                    core::ptr::null_mut()
-                } else {
-                    (a[F::Rstd as usize] + 4 * row0) as *mut f32
-                },
+                rstd: per_row(F::Rstd) as *mut f32,
                 z: at(F::Z) as *const A,
                 s: c.scalars(),
             };
             // SAFETY: every range was checked to lie inside memory, stat to lie in the row.
-            unsafe { kernel::forward_with::<Native, A>(&k, row1 - row0) }
-                .map_err(|_| Status::Memory)
+            unsafe {
+                match quant {
+                    None => kernel::forward_with::<Native, A>(&k, row1 - row0),
+                    Some(q) => {
+                        let q = Quant {
+                            out: (a[F::Y as usize] + row0 * dim) as *mut u8,
+                            scales: per_row(F::RowScales) as *mut f32,
+                            ..q
+                        };
+                        kernel::forward_quant::<Native, A>(&k, &q, row1 - row0)
+                    }
+                }
+            }
+            .map_err(|_| Status::Memory)
         }
-        by_dtype!(c.p.dtypes, go(&c, row0, row1))
+        by_dtype!(c.p.dtypes, go(&c, quant, row0, row1))
     })())
 }
 
 /// A backward call's checked arguments: its block and addresses, the matrices checked for
 /// `rows` rows from the addresses given.
-fn backward_call(params: usize, addrs: usize, rows: usize) -> Result<Call<10>, Status> {
-    let c = call::<10>(params, addrs)?;
+fn backward_call(params: usize, addrs: usize, rows: usize) -> Result<Call<BACKWARD_ADDRS>, Status> {
+    let c = call::<BACKWARD_ADDRS>(params, addrs)?;
+    if c.p.out_dtype != 0 {
+        // A quantized output has no gradient.
+        return Err(Status::Dtype);
+    }
     let (dim, es, a) = (c.p.dim as usize, c.es, c.a);
     let n = matrix(rows, dim)?;
     span_of(a[B::Dy as usize], n, es, true)?;
@@ -247,7 +308,7 @@ fn backward_call(params: usize, addrs: usize, rows: usize) -> Result<Call<10>, S
 }
 
 /// The kernel's view of a checked backward call, the activations stored as `A`.
-fn backward_of<A: Elem>(c: &Call<10>) -> Backward<A> {
+fn backward_of<A: Elem>(c: &Call<BACKWARD_ADDRS>) -> Backward<A> {
     let a = c.a;
     Backward {
         dy: a[B::Dy as usize] as *const A,
@@ -286,7 +347,7 @@ pub fn rms_norm_backward(
         if row0.checked_add(rows).is_none_or(|end| end > total) {
             return Err(Status::Shard);
         }
-        fn go<A: Elem>(c: &Call<10>, s: [usize; 3]) -> Result<(), Status> {
+        fn go<A: Elem>(c: &Call<BACKWARD_ADDRS>, s: [usize; 3]) -> Result<(), Status> {
             let (dg, work) = (
                 c.a[B::Dweight as usize] as *mut f32,
                 c.a[B::Work as usize] as *mut f32,
@@ -326,7 +387,7 @@ pub fn rms_norm_backward_rows(
             kernel::pool_work_floats(blocks, dim),
             w,
         )?;
-        fn go<A: Elem>(c: &Call<10>, row0: usize, row1: usize) -> Result<(), Status> {
+        fn go<A: Elem>(c: &Call<BACKWARD_ADDRS>, row0: usize, row1: usize) -> Result<(), Status> {
             // SAFETY: every range was checked to lie inside memory.
             unsafe {
                 kernel::backward_rows::<Native, A>(
@@ -348,7 +409,7 @@ pub fn rms_norm_backward_rows(
 #[wasm_bindgen]
 pub fn rms_norm_backward_reduce(params: usize, addrs: usize, rows: usize, accumulate: u32) -> u32 {
     status((|| {
-        let c = call::<10>(params, addrs)?;
+        let c = call::<BACKWARD_ADDRS>(params, addrs)?;
         if c.a[B::Weight as usize] == 0 {
             return Ok(());
         }

@@ -15,11 +15,11 @@
 //!
 //! One concern per file: [`args`] (what a call is given), [`reduce`] (the summation order and
 //! the fast-path tests), [`elems`] (the gain row, stretches, the forward's scaling),
-//! [`forward`], [`backward`] (one row), [`blocks`] (the weight gradient's deterministic blocks
+//! [`forward`], [`quant`] (the forward with an int8 or float8 output), [`backward`] (one row), [`blocks`] (the weight gradient's deterministic blocks
 //! and the backward's entry points), [`gate`] (the gated RMSNorm's rows, forward and
 //! backward); [`bench`] (feature `bench-kernels`) holds what only the benchmark's build
-//! exports. The modules depend on each other one way only: `forward` and `blocks` on the rows
-//! they run (`backward`, `gate`), every one on `args`, `reduce` and `elems`.
+//! exports. The modules depend on each other one way only: `quant` on `forward`, `forward` and
+//! `blocks` on the rows they run (`backward`, `gate`), every one on `args`, `reduce` and `elems`.
 
 mod args;
 mod backward;
@@ -29,6 +29,7 @@ mod blocks;
 mod elems;
 mod forward;
 mod gate;
+mod quant;
 mod reduce;
 mod scalars;
 
@@ -42,5 +43,6 @@ pub use blocks::{
 pub use elems::NoMemory;
 pub use forward::{forward, forward_with};
 pub use gate::{exp, silu};
+pub use quant::{e4m3, forward_quant, Quant};
 pub use reduce::SUM_BLOCK;
 pub use scalars::Scalars;

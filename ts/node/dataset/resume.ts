@@ -6,7 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import { stat } from 'node:fs/promises';
-import { PARAM_DEFAULTS, UNGATED_PARAM_KEYS } from '../../check/params.js';
+import { PARAM_DEFAULTS, FILE_PARAM_KEYS } from '../../check/params.js';
 import type { FloatArray } from '../../types.js';
 import { joinPath, recordPath, type FsPath } from '../paths.js';
 import type { NormalizeSummary } from '../types.js';
@@ -31,7 +31,7 @@ export function settingsOf(o: NormalizeDatasetOptions, weight: LoadedWeight | nu
   }
   // Every parameter option (the weight's dtype is in `weight`), then what else shapes an output.
   const params = Object.fromEntries(
-    UNGATED_PARAM_KEYS.filter((k) => k !== 'weightDtype').map((k) => [k, (o as Record<string, unknown>)[k] ?? PARAM_DEFAULTS[k] ?? null]),
+    FILE_PARAM_KEYS.filter((k) => k !== 'weightDtype').map((k) => [k, (o as Record<string, unknown>)[k] ?? PARAM_DEFAULTS[k] ?? null]),
   );
   return { weight: w, ...params, outDtype: o.outDtype ?? null, format: o.format ?? null, tensors: o.tensors ?? null };
 }

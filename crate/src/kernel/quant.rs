@@ -1,0 +1,178 @@
+//! The forward with a quantized output, as inference engines fuse it before an int8 or float8
+//! matrix multiply (vLLM's `rms_norm_dynamic_per_token_quant`, `rms_norm_static_fp8_quant`).
+//!
+//! The rows are normalized by the plain forward ([`forward_with`], every variant: the fused
+//! residual add, a gate, the casting modes) into scratch, a block of rows at a time, as the
+//! activations' type — the `y` a call without quantization returns, bit for bit — and each
+//! row is then quantized from it: the scale, `max|y| / qmax` (NaN ignored) or the static one;
+//! `inv = 1 / scale` once per row (0 for a scale of 0: a row of zeros gives zeros); `q = y ·
+//! inv` rounded to nearest even, clamped to the type's range. int8: NaN becomes 0. float8
+//! E4M3FN: clamped to ±448 before the cast (as vLLM does, where a plain cast would give NaN),
+//! NaN stays NaN (`0x7f`). Reusing the forward keeps one copy of its rows in the module, not a
+//! second one per storage type and variant.
+
+use super::args::Forward;
+use super::elems::{Buffer, NoMemory, Row, STACK_ROW};
+use super::forward::forward_with;
+use crate::elem::{widen, Elem};
+use crate::simd::F32x4;
+use core::mem::size_of;
+
+/// Where a quantized forward's output goes and how it is scaled.
+#[derive(Clone, Copy, Debug)]
+pub struct Quant {
+    /// The output, `rows × dim` bytes: int8 values, or float8 E4M3FN bit patterns.
+    pub out: *mut u8,
+    /// One scale per row (`rows` f32), written when `scale` is 0; else may be null.
+    pub scales: *mut f32,
+    /// The type's largest magnitude: 127 (int8) or 448 (float8 E4M3FN).
+    pub qmax: f32,
+    /// The static scale of every row, or 0: one per row, `max|y| / qmax`.
+    pub scale: f32,
+    /// float8 E4M3FN rather than int8.
+    pub fp8: bool,
+}
+
+/// The forward of `rows` rows of `k` (its `y` unused) with the output quantized as `q` says.
+/// Err only when scratch for a long row cannot be allocated.
+///
+/// # Safety
+/// As [`forward_with`], with `q.out` valid for `rows × dim` bytes and `q.scales` for `rows`
+/// floats when `q.scale` is 0.
+pub unsafe fn forward_quant<V: F32x4, A: Elem>(
+    k: &Forward<A>,
+    q: &Quant,
+    rows: usize,
+) -> Result<(), NoMemory> {
+    let n = k.s.dim;
+    // Rows per block: as many as 32 KiB of scratch holds, at least one.
+    let per = (STACK_ROW * 4 / (n * size_of::<A>())).max(1);
+    let (mut yb, mut wb): (Buffer, Buffer) = (Buffer::uninit(), Buffer::uninit());
+    let ys = Row::new((per * n * size_of::<A>()).div_ceil(4), &mut yb)?;
+    // A half row widened to f32 for the quantization.
+    let wide = Row::new(if A::HALF { n } else { 0 }, &mut wb)?;
+    let at = |p: *const A, r: usize| if p.is_null() { p } else { p.add(r * n) };
+    let mut r0 = 0;
+    while r0 < rows {
+        let m = per.min(rows - r0);
+        let kb = Forward {
+            x: at(k.x, r0),
+            res: at(k.res, r0),
+            y: ys.ptr() as *mut A,
+            h: at(k.h, r0) as *mut A,
+            rstd: if k.rstd.is_null() {
+                k.rstd
+            } else {
+                k.rstd.add(r0)
+            },
+            z: at(k.z, r0),
+            ..*k
+        };
+        forward_with::<V, A>(&kb, m)?;
+        for i in 0..m {
+            let y = (ys.ptr() as *const A).add(i * n);
+            let y = if A::HALF {
+                widen::<V, A>(y, wide.ptr(), n);
+                wide.ptr() as *const f32
+            } else {
+                y as *const f32
+            };
+            quantize_row(q, r0 + i, y, n);
+        }
+        r0 += m;
+    }
+    Ok(())
+}
+
+/// Row `r` of the output from its f32 values `y` (`n`): its scale (written when per row), then
+/// the codes. One copy for every storage type and variant of the rows before it.
+#[inline(never)]
+unsafe fn quantize_row(q: &Quant, r: usize, y: *const f32, n: usize) {
+    let scale = if q.scale != 0.0 {
+        q.scale
+    } else {
+        let s = max_abs(y, n) / q.qmax;
+        *q.scales.add(r) = s;
+        s
+    };
+    let inv = if scale == 0.0 { 0.0 } else { 1.0 / scale };
+    let out = q.out.add(r * n);
+    // NaN is told apart by its bits before any float min, max or conversion: on the
+    // relaxed builds LLVM may pick relaxed SIMD's, whose result for NaN the engine chooses.
+    if q.fp8 {
+        for i in 0..n {
+            let v = *y.add(i) * inv;
+            *out.add(i) = if nan(v) {
+                0x7f
+            } else {
+                e4m3(v.clamp(-448.0, 448.0))
+            };
+        }
+    } else {
+        for i in 0..n {
+            let v = *y.add(i) * inv;
+            *out.add(i) = if nan(v) {
+                0
+            } else {
+                v.round_ties_even().clamp(-127.0, 127.0) as i8 as u8
+            };
+        }
+    }
+}
+
+/// The largest `|y[i]|` of `n` floats, NaN ignored (0 for a row of NaN). Compared as bit
+/// patterns (sign cleared, ordered as the values are; NaN's lie above infinity's): with
+/// float comparisons LLVM may pick relaxed SIMD's min/max on the relaxed builds, whose NaN
+/// handling the engine chooses.
+#[inline(always)]
+unsafe fn max_abs(y: *const f32, n: usize) -> f32 {
+    const INF: u32 = 0x7f80_0000;
+    let mut m = [0u32; 4];
+    let mut i = 0;
+    while i + 4 <= n {
+        for (l, m) in m.iter_mut().enumerate() {
+            let a = (*y.add(i + l)).to_bits() & 0x7fff_ffff;
+            if a <= INF && a > *m {
+                *m = a;
+            }
+        }
+        i += 4;
+    }
+    while i < n {
+        let a = (*y.add(i)).to_bits() & 0x7fff_ffff;
+        if a <= INF && a > m[0] {
+            m[0] = a;
+        }
+        i += 1;
+    }
+    f32::from_bits(m[0].max(m[1]).max(m[2].max(m[3])))
+}
+
+/// Whether `v` is a NaN, from its bits.
+#[inline(always)]
+fn nan(v: f32) -> bool {
+    v.to_bits() & 0x7fff_ffff > 0x7f80_0000
+}
+
+/// `v` (|v| ≤ 448, or NaN) as float8 E4M3FN bits, rounded to nearest even: sign, 4 exponent
+/// bits (bias 7), 3 mantissa bits. Every NaN becomes `0x7f`: WebAssembly leaves a NaN's sign
+/// unspecified after arithmetic, so passing it on would make the bits differ between engines.
+#[inline(always)]
+pub fn e4m3(v: f32) -> u8 {
+    let b = v.to_bits();
+    let sign = ((b >> 24) & 0x80) as u8;
+    if nan(v) {
+        return 0x7f;
+    }
+    let a = f32::from_bits(b & 0x7fff_ffff);
+    if a < 0.015625 {
+        // Below 2^-6, the smallest normal: multiples of 2^-9 (subnormals); 8 of them is the
+        // smallest normal's code. The scaling by 2^9 is exact.
+        return sign | (a * 512.0).round_ties_even() as u8;
+    }
+    // A normal: the f32's exponent rebiased (127 → 7) and its 23 mantissa bits rounded to 3,
+    // to nearest even (a carry into the exponent is the right result).
+    let a = a.to_bits();
+    let r = (a + 0x7_ffff + ((a >> 20) & 1)) >> 20;
+    sign | (r - (120 << 3)) as u8
+}
