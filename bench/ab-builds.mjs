@@ -11,7 +11,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { callBlock } from './raw-call.mjs';
+import { callBlock, layoutOf } from './raw-call.mjs';
 
 const [dirA, dirB, build = 'simd'] = process.argv.slice(2);
 if (!dirA || !dirB) throw new Error('usage: node bench/ab-builds.mjs <wasm dir A> <wasm dir B> [build]');
@@ -21,6 +21,8 @@ async function load(dir) {
   return glue.initSync({ module: new WebAssembly.Module(readFileSync(`${base}/rmsnorm_wasm_bg.wasm`)) });
 }
 const inst = [await load(dirA), await load(dirB)];
+// Each build's call block as its own commit lays it out.
+const layouts = [await layoutOf(dirA), await layoutOf(dirB)];
 const total = Number(process.env.TOTAL ?? 2 ** 18);
 const dims = (process.env.DIMS ?? '512,1024,2048,4096,8192').split(',').map(Number);
 const ROUNDS = Number(process.env.ROUNDS ?? 41);
@@ -35,7 +37,7 @@ const shapes = process.env.SHAPES
   ? process.env.SHAPES.split(',').map((t) => t.split('x').map(Number))
   : dims.map((dim) => [Math.max(1, Math.floor(total / dim)), dim]);
 for (const [rows, dim] of shapes) {
-  const calls = inst.map((ex) => {
+  const calls = inst.map((ex, k) => {
     const n = rows * dim;
     // One arena, the arrays at the same offsets from a 64 KiB boundary in both modules (each
     // a page and 256 bytes past the end of the one before: arrays that start a multiple of
@@ -63,8 +65,8 @@ for (const [rows, dim] of shapes) {
         backward: () => ex.rms_norm_backward(dy, x, w, 0, 0, dx, dw, work, rows, dim, 1e-6, 0, dim, 0, rows, DT),
       };
     }
-    const f = callBlock(ex, 'forward', { dim, dtypes: DT }, { x, weight: w, y, rstd: rs });
-    const b = callBlock(ex, 'backward', { dim, dtypes: DT }, { dy, x, weight: w, dx, dweight: dw, work });
+    const f = callBlock(ex, 'forward', { dim, dtypes: DT }, { x, weight: w, y, rstd: rs }, layouts[k]);
+    const b = callBlock(ex, 'backward', { dim, dtypes: DT }, { dy, x, weight: w, dx, dweight: dw, work }, layouts[k]);
     return { forward: () => f.run(rows), backward: () => b.run(rows) };
   });
   for (const op of ['forward', 'backward']) {

@@ -1,17 +1,36 @@
 // The raw kernel exports' calling convention, for the bench scripts that call them directly
 // (per-call.mjs, half-breakdown.mjs, ab-builds.mjs): a call block in wasm memory holding the
 // call's parameters, then its operands' addresses (what ts/call-block.ts writes for the API).
-import { writeAddrs, writeParams } from '../dist/call-block.js';
-import { ADDRS_AT, B, F, NO_PARAMS } from '../dist/ops.js';
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import * as block from '../dist/call-block.js';
+import * as ops from '../dist/ops.js';
+
+/** This checkout's call-block layout (its dist/): what {@link callBlock} writes by default. */
+export const LAYOUT = { ...block, ...ops };
+
+/**
+ * The call-block layout of the checkout whose `wasm/` folder is `wasmDir` (its `dist/`, as
+ * built with it), or this one's when that has none: a build of another commit reads the
+ * parameter block and the operand order of its own ABI.
+ */
+export async function layoutOf(wasmDir) {
+  const dist = new URL(`${pathToFileURL(resolve(wasmDir, '..', 'dist')).href}/`);
+  if (!existsSync(new URL('call-block.js', dist))) return LAYOUT;
+  return { ...(await import(new URL('call-block.js', dist).href)), ...(await import(new URL('ops.js', dist).href)) };
+}
 
 /**
  * A call block in the memory of `ex` (a build's raw exports) for one forward or backward:
  * `params` as ops.ts's Params (dim required; stat defaults to dim, eps to 1e-6), `addrs` the
  * operands' byte addresses by name (abi.ts's ForwardOperand / BackwardOperand; absent: 0).
  * `run(rows)` calls the kernel on rows [0, rows) and returns its status; `set(name, addr)`
- * moves one operand (e.g. to the next row) without rewriting the rest.
+ * moves one operand (e.g. to the next row) without rewriting the rest. `layout`: the block's
+ * layout ({@link layoutOf} for a build of another commit).
  */
-export function callBlock(ex, op, params, addrs) {
+export function callBlock(ex, op, params, addrs, layout = LAYOUT) {
+  const { writeAddrs, writeParams, ADDRS_AT, B, F, NO_PARAMS } = layout;
   const names = Object.keys(op === 'forward' ? F : B);
   const at = ex.alloc_f32(64);
   let i32 = new Int32Array(ex.memory.buffer);

@@ -10,6 +10,7 @@ Made with torch 2.15.0 (the PyPI wheel, run on the CPU only) and numpy on Python
 The PyTorch code (see `quantize` below), after y = F.rms_norm(x, (dim,), weight, eps) in x's dtype:
     yf    = y.float()
     scale = where(isnan(yf), 0, |yf|).amax(-1) / qmax            # per row (float32), or the static one
+    scale = where(0 < scale < 2^-126, 2^-126, scale)             # its reciprocal stays finite
     inv   = where(scale == 0, 0, 1 / scale)                      # float32
     v     = yf * inv                                             # float32
     int8: where(isnan(v), 0, round(v).clamp(-127, 127)).to(torch.int8)        # round: half to even
@@ -72,6 +73,8 @@ def quantize(y, out_dtype, quant_scale):
     yf = y.float()
     if quant_scale is None:
         scale = torch.where(yf.isnan(), 0.0, yf.abs()).amax(-1, keepdim=True) / QMAX[out_dtype]
+        # below float32's smallest normal (and not 0): raised to it, so that 1 / scale is finite
+        scale = torch.where((scale > 0) & (scale < 2.0**-126), torch.full_like(scale, 2.0**-126), scale)
     else:
         scale = torch.full((yf.shape[0], 1), quant_scale, dtype=torch.float32)
     inv = torch.where(scale == 0, torch.zeros_like(scale), 1.0 / scale)

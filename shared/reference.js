@@ -811,7 +811,8 @@ function roundHalfEven(v) {
 /**
  * The quantized output the library computes from float32 rows `y` (`rows × dim`, the values a
  * float32 output has), every step in float32 as the library documents it: a row's scale is
- * `quantScale` or `max|y| / qmax` (NaN ignored), `inv = 1 / scale` (0 when the scale is 0),
+ * `quantScale` or `max|y| / qmax` (NaN ignored; raised to 2^-126 when below it and not 0),
+ * `inv = 1 / scale` (0 when the scale is 0),
  * `q = y · inv` rounded to nearest even and clamped to ±qmax; int8 takes NaN to 0, float8
  * E4M3FN keeps it (0x7f). Returns the codes and the scales (per row).
  */
@@ -827,7 +828,9 @@ export function refQuantize(y, rows, dim, outDtype, quantScale = 0) {
       const a = Math.abs(y[r * dim + i]);
       if (a > m) m = a;
     }
-    const scale = quantScale !== 0 ? f(quantScale) : f(m / qmax);
+    // A per-row scale below float32's smallest normal is raised to it (its reciprocal stays finite).
+    const raw = quantScale !== 0 ? f(quantScale) : f(m / qmax);
+    const scale = quantScale === 0 && raw !== 0 && raw < 2 ** -126 ? 2 ** -126 : raw;
     scales[r] = scale;
     const inv = scale === 0 ? 0 : f(1 / scale);
     for (let i = 0; i < dim; i++) {

@@ -9,7 +9,8 @@
 // errors, after which the module keeps working.
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPool, loadRmsNorm, relaxedSimdSupported, type Build, type QuantDtype, type RmsNorm, type RmsNormPool } from '../dist/index.js';
+import { createPool, loadRmsNorm, relaxedSimdSupported, RmsNorm, type Build, type QuantDtype, type RmsNormPool } from '../dist/index.js';
+import { loadWasm } from '../dist/load.js';
 import { e4m3ToNumber, halfToF32, numberToE4m3, QMAX, randn, refForward, refQuantize, sameBits, type HalfDtype } from '../shared/reference.js';
 
 const BUILDS: Build[] = ['simd', 'simd-threads', 'scalar', ...(relaxedSimdSupported() ? (['simd-relaxed', 'simd-relaxed-threads'] as Build[]) : [])];
@@ -115,6 +116,68 @@ describe.each(BUILDS)('the %s build', (build) => {
     const wi = Float32Array.from([0.5, 1.5, 2.5, -0.5, -2.5, 126.5, 127.5, -200, 3.4999998, NaN, -0]);
     const qi = m[build]!.rmsNorm(new Float32Array(wi.length).fill(1), wi, { eps: 0, outDtype: 'int8', quantScale: 1 });
     expect(Array.from(qi)).toEqual([0, 2, 2, 0, -2, 126, 127, -127, 3, 0, 0]);
+  });
+});
+
+describe('edges the review found', () => {
+  it('a row whose scale would be below 2^-126 gets 2^-126: finite reciprocal, codes by size, zeros stay zeros', () => {
+    const x = new Float32Array(4).fill(1);
+    const w = Float32Array.from([1e-38, 1e-39, 5e-39, 0]); // y = w (x of ones, eps 0)
+    for (const dt of DTYPES) {
+      const rowScales = new Float32Array(1);
+      const q = m.simd!.rmsNorm(x, w, { eps: 0, outDtype: dt, rowScales });
+      expect(rowScales[0]).toBe(2 ** -126);
+      const ref = refQuantize(m.simd!.rmsNorm(x, w, { eps: 0 }), 1, 4, dt);
+      expect(Array.from(q)).toEqual(Array.from(ref.q));
+      // 1e-38 / 2^-126 = 0.85, 1e-39 → 0.085: int8 rounds those to 1 and 0; float8 keeps them apart.
+      if (dt === 'int8') expect(Array.from(q)).toEqual([1, 0, 0, 0]);
+      else expect(q[3]).toBe(0); // not NaN (0 · inf)
+    }
+  });
+
+  it('a long row whose scratch grows the memory mid-call: every segment writes its own rows (out in wasm memory)', async () => {
+    // A fresh instance (not loadRmsNorm's shared one), so that the call's own scratch is what
+    // grows the memory.
+    const rn = new RmsNorm(await loadWasm('simd'));
+    const [d, r] = [100000, 8];
+    const x = new Float32Array(d * r).map((_, i) => Math.cos(i));
+    const w = new Float32Array(d).fill(1.25);
+    const ref = refQuantize(m.simd!.rmsNorm(x, w), r, d, 'int8');
+    const b = rn.allocF32(d * r / 4);
+    const v = b.view();
+    const before = v.buffer.byteLength;
+    const rowScales = new Float32Array(r);
+    rn.rmsNorm(x, w, { outDtype: 'int8', out: new Int8Array(v.buffer, v.byteOffset, d * r), rowScales });
+    const after = b.view();
+    const q = new Int8Array(after.buffer, after.byteOffset, d * r);
+    let wrong = 0;
+    for (let i = 0; i < q.length; i++) if (q[i] !== ref.q[i]) wrong++;
+    expect(wrong, 'codes that differ from the reference').toBe(0);
+    expect(sameBits(rowScales, ref.scales)).toBe(true);
+    expect(after.buffer.byteLength, 'the memory grew during the call').toBeGreaterThan(before);
+    b.free();
+  });
+
+  it('a quantized layer given a Float16Array returns its Int8Array', () => {
+    const saved = (globalThis as { Float16Array?: unknown }).Float16Array;
+    // Node 20 has no Float16Array: a stand-in with its tag is enough for the kind check.
+    class F16 extends Uint16Array {
+      get [Symbol.toStringTag]() {
+        return 'Float16Array';
+      }
+    }
+    (globalThis as { Float16Array?: unknown }).Float16Array = saved ?? F16;
+    try {
+      const Ctor = (globalThis as unknown as { Float16Array: new (n: number) => Uint16Array }).Float16Array;
+      const layer = m.simd!.createLayer(null, { dim: 8, dtype: 'float16', outDtype: 'int8' });
+      const xs = new Ctor(32);
+      const q = layer.forward(xs as never);
+      expect(q).toBeInstanceOf(Int8Array);
+      expect(q.length).toBe(32);
+      layer.free();
+    } finally {
+      (globalThis as { Float16Array?: unknown }).Float16Array = saved;
+    }
   });
 });
 

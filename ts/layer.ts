@@ -210,7 +210,8 @@ export class RmsNormLayer<W extends FloatArray = Float32Array, Q extends QuantDt
       params: f.gate ? this.gated : params, xKind, outputsApart,
     };
     this.rn.forwardChecked(a, 'layer.forward');
-    return (f.outGiven ?? this.y.given(xKind)) as RmsNormOutput<T, Q>;
+    // A quantized output is its own dtype's array whatever x's kind (no Float16Array over it).
+    return (f.outGiven ?? this.y.given(params.out_dtype !== 0 ? KIND_F32 : xKind)) as RmsNormOutput<T, Q>;
   }
 
   /**

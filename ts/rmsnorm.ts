@@ -160,13 +160,13 @@ export class RmsNorm {
     const p = this.placer.place(fn, op, c.arrs, rows, q, c.fresh);
     const k = this.wasm.exports;
     const b = this.block;
-    // Placing is done: the memory does not grow before the call returns, so these views hold.
-    const i32 = this.#heap.i32();
-    b.params(i32, this.#heap.f32(), q);
+    b.params(this.#heap.i32(), this.#heap.f32(), q);
     for (let s = 0, e = 0; s < rows; s = e) {
       e = p.segment(s);
       p.copyIn(s, e);
-      b.addrs(i32, p.addrs, op.addrs);
+      // A kernel may grow the memory (the scratch of a long row), which detaches a non-shared
+      // memory's views: the view is asked for again each segment (the same one unless it grew).
+      b.addrs(this.#heap.i32(), p.addrs, op.addrs);
       checkStatus(fn, op.span(k, b.at, s, e - s, rows));
       p.copyOut(s, e);
     }

@@ -32,8 +32,9 @@ export type HalfDtype = 'float16' | 'bfloat16';
  * float8 matrix multiply: `'int8'` (an Int8Array) or `'float8_e4m3'` (OCP float8 E4M3FN, no
  * infinities, largest 448; a Uint8Array of bit patterns). Each row's `y` — the values the same
  * call without `outDtype` returns, bit for bit (for half activations: rounded to their dtype) —
- * is divided by a scale: its own, `max|y| / 127` or `max|y| / 448` (NaN ignored), written to
- * `options.rowScales`, or the static `options.quantScale`; as `q = y · (1 / scale)` in float32,
+ * is divided by a scale: its own, `max|y| / 127` or `max|y| / 448` (NaN ignored; at least
+ * 2^-126, float32's smallest normal, unless 0), written to `options.rowScales`, or the static
+ * `options.quantScale`; as `q = y · (1 / scale)` in float32,
  * rounded to nearest even and clamped to ±127 or ±448. int8 takes NaN to 0, float8 keeps it
  * (as 0x7f); a row whose scale is 0 gives zeros. Dequantized: `q · scale`.
  */
@@ -113,6 +114,12 @@ export interface RmsNormOptions<T extends FloatArray = Float32Array> {
   eps?: number;
   /** Destination, `x.length` elements of the activations' dtype; may be `x` itself. Default: a new array of `x`'s type. */
   out?: T;
+  /** A quantized output: see {@link RmsNormQuantOptions} (absent here: the output has the activations' dtype). */
+  outDtype?: undefined;
+  /** With `outDtype` only: see {@link RmsNormQuantOptions}. */
+  quantScale?: undefined;
+  /** With `outDtype` only: see {@link RmsNormQuantOptions}. */
+  rowScales?: undefined;
   /** Receives `1/sqrt(mean(x²) + eps)` per row: `x.length / dim` floats. */
   rstd?: Float32Array;
   /**
@@ -147,24 +154,34 @@ export interface RmsNormOptions<T extends FloatArray = Float32Array> {
 
 /**
  * Options of {@link rmsNorm} with a quantized output (the forward only): those of
- * {@link RmsNormOptions} but `out`, and these.
+ * {@link RmsNormOptions} but `out`, and these — with either `rowScales` (a scale per row) or
+ * `quantScale` (one for every row).
  */
-export interface RmsNormQuantOptions<Q extends QuantDtype = QuantDtype> extends Omit<RmsNormOptions<FloatArray>, 'out'> {
+export type RmsNormQuantOptions<Q extends QuantDtype = QuantDtype> = Omit<RmsNormOptions<FloatArray>, 'out' | 'outDtype' | 'quantScale' | 'rowScales'> & {
   /** The output's storage: `'int8'` or `'float8_e4m3'`, see {@link QuantDtype}. */
   outDtype: Q;
   /** Destination, `x.length` elements: an Int8Array (int8) or a Uint8Array (float8 bits). Default: a new one. */
   out?: QuantArray<Q>;
-  /**
-   * The scale of every row (`q = y · (1 / quantScale)`), > 0, used as float32 (its reciprocal
-   * must be finite there). Default: none, each row its own scale, written to `rowScales`.
-   */
-  quantScale?: number;
-  /**
-   * Without `quantScale`: receives each row's scale, `x.length / dim` floats (required then:
-   * the output means nothing without them). Dequantized, `y ≈ q · rowScales[row]`.
-   */
-  rowScales?: Float32Array;
-}
+} & (
+    | {
+        /**
+         * Receives each row's scale, `x.length / dim` floats: the output means nothing without
+         * them. Dequantized, `y ≈ q · rowScales[row]`.
+         */
+        rowScales: Float32Array;
+        /** Not with `rowScales`. */
+        quantScale?: undefined;
+      }
+    | {
+        /**
+         * The scale of every row (`q = y · (1 / quantScale)`), > 0, used as float32 (its
+         * reciprocal must be finite there).
+         */
+        quantScale: number;
+        /** Not with `quantScale`: every row has that scale. */
+        rowScales?: undefined;
+      }
+  );
 
 /** Options of {@link rmsNormBackward}. */
 export interface RmsNormBackwardOptions<T extends FloatArray = Float32Array, W extends FloatArray = Float32Array> {

@@ -14,7 +14,7 @@
 import type { RmsNorm } from '../index.js';
 import type { Engine } from './engine.js';
 import type { F32Buffer } from '../memory.js';
-import type { CastingMode, Dtype, FloatArray, HalfDtype } from '../types.js';
+import type { Dtype, FloatArray, HalfDtype } from '../types.js';
 import { DTYPES, type FileDtype } from '../dtypes.js';
 import { NormalizeError } from './errors.js';
 import type { OutputFile } from './output.js';
@@ -66,14 +66,11 @@ export class Regions {
   }
 }
 
-/** The scalars and flags of the call each chunk makes (the sync API's options). */
-export interface ChunkCall {
-  weightDtype: Dtype;
-  castingMode?: CastingMode;
-  eps?: number;
-  offset?: number;
-  partial?: number;
-}
+/**
+ * The scalars and flags of the call each chunk makes: the parameter options as given
+ * (check/params.ts's paramOptions, passed on whole), with the weight's dtype settled.
+ */
+export type ChunkCall = Readonly<Record<string, unknown>> & { readonly weightDtype: Dtype };
 
 /** One array to normalize; see the module doc. */
 interface ArrayJob {

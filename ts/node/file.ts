@@ -161,7 +161,7 @@ export async function normalizeFileWith(input: FsPath, output: FsPath, options: 
           queue, pool: engine.pool!, sync, src, plans: arrays, out, rstd: rstdOut as AtomicFile | null, weight: weight.w, signal, checksum: o.checksum === true, chunkBytes: a.chunkBytes,
           writer: () => format.writer(arrays.map((p) => p.out), contents.meta, shown(output)),
           rstdWriter: plans.rstd ? () => format.writer(rstdArrays(arrays), undefined, shown(o.rstd!)) : null,
-          call: { weightDtype, castingMode: o.castingMode, eps: o.eps, offset: o.offset, partial: o.partial },
+          call: { ...paramOptions(o as Record<string, unknown>), weightDtype },
           progress: (i, rows) => {
             const n = arrays[i]!.norm!;
             bytesDone += (rows - rowsOf[i]!) * n.dim * DTYPES[n.inDtype].bytes;
@@ -207,7 +207,7 @@ export async function normalizeFileWith(input: FsPath, output: FsPath, options: 
         const done = await normalizeArray({
           source: p.input.source, offset: p.input.offset + n.first * DTYPES[n.inDtype].bytes * n.dim, rows: n.rows, dim: n.dim,
           inDtype: n.inDtype, computeDtype: n.computeDtype, outDtype: n.outDtype,
-          call: { weightDtype, castingMode: o.castingMode, eps: o.eps, offset: o.offset, partial: o.partial },
+          call: { ...paramOptions(o as Record<string, unknown>), weightDtype },
           weight: wBuf ? () => wBuf.view() : null, pool, sync, regions, out: outFile,
           rstd: rstdFile ? (many ? { data: async (b: Uint8Array) => void kept.push(b.slice()) } : rstdFile) : null,
           signal, progress: (r) => progress(r, p),

@@ -4,7 +4,8 @@
 //! The rows are normalized by the plain forward ([`forward_with`], every variant: the fused
 //! residual add, a gate, the casting modes) into scratch, a block of rows at a time, as the
 //! activations' type — the `y` a call without quantization returns, bit for bit — and each
-//! row is then quantized from it: the scale, `max|y| / qmax` (NaN ignored) or the static one;
+//! row is then quantized from it: the scale, `max|y| / qmax` (NaN ignored; at least f32's
+//! smallest normal, 2^-126, unless 0) or the static one;
 //! `inv = 1 / scale` once per row (0 for a scale of 0: a row of zeros gives zeros); `q = y ·
 //! inv` rounded to nearest even, clamped to the type's range. int8: NaN becomes 0. float8
 //! E4M3FN: clamped to ±448 before the cast (as vLLM does, where a plain cast would give NaN),
@@ -91,7 +92,14 @@ unsafe fn quantize_row(q: &Quant, r: usize, y: *const f32, n: usize) {
     let scale = if q.scale != 0.0 {
         q.scale
     } else {
+        // A scale below f32's smallest normal (max|y| under ~1e-36) is raised to it: its
+        // reciprocal would overflow to inf, saturating every code and making 0 · inf NaN.
         let s = max_abs(y, n) / q.qmax;
+        let s = if s != 0.0 && s < f32::MIN_POSITIVE {
+            f32::MIN_POSITIVE
+        } else {
+            s
+        };
         *q.scales.add(r) = s;
         s
     };
