@@ -25,6 +25,7 @@ export type {
   RmsNormOptions,
   RmsNormOutput,
   RmsNormQuantOptions,
+  ScalarOptions,
 } from './types.js';
 export { RmsNorm } from './rmsnorm.js';
 export type { RmsNormLayer, RmsNormLayerBackwardOptions, RmsNormLayerForwardOptions, RmsNormLayerOptions } from './layer.js';

@@ -12,7 +12,7 @@ import { checkLayerBackward, checkLayerForward, checkLayerOptions, noQuantized, 
 import { Dtype as DT, Gate } from './abi.js';
 import { BY_CODE } from './dtypes.js';
 import type { Data, Params, Placed } from './ops.js';
-import type { CastingMode, Dtype, FloatArray, GateMode, QuantDtype, RmsNormBackwardResult, RmsNormOutput } from './types.js';
+import type { CastingMode, Dtype, FloatArray, GateMode, QuantDtype, RmsNormBackwardResult, RmsNormOutput, ScalarOptions } from './types.js';
 import { asKind, Owned } from './owned.js';
 
 /**
@@ -29,15 +29,9 @@ interface LayerHost {
 }
 
 /** Options of {@link RmsNormLayer}'s creation; `Q` the quantized output's dtype, when `outDtype` gives one. */
-export interface RmsNormLayerOptions<Q extends QuantDtype | undefined = undefined> {
+export interface RmsNormLayerOptions<Q extends QuantDtype | undefined = undefined> extends ScalarOptions {
   /** Row length. Default `weight.length`; required when `weight` is null. */
   dim?: number;
-  /** Added to mean(x²) inside the root. Default 1e-6; ≥ 0 and finite as a float32. */
-  eps?: number;
-  /** Added to the weight: the gain is `offset + weight` (Gemma: 1). Default 0. */
-  offset?: number;
-  /** pRMSNorm: rstd from the first `ceil(partial · dim)` elements of each row, `0 < partial ≤ 1`. Default 1. */
-  partial?: number;
   /**
    * The activations' storage (`x`, `dy` and the layer's `y`, `dx`): `'float32'` (default,
    * Float32Array), `'float16'` (Float16Array or Uint16Array of bit patterns) or `'bfloat16'`

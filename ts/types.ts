@@ -92,8 +92,31 @@ export interface Float16ArrayLike extends ArrayBufferView {
  */
 export type FloatArray = Float32Array | Uint16Array | Float16ArrayLike;
 
+/**
+ * The scalar options every call takes the same way: the sync forward and backward, the layer,
+ * the pool, and the file, stream and dataset functions (and the command's flags of the same
+ * names).
+ */
+export interface ScalarOptions {
+  /** Added to mean(x²) inside the square root. Default 1e-6; ≥ 0 and finite as a float32 (≤ 3.4e38). Used as float32. */
+  eps?: number;
+  /**
+   * Added to the weight: `y = x · rstd · (offset + weight)`. Default 0; `1` is Gemma's RMSNorm
+   * (Liger-Kernel's `offset`). Finite as a float32; needs a weight when not 0. In the backward
+   * dweight keeps its form and dx uses `offset + weight`.
+   */
+  offset?: number;
+  /**
+   * pRMSNorm (Zhang & Sennrich 2019, §4.2): rstd is estimated from the first `k` elements of
+   * each row, `k` the smallest integer with `k / dim ≥ partial` (`ceil(partial · dim)`), and
+   * every element is normalized by it (the backward's gradient through rstd reaches only
+   * those). `0 < partial ≤ 1`, default 1 (RMSNorm).
+   */
+  partial?: number;
+}
+
 /** Options of {@link rmsNorm}. */
-export interface RmsNormOptions<T extends FloatArray = Float32Array> {
+export interface RmsNormOptions<T extends FloatArray = Float32Array> extends ScalarOptions {
   /**
    * The storage of `x` and of every other `rows × dim` array (residual, out, residualOut).
    * Default: from `x`'s type (Float32Array: float32, Float16Array: float16); required for a
@@ -110,8 +133,6 @@ export interface RmsNormOptions<T extends FloatArray = Float32Array> {
   castingMode?: CastingMode;
   /** Row length (elements). Default: `weight.length`; required when `weight` is null. */
   dim?: number;
-  /** Added to mean(x²) inside the square root. Default 1e-6; ≥ 0 and finite as a float32 (≤ 3.4e38). Used as float32. */
-  eps?: number;
   /** Destination, `x.length` elements of the activations' dtype; may be `x` itself. Default: a new array of `x`'s type. */
   out?: T;
   /** A quantized output: see {@link RmsNormQuantOptions} (absent here: the output has the activations' dtype). */
@@ -132,17 +153,6 @@ export interface RmsNormOptions<T extends FloatArray = Float32Array> {
   residual?: T;
   /** With `residual`: where `h = x + residual` goes, `x.length` elements; may be `x`. Default: `residual`. */
   residualOut?: T;
-  /**
-   * Added to the weight: `y = x · rstd · (offset + weight)`. Default 0; `1` is Gemma's RMSNorm
-   * (Liger-Kernel's `offset`). Finite as a float32; needs a weight when not 0.
-   */
-  offset?: number;
-  /**
-   * pRMSNorm (Zhang & Sennrich 2019, §4.2): rstd is estimated from the first `k` elements of
-   * each row, `k` the smallest integer with `k / dim ≥ partial` (`ceil(partial · dim)`), and
-   * every element is normalized by it. `0 < partial ≤ 1`, default 1 (RMSNorm).
-   */
-  partial?: number;
   /**
    * Gated RMSNorm: `z`, `x.length` elements of the activations' dtype, whose `silu(z)`
    * multiplies the normalized row (see {@link GateMode}). Not with `residual`.
@@ -184,7 +194,7 @@ export type RmsNormQuantOptions<Q extends QuantDtype = QuantDtype> = Omit<RmsNor
   );
 
 /** Options of {@link rmsNormBackward}. */
-export interface RmsNormBackwardOptions<T extends FloatArray = Float32Array, W extends FloatArray = Float32Array> {
+export interface RmsNormBackwardOptions<T extends FloatArray = Float32Array, W extends FloatArray = Float32Array> extends ScalarOptions {
   /** The storage of `dy`, `x`, `dresidual` and `dx`, as the forward's `dtype` (default from `dy`'s type). */
   dtype?: Dtype;
   /** The storage of the weight and dweight, as the forward's (default from the weight's type). */
@@ -193,8 +203,6 @@ export interface RmsNormBackwardOptions<T extends FloatArray = Float32Array, W e
   castingMode?: CastingMode;
   /** Row length (elements). Default: `weight.length`; required when `weight` is null. */
   dim?: number;
-  /** As in the forward; used when `rstd` is not given. Default 1e-6. */
-  eps?: number;
   /** The forward's rstd, `x.length / dim` floats. Recomputed from `x` and `eps` when absent. */
   rstd?: Float32Array;
   /** Destination of dL/dx, `x.length` elements of the activations' dtype; may be `dy` or `x` itself. Default: new, of `dy`'s type. */
@@ -210,10 +218,6 @@ export interface RmsNormBackwardOptions<T extends FloatArray = Float32Array, W e
    * `x` and `residual` (the forward's add passes it to both). Pass the forward's `h` as `x`.
    */
   dresidual?: T;
-  /** As in the forward (default 0); dweight keeps its form, dx uses `offset + weight`. */
-  offset?: number;
-  /** As in the forward (default 1): the gradient through rstd reaches only the first `k` elements. */
-  partial?: number;
   /** The forward's gate `z` (gated RMSNorm): the result then has `dgate`. Not with `dresidual`. */
   gate?: T;
   /** As in the forward (default `'after'`). */

@@ -12,10 +12,10 @@ import { DTYPES, KERNEL_DTYPES } from '../dtypes.js';
 import { checkForward } from '../check/calls.js';
 import { paramOptions, FILE_PARAM_KEYS } from '../check/params.js';
 import { options as checkOptions } from '../check/options.js';
-import type { CastingMode, Dtype, FloatArray } from '../types.js';
+import type { CastingMode, Dtype, FloatArray, ScalarOptions } from '../types.js';
 
 /** Options of {@link createNormalizeStream}. */
-export interface NormalizeStreamOptions {
+export interface NormalizeStreamOptions extends ScalarOptions {
   /** Row length (elements). Default: `weight.length`; required without weight. */
   dim?: number;
   /**
@@ -29,12 +29,6 @@ export interface NormalizeStreamOptions {
   weightDtype?: Dtype;
   /** Where half results are rounded, as the sync API's option. Default `'none'`. */
   castingMode?: CastingMode;
-  /** Inside the root. Default 1e-6. */
-  eps?: number;
-  /** Added to the weight. Default 0. */
-  offset?: number;
-  /** pRMSNorm's fraction, (0, 1]. Default 1. */
-  partial?: number;
 }
 
 const KEYS = [...FILE_PARAM_KEYS, 'weight'];

@@ -3,7 +3,7 @@
  * @module
  */
 import type { RmsNormPool } from '../pool/api.js';
-import type { CastingMode, Dtype, FloatArray } from '../types.js';
+import type { CastingMode, Dtype, FloatArray, ScalarOptions } from '../types.js';
 import type { FileDtype } from '../dtypes.js';
 import type { FormatName } from './formats/index.js';
 import type { FsPath } from './paths.js';
@@ -27,7 +27,7 @@ export interface NormalizeProgress {
 }
 
 /** Options of {@link normalizeFile}. */
-export interface NormalizeFileOptions {
+export interface NormalizeFileOptions extends ScalarOptions {
   /**
    * The gain: `dim` elements — a Float32Array, or a Uint16Array of half bit patterns (what it
    * holds: `weightDtype`, else the input's dtype when that is a half one) — or the path of a
@@ -62,12 +62,6 @@ export interface NormalizeFileOptions {
   castingMode?: CastingMode;
   /** Row length. Default: the `.npy`'s last axis, else the weight's length; required for raw input without weight. */
   dim?: number;
-  /** Inside the root. Default 1e-6. */
-  eps?: number;
-  /** Added to the weight (Gemma: 1). Default 0. */
-  offset?: number;
-  /** pRMSNorm's fraction of each row rstd is estimated from, (0, 1]. Default 1. */
-  partial?: number;
   /**
    * `'npy'`, `'npz'`, `'safetensors'` or `'raw'` (little-endian `dtype`, rows of `dim`).
    * Default: told by the file's first bytes; raw data is read only when this says so.

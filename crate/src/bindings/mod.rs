@@ -10,7 +10,6 @@
 
 use crate::abi::{
     BackwardOperand as B, Dtype, ForwardOperand as F, Gate, Params, Status, DTYPES, DTYPE_MASK,
-    LLAMA, LLAMA_W,
 };
 use crate::elem::{Bf16, Elem, F16};
 use crate::kernel::{self, Backward, Forward, Quant, Scalars};
@@ -110,16 +109,7 @@ struct Call<const N: usize> {
 impl<const N: usize> Call<N> {
     /// The kernel's scalars and flags of this call: its parameter block, read once.
     fn scalars(&self) -> Scalars {
-        let p = &self.p;
-        Scalars {
-            dim: p.dim as usize,
-            eps: p.eps,
-            offset: p.offset,
-            stat: p.stat as usize,
-            llama: p.dtypes & LLAMA != 0,
-            llama_w: p.dtypes & LLAMA_W != 0,
-            gate: self.gate,
-        }
+        Scalars::of(&self.p, self.gate)
     }
 }
 

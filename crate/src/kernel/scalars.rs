@@ -1,7 +1,7 @@
 //! The scalars and flags of a kernel call, the same for every row: what the forward and the
 //! backward share, made once from the call's parameter block (`abi::Params`) by the bindings.
 
-use crate::abi::Gate;
+use crate::abi::{Gate, Params, LLAMA, LLAMA_W};
 
 /// See the module docs.
 #[derive(Clone, Copy, Debug)]
@@ -28,6 +28,19 @@ pub struct Scalars {
 }
 
 impl Scalars {
+    /// The scalars of a call's parameter block `p` (checked by the bindings), its gate parsed.
+    pub fn of(p: &Params, gate: Gate) -> Self {
+        Scalars {
+            dim: p.dim as usize,
+            eps: p.eps,
+            offset: p.offset,
+            stat: p.stat as usize,
+            llama: p.dtypes & LLAMA != 0,
+            llama_w: p.dtypes & LLAMA_W != 0,
+            gate,
+        }
+    }
+
     /// Plain RMSNorm over rows of `dim`: no offset, the rms over the whole row, no casting, no gate.
     pub fn plain(dim: usize, eps: f32) -> Self {
         Scalars {
