@@ -7,7 +7,10 @@
  * - fused residual add, backward: `rmsNormBackward(dy, h, w, { dresidual, rstd })` against
  *   the plain backward followed by `dx += dresidual` (JS loop / wasm loop);
  * - pRMSNorm at partial = 6.25% against full RMSNorm (forward and backward, default call and
- *   zero-copy): the paper's speed-up comes from reading less of the row for the statistics.
+ *   zero-copy): the paper's speed-up comes from reading less of the row for the statistics;
+ * - an int8 output with a scale per row, `rmsNorm(x, w, { outDtype: 'int8', rowScales })`,
+ *   against the default call followed by the same quantization as a JS loop (max|y|, the
+ *   scale, `round(y / scale)` to nearest even) into an Int8Array.
  *
  * Each pair is timed in alternating rounds (A then B, then B then A, ...) with tinybench, and
  * the figure is the median over rounds of the per-round ratio of medians, so that both sides
@@ -43,6 +46,33 @@ function jsAdd(a: Float32Array, b: Float32Array): void {
   for (let i = 0; i < a.length; i++) a[i]! += b[i]!;
 }
 
+/**
+ * Quantizes float32 rows `y` to int8 as the library documents it, every step in float32: per
+ * row `scale = max|y| / 127` (at least 2^-126 unless 0), `q = round(y · (1 / scale))` to
+ * nearest even, clamped to ±127, NaN to 0.
+ */
+function jsQuantInt8(y: Float32Array, rows: number, dim: number, q: Int8Array, scales: Float32Array): void {
+  const f = Math.fround;
+  for (let r = 0; r < rows; r++) {
+    const o = r * dim;
+    let m = 0;
+    for (let i = 0; i < dim; i++) {
+      const a = Math.abs(y[o + i]!);
+      if (a > m) m = a;
+    }
+    let s = f(m / 127);
+    if (s !== 0 && s < 2 ** -126) s = 2 ** -126;
+    scales[r] = s;
+    const inv = s === 0 ? 0 : f(1 / s);
+    for (let i = 0; i < dim; i++) {
+      const v = f(y[o + i]! * inv);
+      let t = Math.round(v);
+      if (t - v === 0.5 && (t & 1) !== 0) t -= 1; // Math.round takes halves up: to even instead
+      q[o + i] = v !== v ? 0 : Math.max(-127, Math.min(127, t));
+    }
+  }
+}
+
 function pairsFor(rows: number, dim: number): Pair[] {
   const n = rows * dim;
   const x = testRows(rows, dim, 1);
@@ -72,6 +102,8 @@ function pairsFor(rows: number, dim: number): Pair[] {
   const dxOut = new Float32Array(n);
   const dwOut = new Float32Array(dim);
   const dxOut2 = new Float32Array(n);
+  const scalesA = new Float32Array(rows);
+  const scalesB = new Float32Array(rows);
   const dwOut2 = new Float32Array(dim);
   const bits = (a: Float32Array, b: Float32Array, what: string) => (firstBitDiff(a, b) === -1 ? null : `${what} differs at ${firstBitDiff(a, b)}`);
   return [
@@ -136,6 +168,18 @@ function pairsFor(rows: number, dim: number): Pair[] {
       name: 'pRMSNorm 6.25% forward, zero-copy',
       slow: () => m.rmsNorm(v.x, v.w, { out: v.y }),
       fast: () => m.rmsNorm(v.x, v.w, { out: v.y, partial: 0.0625 }),
+    },
+    {
+      name: 'int8 output, default call',
+      slow: () => jsQuantInt8(m.rmsNorm(x, w), rows, dim, new Int8Array(n), scalesA),
+      fast: () => m.rmsNorm(x, w, { outDtype: 'int8', rowScales: scalesB }),
+      check: () => {
+        const q = new Int8Array(n);
+        jsQuantInt8(m.rmsNorm(x, w), rows, dim, q, scalesA);
+        const fast = m.rmsNorm(x, w, { outDtype: 'int8', rowScales: scalesB });
+        const at = q.findIndex((v, i) => v !== fast[i]);
+        return at >= 0 ? `q differs at ${at}` : bits(scalesA, scalesB, 'scales');
+      },
     },
     {
       name: 'pRMSNorm 6.25% backward, default call (rstd recomputed)',

@@ -27,6 +27,8 @@ export interface CheckSummary {
   halfHash: Record<string, string>;
   /** createRmsNorm on half data gave the one-off calls' bits (Float16Arrays in and out where the engine has them). */
   halfLayerSame: boolean;
+  /** Hash of the quantized outputs (fixtures/check.js quantChecks). */
+  quantHash: string;
   /** A pool on shared memory on arrays in SharedArrayBuffers: the sync call's bits in shared results (null without such a pool). */
   sharedSame: boolean | null;
 }
@@ -92,6 +94,7 @@ export function expectEngineChecksPass(r: EngineSummary, ref: EngineSummary): vo
     expect(s.syncHash, `${build}: float32`).toBe(want.syncHash);
     expect(s.halfHash, `${build}: half precision`).toEqual(want.halfHash);
     expect(s.halfLayerSame, `${build}: createRmsNorm on half data`).toBe(true);
+    expect(s.quantHash, `${build}: quantized output`).toBe(want.quantHash);
   }
   expect(r.defaults).toEqual({ build: b, poolBuild: r.shared ? `${b}-threads` : b });
   // Every build it cannot run was refused by both, each saying what the engine lacks.
