@@ -27,6 +27,7 @@ pub mod abi;
 pub mod elem;
 pub mod half_bits;
 pub mod kernel;
+pub mod quant_bits;
 pub mod simd;
 
 #[cfg(target_arch = "wasm32")]

@@ -2,7 +2,7 @@
 //! code's value encodes to that code, every midpoint between neighbours to the even one, and
 //! values beside a midpoint to the nearer code.
 
-use rmsnorm_wasm::kernel::e4m3;
+use rmsnorm_wasm::quant_bits::e4m3;
 
 /// The value of code `b`: sign, 4 exponent bits (bias 7), 3 mantissa bits; NaN for 0x7f/0xff.
 fn value(b: u8) -> f64 {

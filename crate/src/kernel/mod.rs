@@ -43,6 +43,6 @@ pub use blocks::{
 pub use elems::NoMemory;
 pub use forward::{forward, forward_with};
 pub use gate::{exp, silu};
-pub use quant::{e4m3, forward_quant, Quant};
+pub use quant::{forward_quant, Quant};
 pub use reduce::SUM_BLOCK;
 pub use scalars::Scalars;

@@ -7,15 +7,16 @@
 //! row is then quantized from it: the scale, `max|y| / qmax` (NaN ignored; at least f32's
 //! smallest normal, 2^-126, unless 0) or the static one;
 //! `inv = 1 / scale` once per row (0 for a scale of 0: a row of zeros gives zeros); `q = y ·
-//! inv` rounded to nearest even, clamped to the type's range. int8: NaN becomes 0. float8
-//! E4M3FN: clamped to ±448 before the cast (as vLLM does, where a plain cast would give NaN),
-//! NaN stays NaN (`0x7f`). Reusing the forward keeps one copy of its rows in the module, not a
+//! inv` rounded to nearest even, clamped to the type's range ([`crate::quant_bits`] defines
+//! the codes: int8's NaN becomes 0; float8 E4M3FN's values are clamped to ±448 before the
+//! cast, as vLLM does where a plain cast would give NaN, and NaN stays NaN, `0x7f`). Reusing the forward keeps one copy of its rows in the module, not a
 //! second one per storage type and variant.
 
 use super::args::Forward;
 use super::elems::{Buffer, NoMemory, Row, STACK_ROW};
 use super::forward::forward_with;
 use crate::elem::{widen, Elem};
+use crate::quant_bits::{to_e4m3, to_i8};
 use crate::simd::F32x4;
 use core::mem::size_of;
 
@@ -78,7 +79,7 @@ pub unsafe fn forward_quant<V: F32x4, A: Elem>(
             } else {
                 y as *const f32
             };
-            quantize_row(q, r0 + i, y, n);
+            quantize_row::<V>(q, r0 + i, y, n);
         }
         r0 += m;
     }
@@ -86,15 +87,15 @@ pub unsafe fn forward_quant<V: F32x4, A: Elem>(
 }
 
 /// Row `r` of the output from its f32 values `y` (`n`): its scale (written when per row), then
-/// the codes. One copy for every storage type and variant of the rows before it.
+/// the codes, 16 at a time. One copy for every storage type and variant of the rows before it.
 #[inline(never)]
-unsafe fn quantize_row(q: &Quant, r: usize, y: *const f32, n: usize) {
+unsafe fn quantize_row<V: F32x4>(q: &Quant, r: usize, y: *const f32, n: usize) {
     let scale = if q.scale != 0.0 {
         q.scale
     } else {
         // A scale below f32's smallest normal (max|y| under ~1e-36) is raised to it: its
         // reciprocal would overflow to inf, saturating every code and making 0 · inf NaN.
-        let s = max_abs(y, n) / q.qmax;
+        let s = max_abs::<V>(y, n) / q.qmax;
         let s = if s != 0.0 && s < f32::MIN_POSITIVE {
             f32::MIN_POSITIVE
         } else {
@@ -104,83 +105,48 @@ unsafe fn quantize_row(q: &Quant, r: usize, y: *const f32, n: usize) {
         s
     };
     let inv = if scale == 0.0 { 0.0 } else { 1.0 / scale };
-    let out = q.out.add(r * n);
-    // NaN is told apart by its bits before any float min, max or conversion: on the
-    // relaxed builds LLVM may pick relaxed SIMD's, whose result for NaN the engine chooses.
+    let (out, vinv) = (q.out.add(r * n), V::splat(inv));
+    let sixteen = |i: usize| [0, 4, 8, 12].map(|k| V::load(y.add(i + k)).mul(vinv));
+    let mut i = 0;
     if q.fp8 {
-        for i in 0..n {
-            let v = *y.add(i) * inv;
-            *out.add(i) = if nan(v) {
-                0x7f
-            } else {
-                e4m3(v.clamp(-448.0, 448.0))
-            };
+        while i + 16 <= n {
+            V::store16_e4m3(sixteen(i), out.add(i));
+            i += 16;
+        }
+        for i in i..n {
+            *out.add(i) = to_e4m3(*y.add(i) * inv);
         }
     } else {
-        for i in 0..n {
-            let v = *y.add(i) * inv;
-            *out.add(i) = if nan(v) {
-                0
-            } else {
-                v.round_ties_even().clamp(-127.0, 127.0) as i8 as u8
-            };
+        while i + 16 <= n {
+            V::store16_i8(sixteen(i), out.add(i));
+            i += 16;
+        }
+        for i in i..n {
+            *out.add(i) = to_i8(*y.add(i) * inv) as u8;
         }
     }
 }
 
-/// The largest `|y[i]|` of `n` floats, NaN ignored (0 for a row of NaN). Compared as bit
-/// patterns (sign cleared, ordered as the values are; NaN's lie above infinity's): with
-/// float comparisons LLVM may pick relaxed SIMD's min/max on the relaxed builds, whose NaN
-/// handling the engine chooses.
+/// The largest `|y[i]|` of `n` floats, NaN ignored (0 for a row of NaN): `pmax`, whose NaN
+/// handling is fixed (a float `max` may become relaxed SIMD's on the relaxed builds, whose NaN
+/// handling the engine chooses).
 #[inline(always)]
-unsafe fn max_abs(y: *const f32, n: usize) -> f32 {
-    const INF: u32 = 0x7f80_0000;
-    let mut m = [0u32; 4];
+unsafe fn max_abs<V: F32x4>(y: *const f32, n: usize) -> f32 {
+    let mut m = [V::zero(); 4];
     let mut i = 0;
-    while i + 4 <= n {
-        for (l, m) in m.iter_mut().enumerate() {
-            let a = (*y.add(i + l)).to_bits() & 0x7fff_ffff;
-            if a <= INF && a > *m {
-                *m = a;
-            }
+    while i + 16 <= n {
+        for (k, m) in m.iter_mut().enumerate() {
+            *m = m.pmax(V::load(y.add(i + 4 * k)).abs());
         }
-        i += 4;
+        i += 16;
     }
-    while i < n {
-        let a = (*y.add(i)).to_bits() & 0x7fff_ffff;
-        if a <= INF && a > m[0] {
-            m[0] = a;
-        }
-        i += 1;
+    let mut top = 0f32;
+    for v in m[0].pmax(m[1]).pmax(m[2].pmax(m[3])).lanes() {
+        top = if top < v { v } else { top };
     }
-    f32::from_bits(m[0].max(m[1]).max(m[2].max(m[3])))
-}
-
-/// Whether `v` is a NaN, from its bits.
-#[inline(always)]
-fn nan(v: f32) -> bool {
-    v.to_bits() & 0x7fff_ffff > 0x7f80_0000
-}
-
-/// `v` (|v| ≤ 448, or NaN) as float8 E4M3FN bits, rounded to nearest even: sign, 4 exponent
-/// bits (bias 7), 3 mantissa bits. Every NaN becomes `0x7f`: WebAssembly leaves a NaN's sign
-/// unspecified after arithmetic, so passing it on would make the bits differ between engines.
-#[inline(always)]
-pub fn e4m3(v: f32) -> u8 {
-    let b = v.to_bits();
-    let sign = ((b >> 24) & 0x80) as u8;
-    if nan(v) {
-        return 0x7f;
+    for i in i..n {
+        let a = f32::from_bits((*y.add(i)).to_bits() & 0x7fff_ffff);
+        top = if top < a { a } else { top };
     }
-    let a = f32::from_bits(b & 0x7fff_ffff);
-    if a < 0.015625 {
-        // Below 2^-6, the smallest normal: multiples of 2^-9 (subnormals); 8 of them is the
-        // smallest normal's code. The scaling by 2^9 is exact.
-        return sign | (a * 512.0).round_ties_even() as u8;
-    }
-    // A normal: the f32's exponent rebiased (127 → 7) and its 23 mantissa bits rounded to 3,
-    // to nearest even (a carry into the exponent is the right result).
-    let a = a.to_bits();
-    let r = (a + 0x7_ffff + ((a >> 20) & 1)) >> 20;
-    sign | (r - (120 << 3)) as u8
+    top
 }

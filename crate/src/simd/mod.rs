@@ -6,6 +6,7 @@
 //! single precision without fused multiply-add, so a kernel gives the same bits on either.
 
 use crate::half_bits as half;
+use crate::quant_bits as quant;
 
 pub mod portable;
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
@@ -121,6 +122,53 @@ pub trait F32x4: Copy {
     #[inline(always)]
     fn round_f16(self) -> Self {
         Self::from_lanes(self.lanes().map(|v| half::f16_to_f32(half::f32_to_f16(v))))
+    }
+
+    /// Each lane's magnitude (the sign bit cleared: NaN stays NaN).
+    #[inline(always)]
+    fn abs(self) -> Self {
+        Self::from_lanes(
+            self.lanes()
+                .map(|v| f32::from_bits(v.to_bits() & 0x7fff_ffff)),
+        )
+    }
+    /// Lane-wise `if self < o { o } else { self }`: a NaN in `o` never wins (the pseudo-max
+    /// of SIMD128, `f32x4.pmax`, which every engine computes alike).
+    #[inline(always)]
+    fn pmax(self, o: Self) -> Self {
+        let (a, b) = (self.lanes(), o.lanes());
+        Self::from_lanes(core::array::from_fn(
+            |i| if a[i] < b[i] { b[i] } else { a[i] },
+        ))
+    }
+
+    // Quantized storage. The scalar conversions of `crate::quant_bits` define the codes; these
+    // defaults apply them lane by lane, and a SIMD implementation must give the same bits.
+
+    /// `v[0]..v[3]`'s 16 lanes as int8 codes (nearest even, clamped to ±127, NaN 0) at `p`.
+    ///
+    /// # Safety
+    /// `p..p+16` must be writable.
+    #[inline(always)]
+    unsafe fn store16_i8(v: [Self; 4], p: *mut u8) {
+        for (k, x) in v.into_iter().enumerate() {
+            for (i, l) in x.lanes().into_iter().enumerate() {
+                *p.add(4 * k + i) = quant::to_i8(l) as u8;
+            }
+        }
+    }
+    /// `v[0]..v[3]`'s 16 lanes as float8 E4M3FN bits (clamped to ±448, nearest even, NaN
+    /// `0x7f`) at `p`.
+    ///
+    /// # Safety
+    /// `p..p+16` must be writable.
+    #[inline(always)]
+    unsafe fn store16_e4m3(v: [Self; 4], p: *mut u8) {
+        for (k, x) in v.into_iter().enumerate() {
+            for (i, l) in x.lanes().into_iter().enumerate() {
+                *p.add(4 * k + i) = quant::to_e4m3(l);
+            }
+        }
     }
     /// The four lanes, in order.
     fn lanes(self) -> [f32; 4];

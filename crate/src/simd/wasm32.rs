@@ -37,6 +37,50 @@ impl F32x4 for V128 {
         V128(f32x4_mul(self.0, o.0))
     }
     #[inline(always)]
+    fn abs(self) -> Self {
+        V128(f32x4_abs(self.0))
+    }
+    #[inline(always)]
+    fn pmax(self, o: Self) -> Self {
+        V128(f32x4_pmax(self.0, o.0))
+    }
+    /// As the default, in v128 operations: nearest, then `pmin` / `pmax`, then the saturating
+    /// truncation, NaN lanes zeroed, narrowed twice with saturation.
+    #[inline(always)]
+    unsafe fn store16_i8(v: [Self; 4], p: *mut u8) {
+        let (lo, hi) = (f32x4_splat(-127.0), f32x4_splat(127.0));
+        // NaN lanes are zeroed by their own mask: on the relaxed builds LLVM may turn the
+        // truncation of a clamped value into relaxed SIMD's, whose NaN result is the engine's.
+        let c = |x: Self| {
+            let t = i32x4_trunc_sat_f32x4(f32x4_pmax(f32x4_pmin(f32x4_nearest(x.0), hi), lo));
+            v128_andnot(t, f32x4_ne(x.0, x.0))
+        };
+        let a = i16x8_narrow_i32x4(c(v[0]), c(v[1]));
+        let b = i16x8_narrow_i32x4(c(v[2]), c(v[3]));
+        v128_store(p as *mut v128, i8x16_narrow_i16x8(a, b));
+    }
+    /// As the default (`quant_bits::to_e4m3`), lane-wise on the bits: both the subnormal code
+    /// (`|v| · 2^9` rounded) and the normal one (the mantissa rounded to 3 bits by an integer
+    /// add, the exponent rebiased) are formed and one picked; NaN lanes get `0x7f`.
+    #[inline(always)]
+    unsafe fn store16_e4m3(v: [Self; 4], p: *mut u8) {
+        let e = |x: Self| -> v128 {
+            let c = f32x4_pmax(f32x4_pmin(x.0, f32x4_splat(448.0)), f32x4_splat(-448.0));
+            let sign = v128_and(u32x4_shr(c, 24), u32x4_splat(0x80));
+            let abs = v128_and(c, u32x4_splat(0x7fff_ffff));
+            let sub = i32x4_trunc_sat_f32x4(f32x4_nearest(f32x4_mul(abs, f32x4_splat(512.0))));
+            let odd = v128_and(u32x4_shr(abs, 20), u32x4_splat(1));
+            let r = u32x4_shr(i32x4_add(i32x4_add(abs, u32x4_splat(0x7_ffff)), odd), 20);
+            let normal = i32x4_sub(r, u32x4_splat(120 << 3));
+            let small = f32x4_lt(abs, f32x4_splat(0.015625));
+            let code = v128_or(v128_bitselect(sub, normal, small), sign);
+            v128_bitselect(u32x4_splat(0x7f), code, f32x4_ne(x.0, x.0))
+        };
+        let a = u16x8_narrow_i32x4(e(v[0]), e(v[1]));
+        let b = u16x8_narrow_i32x4(e(v[2]), e(v[3]));
+        v128_store(p as *mut v128, u8x16_narrow_i16x8(a, b));
+    }
+    #[inline(always)]
     fn lanes(self) -> [f32; 4] {
         let v = self.0;
         [
