@@ -31,10 +31,21 @@ const flavourShapes = [[1, 1], [3, 7], [2, 17], [9, 100], [33, 256], [3, 257], [
 
 const bytesOf = (a) => new Uint8Array(a.buffer.slice(a.byteOffset, a.byteOffset + a.byteLength));
 
+/** A SHA-256 of arrays' bytes: `add` each, then `digest()`, the fingerprint (16 hex digits). */
+function hasher() {
+  const h = createHash('sha256');
+  return { add: (a) => h.update(bytesOf(a)), digest: () => h.digest('hex').slice(0, 16) };
+}
+
+/** Float32Arrays of `n` values uniform in [lo, lo + span), drawn from one generator seeded with `seed`. */
+function valuesFrom(seed) {
+  const r = rng(seed);
+  return (n, lo, span) => new Float32Array(n).map(() => lo + span * r());
+}
+
 /** Hash of every output of `m` (the sync API of one build, or a pool: awaited either way) over the shapes. */
 async function fingerprint(m) {
-  const h = createHash('sha256');
-  const add = (a) => h.update(bytesOf(a));
+  const { add, digest } = hasher();
   for (const [rows, dim] of shapes) {
     const r = rng(rows * 100000 + dim);
     const x = new Float32Array(rows * dim).map(() => r() * 2 - 1);
@@ -51,7 +62,7 @@ async function fingerprint(m) {
       }
     }
   }
-  return h.digest('hex').slice(0, 16);
+  return digest();
 }
 
 /** The flavours: each a set of options beside the dtype and the weight's kind. */
@@ -78,11 +89,9 @@ function* flavours() {
 
 /** Hash of every flavour's outputs (see the header) from `m`; `half` converts float32 values to half bits. */
 async function flavourprint(m, half) {
-  const h = createHash('sha256');
-  const add = (a) => h.update(bytesOf(a));
+  const { add, digest } = hasher();
   for (const [rows, dim] of flavourShapes) {
-    const r = rng(rows * 7919 + dim);
-    const vals = (n, lo, span) => new Float32Array(n).map(() => lo + span * r());
+    const vals = valuesFrom(rows * 7919 + dim);
     const n = rows * dim;
     const srcs = { x: vals(n, -1, 2), res: vals(n, -1, 2), z: vals(n, -3, 6), dy: vals(n, -1, 2), dres: vals(n, -0.5, 1), w: vals(dim, 0.5, 1) };
     for (const f of flavours()) {
@@ -108,16 +117,14 @@ async function flavourprint(m, half) {
       }
     }
   }
-  return h.digest('hex').slice(0, 16);
+  return digest();
 }
 
 /** Hash of the quantized outputs (see the header) from `m`. */
 async function quantprint(m, half) {
-  const h = createHash('sha256');
-  const add = (a) => h.update(bytesOf(a));
+  const { add, digest } = hasher();
   for (const [rows, dim] of flavourShapes) {
-    const r = rng(rows * 104729 + dim);
-    const vals = (n, lo, span) => new Float32Array(n).map(() => lo + span * r());
+    const vals = valuesFrom(rows * 104729 + dim);
     const xs = vals(rows * dim, -1, 2);
     if (rows > 2) {
       xs.fill(0, dim, 2 * dim);
@@ -143,7 +150,7 @@ async function quantprint(m, half) {
       }
     }
   }
-  return h.digest('hex').slice(0, 16);
+  return digest();
 }
 
 const plain = {};

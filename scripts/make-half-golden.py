@@ -66,17 +66,16 @@ overflows float32 (bfloat16 only: then rstd = 1/sqrt(eps) or rstd = 0 and y = +-
 magnitudes, zero rows, one-hot rows. "overflow" cases use a weight so large that y passes float16's
 65504 (-> +-inf) — or for bfloat16 passes float32's range in the float32 product (-> +-inf).
 """
-import argparse
 import base64
 import json
 import os
-import sys
 import warnings
 import zlib
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+from torch_golden import golden_args
 
 TORCH_VERSION = "2.15.0"
 OUT = "test/fixtures/half/golden.json"
@@ -270,14 +269,8 @@ def specs():
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--any-torch", action="store_true", help="allow a torch other than " + TORCH_VERSION)
-    ap.add_argument("--out", default=OUT)
-    args = ap.parse_args()
+    args = golden_args(__doc__, TORCH_VERSION, OUT)
     version = torch.__version__.split("+")[0]
-    if version != TORCH_VERSION and not args.any_torch:
-        sys.exit(f"torch {torch.__version__}: this file is made with torch {TORCH_VERSION} (--any-torch to override)")
-    torch.set_num_threads(1)
     cases = []
     names = set()
     for spec in specs():

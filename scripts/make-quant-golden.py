@@ -23,17 +23,16 @@ JSON layout (little-endian, base64): x (float32, or uint16 bits of the half dtyp
 y (x's dtype: torch's own output), q (int8 values or float8 bits, one byte each), scales (float32 per
 row; absent with a static quantScale).
 """
-import argparse
 import base64
 import json
 import os
-import sys
 import warnings
 import zlib
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+from torch_golden import golden_args
 
 TORCH_VERSION = "2.15.0"
 OUT = "test/fixtures/quant/golden.json"
@@ -119,14 +118,7 @@ def specs():
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--any-torch", action="store_true", help="allow a torch other than " + TORCH_VERSION)
-    ap.add_argument("--out", default=OUT)
-    args = ap.parse_args()
-    version = torch.__version__.split("+")[0]
-    if version != TORCH_VERSION and not args.any_torch:
-        sys.exit(f"torch {torch.__version__}: this file is made with torch {TORCH_VERSION} (--any-torch to override)")
-    torch.set_num_threads(1)
+    args = golden_args(__doc__, TORCH_VERSION, OUT)
     cases = []
     for s in specs():
         c = run_case(s)
