@@ -8,6 +8,17 @@ import type { CastingMode } from '../types.js';
 import { KERNEL_DTYPES, listed } from '../dtypes.js';
 import { FORMAT_NAMES, FORMATS, type FormatName } from './formats/index.js';
 
+/**
+ * The flags of the scalar parameters (types.ts's `ScalarOptions`), each with its lines of
+ * --help: read as numbers into the option of the same name, and passed on with the others, so a
+ * new scalar parameter reaches the command with one entry here.
+ */
+const SCALAR_FLAGS: Readonly<Record<string, string>> = {
+  eps: '  --eps E             added inside the square root (default 1e-6)',
+  offset: '  --offset O          add O to the weight: the gain is O + weight (Gemma: 1; default 0)',
+  partial: '  --partial P         pRMSNorm: rms from the first ceil(P * dim) elements, 0 < P <= 1\n                      (default 1)',
+};
+
 export const USAGE = `Usage: rmsnorm-wasm normalize IN OUT [options]
        rmsnorm-wasm normalize IN... --out-dir DIR [options]
 
@@ -40,12 +51,9 @@ Options:
   --weight-dtype T    what a raw W holds (default float32); for a file with a header
                       optional, and checked against it
   --casting-mode M    none, llama or gemma: where half results are rounded (default none)
-  --eps E             added inside the square root (default 1e-6)
+${Object.values(SCALAR_FLAGS).join('\n')}
   --dim D             row length (raw input; default: the weight's length)
   --threads N         worker threads (default: one per core)
-  --offset O          add O to the weight: the gain is O + weight (Gemma: 1; default 0)
-  --partial P         pRMSNorm: rms from the first ceil(P * dim) elements, 0 < P <= 1
-                      (default 1)
   --rstd FILE         also write each row's rstd (same format as IN; float32)
   --format F          ${listed(FORMAT_NAMES, '')} (default: told by the content; ${listed(FORMATS.filter((f) => !f.header).map((f) => f.name), '')}
                       only when given)
@@ -97,8 +105,8 @@ function oneOf<T extends string>(name: string, v: string | undefined, allowed: r
 
 /** The flags that take a value (a value may start with '-': `--eps -1e-3`, `--offset -1`). */
 const VALUED = [
-  'dtype', 'out-dtype', 'weight-dtype', 'weight-tensor', 'tensor', 'casting-mode', 'weight', 'eps', 'dim', 'threads', 'offset', 'partial', 'rstd', 'format', 'out-dir',
-  'shard', 'lock-wait', 'lock-stale',
+  'dtype', 'out-dtype', 'weight-dtype', 'weight-tensor', 'tensor', 'casting-mode', 'weight', ...Object.keys(SCALAR_FLAGS), 'dim', 'threads', 'rstd', 'format',
+  'out-dir', 'shard', 'lock-wait', 'lock-stale',
 ];
 
 /**
@@ -158,11 +166,9 @@ const FLAGS = {
   tensor: { type: 'string', multiple: true },
   'casting-mode': { type: 'string' },
   weight: { type: 'string' },
-  eps: { type: 'string' },
+  ...Object.fromEntries(Object.keys(SCALAR_FLAGS).map((k) => [k, { type: 'string' }])),
   dim: { type: 'string' },
   threads: { type: 'string' },
-  offset: { type: 'string' },
-  partial: { type: 'string' },
   rstd: { type: 'string' },
   format: { type: 'string' },
   'in-place': { type: 'boolean' },
@@ -240,11 +246,9 @@ export function parseCommand(argv: readonly string[]): Command {
     weightDtype: oneOf('weight-dtype', values['weight-dtype'] as string | undefined, KERNEL_DTYPES),
     castingMode: oneOf('casting-mode', values['casting-mode'] as string | undefined, CASTING_MODES),
     tensors: values.tensor as string[] | undefined,
-    eps: num('eps', str('eps')),
+    ...Object.fromEntries(Object.keys(SCALAR_FLAGS).map((k) => [k, num(k, str(k))])),
     dim: num('dim', str('dim'), true),
     threads: num('threads', str('threads'), true),
-    offset: num('offset', str('offset')),
-    partial: num('partial', str('partial')),
     format: oneOf<FormatName>('format', values.format as string | undefined, FORMAT_NAMES),
     durable: values['no-fsync'] !== true,
   };
