@@ -123,27 +123,33 @@ export function yieldToEventLoop(): Promise<void> {
 /** Node's Buffer, when there is one (its allocUnsafeSlow gives an ArrayBuffer of its own, not zeroed). */
 const NodeBuffer = (globalThis as { Buffer?: { allocUnsafeSlow(n: number): { buffer: ArrayBuffer } } }).Buffer;
 
-/** Below this many floats a zeroed array costs the same (bench/alloc.ts). */
-const UNZEROED_FROM = 4096;
+/** Below this many bytes (4096 floats) a zeroed buffer costs the same (bench/alloc.ts). */
+const UNZEROED_FROM_BYTES = 16 << 10;
 
 /**
- * A new Float32Array of `n` floats, for a result the library allocates and the call then
- * overwrites in full; `shared`: in a SharedArrayBuffer (the pool's results of calls on arrays
- * in one, which its workers write directly). In Node from 16 KiB up, memory that is not zeroed first
+ * A new buffer of `bytes` for a result the library allocates and the call then overwrites in
+ * full; `shared`: a SharedArrayBuffer (the pool's results of calls on arrays in one, which its
+ * workers write directly). In Node from 16 KiB up, memory that is not zeroed first
  * (`Buffer.allocUnsafeSlow`: an ArrayBuffer of its own, never a slice of Node's shared pool):
- * measured by `npm run bench:alloc`, zeroing is up to a third of allocating and writing 1–16 MiB. Browsers
- * have no such allocation; a new array's pages are faulted in as the results are written.
+ * measured by `npm run bench:alloc`, zeroing is up to a third of allocating and writing 1–16
+ * MiB. Browsers have no such allocation; a new array's pages are faulted in as the results are
+ * written. View it from offset 0 with the result's length.
  */
+export function resultBuffer(bytes: number, shared = false): ArrayBufferLike {
+  if (shared) return new SharedArrayBuffer(bytes);
+  if (NodeBuffer !== undefined && bytes >= UNZEROED_FROM_BYTES) return NodeBuffer.allocUnsafeSlow(bytes).buffer;
+  return new ArrayBuffer(bytes);
+}
+
+/** A new Float32Array of `n` floats for a result, allocated as {@link resultBuffer} says. */
 export function resultArray(n: number, shared = false): Float32Array {
-  if (shared) return new Float32Array(new SharedArrayBuffer(4 * n));
-  if (NodeBuffer !== undefined && n >= UNZEROED_FROM) return new Float32Array(NodeBuffer.allocUnsafeSlow(4 * n).buffer, 0, n);
-  return new Float32Array(n);
+  return new Float32Array(resultBuffer(4 * n, shared), 0, n);
 }
 
 /**
  * A new array of `n` elements for a result the library allocates, of the kind the caller's
  * input was given as (check/arrays.ts KIND_*: 0 Float32Array, 1 Uint16Array of half bits,
- * 2 Float16Array), allocated as {@link resultArray} does (`shared` likewise). Returns the array the kernel writes
+ * 2 Float16Array), allocated as {@link resultBuffer} says (`shared` likewise). Returns the array the kernel writes
  * (a half result's Uint16Array) and the one the caller gets (the Float16Array over the same
  * bytes, for kind 2).
  */
@@ -152,11 +158,7 @@ export function resultOfKind(kind: number, n: number, shared = false): { placed:
     const a = resultArray(n, shared);
     return { placed: a, given: a };
   }
-  const bits = shared
-    ? new Uint16Array(new SharedArrayBuffer(2 * n))
-    : NodeBuffer !== undefined && n >= 2 * UNZEROED_FROM
-      ? new Uint16Array(NodeBuffer.allocUnsafeSlow(2 * n).buffer, 0, n)
-      : new Uint16Array(n);
+  const bits = new Uint16Array(resultBuffer(2 * n, shared), 0, n);
   if (kind === 1) return { placed: bits, given: bits };
   const F16 = (globalThis as { Float16Array?: new (b: ArrayBufferLike, at: number, n: number) => ArrayBufferView }).Float16Array!;
   return { placed: bits, given: new F16(bits.buffer, bits.byteOffset, n) };

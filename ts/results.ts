@@ -9,7 +9,7 @@
 import { BY_CODE } from './dtypes.js';
 import { B, BACKWARD, F, FORWARD, type Data, type Op, type Placed } from './ops.js';
 import type { Placement } from './place/placer.js';
-import { resultArray, resultOfKind } from './platform.js';
+import { resultArray, resultBuffer, resultOfKind } from './platform.js';
 import { KIND_F32 } from './check/arrays.js';
 import type { BackwardArgs, ForwardArgs } from './check/calls.js';
 import type { FloatArray, RmsNormBackwardResult } from './types.js';
@@ -25,8 +25,8 @@ export function forwardResult(a: ForwardArgs, shared = false): { y: Placed; give
   if (q !== 0) {
     // A quantized output: the array of its dtype's facts (1-byte elements).
     const n = a.x.length;
-    const Type = BY_CODE[q]!.Array as new (b: ArrayBufferLike) => Int8Array | Uint8Array;
-    const y = new Type(shared ? new SharedArrayBuffer(n) : new ArrayBuffer(n));
+    const Type = BY_CODE[q]!.Array as new (b: ArrayBufferLike, at: number, n: number) => Int8Array | Uint8Array;
+    const y = new Type(resultBuffer(n, shared), 0, n);
     return { y, given: y, resident: true };
   }
   if (a.xKind === KIND_F32) {

@@ -25,6 +25,7 @@ pub fn to_i8(v: f32) -> i8 {
 /// the bits differ between engines.
 #[inline(always)]
 pub fn to_e4m3(v: f32) -> u8 {
+    // Told apart before the clamp: vectorized on a relaxed build, the clamp may lose a NaN.
     if nan(v) {
         return 0x7f;
     }

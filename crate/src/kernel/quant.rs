@@ -5,12 +5,12 @@
 //! residual add, a gate, the casting modes) into scratch, a block of rows at a time, as the
 //! activations' type — the `y` a call without quantization returns, bit for bit — and each
 //! row is then quantized from it: the scale, `max|y| / qmax` (NaN ignored; at least f32's
-//! smallest normal, 2^-126, unless 0) or the static one;
-//! `inv = 1 / scale` once per row (0 for a scale of 0: a row of zeros gives zeros); `q = y ·
-//! inv` rounded to nearest even, clamped to the type's range ([`crate::quant_bits`] defines
-//! the codes: int8's NaN becomes 0; float8 E4M3FN's values are clamped to ±448 before the
-//! cast, as vLLM does where a plain cast would give NaN, and NaN stays NaN, `0x7f`). Reusing the forward keeps one copy of its rows in the module, not a
-//! second one per storage type and variant.
+//! smallest normal, 2^-126, unless 0) or the static one; `inv = 1 / scale` once per row (0
+//! for a scale of 0: a row of zeros gives zeros); `q = y · inv` rounded to nearest even,
+//! clamped to the type's range ([`crate::quant_bits`] defines the codes: int8's NaN becomes
+//! 0; float8 E4M3FN's values are clamped to ±448 before the cast, as vLLM does where a plain
+//! cast would give NaN, and NaN stays NaN, `0x7f`). Reusing the forward keeps one copy of
+//! its rows in the module, not a second one per storage type and variant.
 
 use super::args::Forward;
 use super::elems::{Buffer, NoMemory, Row, STACK_ROW};
