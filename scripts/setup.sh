@@ -6,7 +6,7 @@
 # wasm-pack at a pinned version, the npm packages; checks that each tool comes from what it
 # installed (scripts/check-tools.sh); then builds the three wasm variants and the TypeScript.
 # The list of tools and packages lives in scripts/tools.sh; the Debian packages are:
-#   rustc-web cargo-web rust-web-llvm lld-22 chromium firefox-esr libwebkit2gtk-4.1-0 webkit2gtk-driver xvfb slurmctld slurmd slurm-client munge rust-web-src
+#   rustc-web cargo-web rust-web-llvm lld-22 chromium firefox-esr libwebkit2gtk-4.1-0 webkit2gtk-driver xvfb slurmctld slurmd slurm-client munge strace rust-web-src
 # (test/setup-check.test.ts keeps this line equal to that list).
 set -euo pipefail
 cd "$(dirname "$0")/.."

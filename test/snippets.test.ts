@@ -55,6 +55,10 @@ writeFileSync(join(dir, 'acts.npy'), npy([ROWS, DIM], rowsF32));
 writeFileSync(join(dir, 'w.npy'), npy([DIM], new Float32Array(DIM).fill(1)));
 for (const f of ['acts.f32', 'in.f32']) writeFileSync(join(dir, f), Buffer.from(rowsF32.buffer));
 writeFileSync(join(dir, 'acts.bf16'), Buffer.alloc(ROWS * DIM * 2, 0x3f));
+const tensorsHeader = Buffer.from(JSON.stringify({ acts: { dtype: 'F32', shape: [ROWS, DIM], data_offsets: [0, ROWS * DIM * 4] } }).padEnd(80, ' '));
+const headerLength = Buffer.alloc(8);
+headerLength.writeBigUInt64LE(BigInt(tensorsHeader.length));
+writeFileSync(join(dir, 'acts.safetensors'), Buffer.concat([headerLength, tensorsHeader, Buffer.from(rowsF32.buffer)]));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const run = promisify(execFile);

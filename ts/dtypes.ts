@@ -65,6 +65,18 @@ export const QUANT_DTYPES: Readonly<Record<QuantDtype, DtypeFacts>> = Object.fro
   BY_CODE.filter((d) => d.qmax !== 0).map((d) => [d.name, d]),
 ) as Record<QuantDtype, DtypeFacts>;
 
+/** A dtype an output file may be written in: one the kernels store, or a quantized one. */
+export type OutDtype = Dtype | QuantDtype;
+
+/** Every dtype a file may hold, read or written, by name. */
+export const ALL_DTYPES: Readonly<Record<FileDtype | QuantDtype, DtypeFacts>> = { ...DTYPES, ...QUANT_DTYPES };
+
+/** The dtypes an output may be written in: the kernels' storage types, then the quantized ones. */
+export const OUT_DTYPES: readonly OutDtype[] = BY_CODE.map((d) => d.name as OutDtype);
+
+/** Whether `d` is a quantized output type. */
+export const isQuant = (d: string | undefined): d is QuantDtype => d !== undefined && Object.hasOwn(QUANT_DTYPES, d);
+
 /** The dtypes the kernels store (and an output may have), in code order. */
 export const KERNEL_DTYPES = (Object.keys(DTYPES) as FileDtype[]).filter((d): d is Dtype => DTYPES[d].code >= 0).sort((a, b) => DTYPES[a].code - DTYPES[b].code);
 

@@ -14,8 +14,8 @@
 import type { RmsNorm } from '../index.js';
 import type { Engine } from './engine.js';
 import type { F32Buffer } from '../memory.js';
-import type { Dtype, FloatArray, HalfDtype } from '../types.js';
-import { DTYPES, type FileDtype } from '../dtypes.js';
+import type { Dtype, FloatArray, HalfDtype, RmsNormOptions } from '../types.js';
+import { ALL_DTYPES, DTYPES, isQuant, type FileDtype, type OutDtype } from '../dtypes.js';
 import { NormalizeError } from './errors.js';
 import type { OutputFile } from './output.js';
 import { shown } from './paths.js';
@@ -83,7 +83,7 @@ interface ArrayJob {
   /** What the file holds, what is computed in, what is written. */
   inDtype: FileDtype;
   computeDtype: Dtype;
-  outDtype: Dtype;
+  outDtype: OutDtype;
   call: ChunkCall;
   /** The weight in the pool's memory (a view made anew at each call), or null. */
   weight: (() => FloatArray) | null;
@@ -94,6 +94,8 @@ interface ArrayJob {
   out: OutputFile;
   /** Where each chunk's rstd goes (float32), or null. */
   rstd: { data(bytes: Uint8Array): Promise<void> } | null;
+  /** Where each chunk's row scales go (float32; a quantized output's, `call` having its options), or null. */
+  scales: { data(bytes: Uint8Array): Promise<void> } | null;
   signal?: AbortSignal;
   /** Called with the rows done so far, after each chunk is written. */
   progress(rows: number): void;
@@ -118,11 +120,14 @@ export async function normalizeArray(j: ArrayJob): Promise<number> {
   const rowBytes = inItem * dim;
   const chunkRows = Math.max(1, Math.min(j.rows ?? Infinity, chunkRowsOf(j, regions.bytes)));
   const converts = j.inDtype !== j.computeDtype;
-  const narrows = j.outDtype !== j.computeDtype;
+  // A quantized output is written by the call itself; another dtype than the one computed in, after it.
+  const quant = isQuant(j.outDtype);
+  const narrows = !quant && j.outDtype !== j.computeDtype;
   const slots = Array.from({ length: regions.count }, () => ({
     stage: converts ? staging(j.inDtype, chunkRows * dim) : null,
-    out: narrows ? new Uint16Array(chunkRows * dim) : null,
+    out: narrows || quant ? new ALL_DTYPES[j.outDtype].Array(chunkRows * dim) : null,
     rstd: j.rstd ? new Float32Array(chunkRows) : null,
+    scales: j.scales ? new Float32Array(chunkRows) : null,
   }));
   let rowsDone = 0;
   let ended = false;
@@ -147,16 +152,19 @@ export async function normalizeArray(j: ArrayJob): Promise<number> {
       else j.sync.halfToFloat32(slot.stage.subarray(0, n * dim) as Uint16Array, j.inDtype as HalfDtype, { out: x as Float32Array });
     }
     const rs = slot.rstd?.subarray(0, n);
+    const sc = slot.scales?.subarray(0, n);
     if (n > 0) {
-      await j.pool.rmsNorm(x, j.weight ? j.weight() : null, { ...j.call, dtype: j.computeDtype, dim, out: x, rstd: rs, signal: j.signal });
+      const out = quant ? slot.out!.subarray(0, n * dim) : x;
+      await j.pool.rmsNorm(x, j.weight ? j.weight() : null, { ...j.call, dtype: j.computeDtype, dim, out, rstd: rs, rowScales: sc, signal: j.signal } as RmsNormOptions);
     }
-    if (slot.out && n > 0) {
-      j.sync.float32ToHalf(regions.view(s, j.computeDtype, n * dim) as Float32Array, j.outDtype as HalfDtype, { out: slot.out.subarray(0, n * dim) });
+    if (narrows && n > 0) {
+      j.sync.float32ToHalf(regions.view(s, j.computeDtype, n * dim) as Float32Array, j.outDtype as HalfDtype, { out: slot.out!.subarray(0, n * dim) as Uint16Array });
     }
     await after;
     if (failure !== null || n === 0) return n;
     await j.out.data(bytesOf(slot.out ? slot.out.subarray(0, n * dim) : regions.view(s, j.computeDtype, n * dim)));
     if (j.rstd) await j.rstd.data(bytesOf(rs!));
+    if (j.scales) await j.scales.data(bytesOf(sc!));
     rowsDone += n;
     j.progress(rowsDone);
     return n;

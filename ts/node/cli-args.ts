@@ -5,7 +5,7 @@
  */
 import { parseArgs } from 'node:util';
 import type { CastingMode } from '../types.js';
-import { KERNEL_DTYPES, listed } from '../dtypes.js';
+import { KERNEL_DTYPES, listed, OUT_DTYPES } from '../dtypes.js';
 import { FORMAT_NAMES, FORMATS, type FormatName } from './formats/index.js';
 
 /**
@@ -41,8 +41,15 @@ running it again. One run per shard at a time: a second waits for the first (see
 Options:
   --dtype T           float32, float16 or bfloat16: what raw IN holds (default float32);
                       for a file with a header optional, and checked against it
-  --out-dtype T       float32, float16 or bfloat16: OUT's dtype (default: IN's; float32
-                      for float64); a .npy or .npz cannot hold bfloat16
+  --out-dtype T       ${listed(OUT_DTYPES, '')}: OUT's dtype (default: IN's;
+                      float32 for float64); a .npy or .npz cannot hold bfloat16 or float8.
+                      int8 and float8_e4m3 quantize each row by its own scale, max|y|/127
+                      or max|y|/448 (float32), written beside it: the array NAME_scale in
+                      an .npz or safetensors OUT, the file OUT.scale.npy beside a .npy
+                      (raw: OUT.scale + OUT's extension), renamed into place before OUT,
+                      which is removed first
+  --quant-scale S     with --out-dtype int8 or float8_e4m3: one scale for every row
+                      (q = y / S); no scales are written
   --tensor NAME       in an .npz or safetensors IN: normalize this array (repeat for more;
                       default: every float array)
   --weight W          the gain, dim elements: a .npy, an .npz or safetensors file holding
@@ -105,7 +112,7 @@ function oneOf<T extends string>(name: string, v: string | undefined, allowed: r
 
 /** The flags that take a value (a value may start with '-': `--eps -1e-3`, `--offset -1`). */
 const VALUED = [
-  'dtype', 'out-dtype', 'weight-dtype', 'weight-tensor', 'tensor', 'casting-mode', 'weight', ...Object.keys(SCALAR_FLAGS), 'dim', 'threads', 'rstd', 'format',
+  'dtype', 'out-dtype', 'quant-scale', 'weight-dtype', 'weight-tensor', 'tensor', 'casting-mode', 'weight', ...Object.keys(SCALAR_FLAGS), 'dim', 'threads', 'rstd', 'format',
   'out-dir', 'shard', 'lock-wait', 'lock-stale',
 ];
 
@@ -161,6 +168,7 @@ function shardFlag(v: string | undefined): { index: number; count: number } | un
 const FLAGS = {
   dtype: { type: 'string' },
   'out-dtype': { type: 'string' },
+  'quant-scale': { type: 'string' },
   'weight-dtype': { type: 'string' },
   'weight-tensor': { type: 'string' },
   tensor: { type: 'string', multiple: true },
@@ -242,7 +250,8 @@ export function parseCommand(argv: readonly string[]): Command {
     weight: str('weight'),
     weightTensor: str('weight-tensor'),
     dtype: oneOf('dtype', values.dtype as string | undefined, KERNEL_DTYPES),
-    outDtype: oneOf('out-dtype', values['out-dtype'] as string | undefined, KERNEL_DTYPES),
+    outDtype: oneOf('out-dtype', values['out-dtype'] as string | undefined, OUT_DTYPES),
+    quantScale: num('quant-scale', str('quant-scale')),
     weightDtype: oneOf('weight-dtype', values['weight-dtype'] as string | undefined, KERNEL_DTYPES),
     castingMode: oneOf('casting-mode', values['casting-mode'] as string | undefined, CASTING_MODES),
     tensors: values.tensor as string[] | undefined,

@@ -56,7 +56,7 @@ export function summaryLine(s: NormalizeSummary): string {
   const copied = s.copied.length ? `; ${count(s.copied.length, 'array')} copied as ${s.copied.length === 1 ? 'it is' : 'they are'}` : '';
   return (
     `normalized ${what} (${dtypes}, ${decimal(s.bytes, 'B')}) in ${duration(s.seconds)}: ` +
-    `${decimal(s.gbPerS * 1e9, 'B/s')} on ${count(s.threads, 'thread')}${copied} → ${s.output}`
+    `${decimal(s.gbPerS * 1e9, 'B/s')} on ${count(s.threads, 'thread')}${copied} → ${s.output}${s.scales !== undefined ? ` (scales: ${s.scales})` : ''}`
   );
 }
 

@@ -7,14 +7,14 @@ import { describe, kindOf } from '../check/arrays.js';
 import { options as checkOptions } from '../check/options.js';
 import { FILE_PARAM_KEYS } from '../check/params.js';
 import type { Dtype } from '../types.js';
-import { KERNEL_DTYPES, listed } from '../dtypes.js';
+import { KERNEL_DTYPES, listed, OUT_DTYPES, type OutDtype } from '../dtypes.js';
 import { FORMAT_NAMES, type FormatName } from './formats/index.js';
 import type { FsPath } from './paths.js';
 import type { NormalizeFileOptions } from './types.js';
 
 /** The options of a file's normalization (`normalizeFile`'s less `rstd`, `inPlace`, `onProgress`, `range`: what a dataset passes on). */
 const PER_FILE_KEYS: readonly string[] = [
-  ...FILE_PARAM_KEYS, 'weight', 'weightTensor', 'outDtype', 'format', 'tensors', 'threads', 'pool', 'chunkBytes', 'checksum', 'durable', 'signal',
+  ...FILE_PARAM_KEYS, 'weight', 'weightTensor', 'outDtype', 'quantScale', 'format', 'tensors', 'threads', 'pool', 'chunkBytes', 'checksum', 'durable', 'signal',
 ];
 
 /** Every option of `normalizeFile`. */
@@ -26,7 +26,7 @@ export interface FileArgs {
   dim: number | undefined;
   dtype: Dtype | undefined;
   weightDtype: Dtype | undefined;
-  outDtype: Dtype | undefined;
+  outDtype: OutDtype | undefined;
   chunkBytes: number | undefined;
   format: FormatName | undefined;
   range: readonly [number, number] | undefined;
@@ -37,10 +37,10 @@ export interface FileArgs {
 export const isPath = (p: unknown): p is FsPath => (typeof p === 'string' && p.length > 0) || (Buffer.isBuffer(p) && p.length > 0);
 
 /** A dtype option, one of `allowed`; undefined when absent. */
-function dtypeOpt(fn: string, name: string, v: unknown, allowed: readonly string[]): Dtype | undefined {
+function dtypeOpt<T extends string>(fn: string, name: string, v: unknown, allowed: readonly T[]): T | undefined {
   if (v === undefined) return undefined;
-  if (!allowed.includes(v as string)) throw new TypeError(`${fn}: options.${name} must be ${listed(allowed)}, got ${describe(v)}`);
-  return v as Dtype;
+  if (!allowed.includes(v as T)) throw new TypeError(`${fn}: options.${name} must be ${listed(allowed)}, got ${describe(v)}`);
+  return v as T;
 }
 
 function positive(fn: string, name: string, v: unknown, max: number): number | undefined {
@@ -88,7 +88,7 @@ export function checkFileOptions(fn: string, options: unknown, keys: readonly st
     dim: positive(fn, 'dim', o.dim, Number.MAX_SAFE_INTEGER),
     dtype: dtypeOpt(fn, 'dtype', o.dtype, KERNEL_DTYPES),
     weightDtype: dtypeOpt(fn, 'weightDtype', o.weightDtype, KERNEL_DTYPES),
-    outDtype: dtypeOpt(fn, 'outDtype', o.outDtype, KERNEL_DTYPES),
+    outDtype: dtypeOpt(fn, 'outDtype', o.outDtype, OUT_DTYPES),
     chunkBytes: positive(fn, 'chunkBytes', o.chunkBytes, 2 ** 30),
     format,
     range: rangeOpt(o.range),

@@ -19,17 +19,20 @@ import type { F32Buffer, U16Buffer } from '../memory.js';
 import { checkForward } from '../check/calls.js';
 import { paramOptions } from '../check/params.js';
 import type { Dtype, FloatArray } from '../types.js';
-import { KERNEL_DTYPES, DTYPES } from '../dtypes.js';
+import { isQuant, KERNEL_DTYPES, DTYPES } from '../dtypes.js';
 import { AtomicFile, removeStrays } from './atomic.js';
-import { CHUNK_BYTES, copyArray, normalizeArray, Regions, SLOTS } from './chunks.js';
+import { CHUNK_BYTES, copyArray, normalizeArray, Regions, SLOTS, type ChunkCall } from './chunks.js';
 import { NormalizeError } from './errors.js';
 import { checkFileOptions, FILE_KEYS, isPath, type FileArgs } from './file-args.js';
 import { formatNamed, formatOf } from './formats/index.js';
 import { OutputFile } from './output.js';
-import { baseOf, dirOf, shown, type FsPath } from './paths.js';
-import { planArrays, rstdArrays, type ArrayPlan } from './plan.js';
-import { openSink, planOutput, sameInode, type OutputPlan } from './sink.js';
+import { baseOf, bytesOf, dirOf, joinPath, scalesPathOf, shown, type FsPath } from './paths.js';
+import { planArrays, rowArrays, type ArrayPlan } from './plan.js';
+import { openSink, planOutput, sameInode, type OutputPlan, type Sink } from './sink.js';
 import { openSource } from './source.js';
+import { unlink } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { codeOf, fsError } from './errors.js';
 import { fitsRegions, normalizePositioned } from './positioned.js';
 import { taskQueueOf } from '../pool/task-queue.js';
 import * as zlib from 'node:zlib';
@@ -84,11 +87,18 @@ function checkCalls(plans: readonly ArrayPlan[], w: FloatArray | null, weightDty
   for (const p of plans) {
     if (!p.norm) continue;
     const n = p.norm;
-    const empty = n.computeDtype === 'float32' ? new Float32Array(0) : new Uint16Array(0);
-    const call = { ...paramOptions(o as Record<string, unknown>), dim: n.dim, dtype: n.computeDtype, weightDtype };
+    const empty = new DTYPES[n.computeDtype].Array(0) as FloatArray;
+    const call = { ...callOf(o, p, weightDtype), dim: n.dim, dtype: n.computeDtype, rowScales: n.rowScales ? new Float32Array(0) : undefined };
     settled = KERNEL_DTYPES[checkForward('normalizeFile', empty, w, call).params.wdt]!;
   }
   return settled;
+}
+
+/** The options of the calls that normalize `p`'s chunks: the parameter options as given, the weight's dtype, a quantized output's. */
+function callOf(o: NormalizeFileOptions, p: ArrayPlan, weightDtype: Dtype | undefined): ChunkCall {
+  // quantScale always: the checks refuse it without a quantized output.
+  const quant = isQuant(p.norm!.outDtype) && { outDtype: p.norm!.outDtype };
+  return { ...paramOptions(o as Record<string, unknown>), weightDtype: weightDtype!, quantScale: o.quantScale, ...quant };
 }
 
 /**
@@ -133,22 +143,31 @@ export async function normalizeFileWith(input: FsPath, output: FsPath, options: 
     const arrays = planArrays(contents, a, weight.w ? weight.w.length : null, name);
     const weightDtype = checkCalls(arrays, weight.w, weight.dtype, o);
     const writer = format.writer(arrays.map((p) => p.out), contents.meta, shown(output));
-    const rstdWriter = plans.rstd ? format.writer(rstdArrays(arrays), undefined, shown(o.rstd!)) : null;
+    const rstdWriter = plans.rstd ? format.writer(rowArrays(arrays), undefined, shown(o.rstd!)) : null;
+    // A one-array file's row scales go to a file of their own beside it (a container holds them).
+    const scalesPlan = !formatNamed(contents.format).several && arrays[0]!.norm?.rowScales ? await planScales(plans, input, output, o) : null;
+    const scalesWriter = scalesPlan ? format.writer(rowArrays(arrays), undefined, shown(scalesPlan.target)) : null;
     const signal = o.signal;
+    const order = writer.order ?? arrays.map((_, k) => k);
+    if (plans.out.kind === 'stream' && arrays.some((p, i) => p.scalesOf !== undefined && order.indexOf(i) < order.indexOf(p.scalesOf))) {
+      throw new NormalizeError(`${shown(output)} is a stream, but ${contents.format} puts the rows' scales before the data: write the output to a file, or give options.quantScale`);
+    }
 
     if (plans.out.kind === 'file' && !ctx.cleared) await removeStrays(dirOf(plans.out.target), [baseOf(plans.out.target)]);
+    if (scalesPlan && !ctx.cleared) await removeStrays(dirOf(scalesPlan.target), [baseOf(scalesPlan.target)]);
     if (plans.out.kind === 'file') await ctx.makeDir?.(dirOf(plans.out.target));
     await using out = await openSink(plans.out);
     await using rstdOut = plans.rstd ? await openSink(plans.rstd) : null;
+    await using scalesOut = scalesPlan ? await openSink(scalesPlan) : null;
     const engine = ctx.engine ?? (await engineStart!.get());
     const pool = engine;
     const sync = await loadRmsNorm();
     const total = arrays.reduce((s, p) => s + (p.norm?.rows ?? 0), 0);
-    const totalBytes = arrays.reduce((s, q) => s + (q.norm?.rows ?? NaN) * (q.norm?.dim ?? 0) * DTYPES[q.norm?.inDtype ?? 'float32'].bytes, 0);
+    const totalBytes = arrays.reduce((s, q) => s + (q.norm ? (q.norm.rows ?? NaN) * q.norm.dim * DTYPES[q.norm.inDtype].bytes : 0), 0);
     const queue = engine.pool && taskQueueOf(engine.pool);
     // Every read and write at a position (see positioned.ts): the workers move the rows.
     if (
-      queue && src.fd !== undefined && out instanceof AtomicFile && (rstdOut === null || rstdOut instanceof AtomicFile) &&
+      queue && src.fd !== undefined && out instanceof AtomicFile && (rstdOut === null || rstdOut instanceof AtomicFile) && (scalesOut === null || scalesOut instanceof AtomicFile) &&
       arrays.every((p) => p.input.source === src && p.input.bytes !== null) && fitsRegions(queue, arrays) &&
       (writer.dataCrc === undefined || typeof zlib.crc32 === 'function')
     ) {
@@ -160,8 +179,10 @@ export async function normalizeFileWith(input: FsPath, output: FsPath, options: 
         r = await normalizePositioned({
           queue, pool: engine.pool!, sync, src, plans: arrays, out, rstd: rstdOut as AtomicFile | null, weight: weight.w, signal, checksum: o.checksum === true, chunkBytes: a.chunkBytes,
           writer: () => format.writer(arrays.map((p) => p.out), contents.meta, shown(output)),
-          rstdWriter: plans.rstd ? () => format.writer(rstdArrays(arrays), undefined, shown(o.rstd!)) : null,
-          call: { ...paramOptions(o as Record<string, unknown>), weightDtype },
+          rstdWriter: plans.rstd ? () => format.writer(rowArrays(arrays), undefined, shown(o.rstd!)) : null,
+          scales: scalesOut as AtomicFile | null,
+          scalesWriter: scalesPlan ? () => format.writer(rowArrays(arrays), undefined, shown(scalesPlan.target)) : null,
+          call: callOf(o, arrays.find((p) => p.norm)!, weightDtype),
           progress: (i, rows) => {
             const n = arrays[i]!.norm!;
             bytesDone += (rows - rowsOf[i]!) * n.dim * DTYPES[n.inDtype].bytes;
@@ -173,14 +194,12 @@ export async function normalizeFileWith(input: FsPath, output: FsPath, options: 
         await queue.release();
       }
       signal?.throwIfAborted();
-      await out.flush(o.durable !== false);
-      await rstdOut?.flush(o.durable !== false);
-      await rstdOut?.publish();
-      await out.publish();
-      return summaryOf(input, output, contents.format, arrays, r.rows, { at: r.bytes, digest: () => r.sha256 }, pool, t0);
+      await publish([out, rstdOut, scalesOut], plans.out, o.durable !== false, input);
+      return summaryOf(input, output, contents.format, arrays, r.rows, { at: r.bytes, sha256: r.sha256, scales: scalesPlan?.target }, pool, t0);
     }
     const outFile = new OutputFile(out, writer, o.checksum === true);
     const rstdFile = rstdOut ? new OutputFile(rstdOut, rstdWriter!, false) : null;
+    const scalesFile = scalesOut ? new OutputFile(scalesOut, scalesWriter!, false) : null;
     using wBuf = weight.w ? placeWeight(pool, weight.w, weightDtype) : null;
     let rows = 0;
     let rowsBefore = 0;
@@ -191,47 +210,110 @@ export async function normalizeFileWith(input: FsPath, output: FsPath, options: 
       });
     // rstd of a container is kept until the end: its arrays may go in another order than the data's.
     const rstdKept = new Map<number, Uint8Array[]>();
+    // So are a container's scales (by the index of their array), until their array's turn, or
+    // written where their array was left for them when that came first.
+    const scalesKept = new Map<number, Uint8Array[]>();
+    const scalesAt = new Map<number, number>();
     const many = formatNamed(contents.format).several;
     if (rstdFile && !many) rstdFile.begin(0);
-    for (const i of writer.order ?? arrays.map((_, k) => k)) {
+    if (scalesFile) scalesFile.begin(0);
+    for (const i of order) {
       const p = arrays[i]!;
       outFile.begin(i);
       signal?.throwIfAborted();
-      if (!p.norm) await copyArray(p.input.source, p.input.offset, p.input.bytes ?? 0, outFile, `${name}: array ${JSON.stringify(p.input.name)}`);
+      if (p.scalesOf !== undefined) {
+        const kept = scalesKept.get(p.scalesOf) ?? (arrays[p.scalesOf]!.norm!.rows === 0 ? [] : undefined);
+        if (kept) for (const b of kept) await outFile.data(b);
+        else scalesAt.set(p.scalesOf, await outFile.reserve(p.out.bytes));
+      } else if (!p.norm) await copyArray(p.input.source, p.input.offset, p.input.bytes ?? 0, outFile, `${name}: array ${JSON.stringify(p.input.name)}`);
       else if (p.norm.rows !== 0) {
         const n = p.norm;
         const rowBytes = Math.max(DTYPES[n.inDtype].bytes, DTYPES[n.computeDtype].bytes) * n.dim;
         const want = Math.min(a.chunkBytes ?? CHUNK_BYTES, (n.rows ?? Infinity) * rowBytes);
         using regions = Regions.alloc(pool, Math.min(SLOTS, Math.ceil(((n.rows ?? Infinity) * rowBytes) / want)), Math.max(want, rowBytes));
         const kept: Uint8Array[] = [];
+        const scales: Uint8Array[] = [];
         const done = await normalizeArray({
           source: p.input.source, offset: p.input.offset + n.first * DTYPES[n.inDtype].bytes * n.dim, rows: n.rows, dim: n.dim,
           inDtype: n.inDtype, computeDtype: n.computeDtype, outDtype: n.outDtype,
-          call: { ...paramOptions(o as Record<string, unknown>), weightDtype },
+          call: callOf(o, p, weightDtype),
           weight: wBuf ? () => wBuf.view() : null, pool, sync, regions, out: outFile,
           rstd: rstdFile ? (many ? { data: async (b: Uint8Array) => void kept.push(b.slice()) } : rstdFile) : null,
+          scales: !n.rowScales ? null : scalesFile ?? { data: async (b: Uint8Array) => void scales.push(b.slice()) },
           signal, progress: (r) => progress(r, p),
         });
         if (many) rstdKept.set(i, kept);
+        if (scalesAt.has(i)) await outFile.fill(scalesAt.get(i)!, scales);
+        else scalesKept.set(i, scales);
         rows += done;
         rowsBefore += done;
       }
       outFile.finish();
     }
     await outFile.end();
+    const sha256 = await outFile.digest();
     if (rstdFile && !many) rstdFile.finish();
     if (rstdFile && many) await writeKept(rstdFile, rstdWriter!.order, arrays, rstdKept);
     await rstdFile?.end();
+    scalesFile?.finish();
+    await scalesFile?.end();
     signal?.throwIfAborted();
-    // Both flushed before either is renamed; the rstd file first: a failure there leaves the output as it was.
-    await out.flush(o.durable !== false);
-    await rstdOut?.flush(o.durable !== false);
-    await rstdOut?.publish();
-    await out.publish();
-    return summaryOf(input, output, contents.format, arrays, rows, outFile, pool, t0);
+    await publish([out, rstdOut, scalesOut], plans.out, o.durable !== false, input);
+    return summaryOf(input, output, contents.format, arrays, rows, { at: outFile.at, sha256, scales: scalesPlan?.target }, pool, t0);
   } finally {
     await src.close();
   }
+}
+
+/**
+ * Where the rows' scales of a one-array output go: the file beside it, as the output was named
+ * (paths.ts scalesPathOf). A NormalizeError when the output is a stream (there is no file to put
+ * them beside), or when that file is the input or the rstd file.
+ */
+async function planScales(plans: { out: OutputPlan; rstd: OutputPlan | null }, input: FsPath, output: FsPath, o: NormalizeFileOptions): Promise<OutputPlan> {
+  if (plans.out.kind !== 'file') {
+    throw new NormalizeError(`the rows' scales of a quantized output go to a file beside it, but the output ${shown(output)} is a stream: write it to a file, or give options.quantScale`);
+  }
+  const plan = await planOutput(scalesPathOf(output), 'the file of the scales');
+  if (plan.kind === 'file' && input !== '-' && (await samePath(input, plan.target))) {
+    throw new NormalizeError(`the rows' scales of ${shown(output)} go to ${shown(plan.target)}, which is the input: write the output elsewhere`);
+  }
+  if (plans.rstd && (await samePath(plans.rstd.target, plan.target))) {
+    throw new NormalizeError(`options.rstd ${shown(o.rstd!)} is where the rows' scales of the output go: give another path`);
+  }
+  return plan;
+}
+
+/** Whether two paths name one file: the same inode, or (for files not there yet) the same absolute path. */
+async function samePath(a: FsPath, b: FsPath): Promise<boolean> {
+  const abs = (p: FsPath) => (typeof p === 'string' ? Buffer.from(resolve(p)) : bytesOf(p[0] === 0x2f ? p : joinPath(process.cwd(), p)));
+  return abs(a).equals(abs(b)) || (await sameInode(a, b));
+}
+
+/**
+ * Flushes the output, the rstd file and the scales file (each one that is there), then renames
+ * them into place: every file flushed before any is renamed, the rstd file first (a failure
+ * there leaves the output as it was), the output last. The output the scales replace (a file;
+ * not the input, with `inPlace`) is removed before they are renamed: whenever the output is
+ * there, the scales beside it are its own — even when the process dies between the renames.
+ */
+async function publish([out, rstd, scales]: readonly [Sink, Sink | null, Sink | null], plan: OutputPlan, durable: boolean, input: FsPath): Promise<void> {
+  await out.flush(durable);
+  await rstd?.flush(durable);
+  await scales?.flush(durable);
+  await rstd?.publish();
+  if (scales) {
+    // Not the input (inPlace): it is kept until the new output replaces it.
+    if (plan.kind === 'file' && !(input !== '-' && (await sameInode(input, plan.target)))) {
+      try {
+        await unlink(plan.target);
+      } catch (e) {
+        if (codeOf(e) !== 'ENOENT') throw fsError(e, 'replace', plan.target);
+      }
+    }
+    await scales.publish();
+  }
+  await out.publish();
 }
 
 /** A path argument as a message shows it. */
@@ -257,19 +339,21 @@ async function writeKept(file: OutputFile, order: readonly number[] | undefined,
 
 /** What {@link normalizeFile} reports. */
 function summaryOf(
-  input: FsPath, output: FsPath, format: NormalizeSummary['format'], plans: readonly ArrayPlan[], rows: number, out: { at: number; digest(): string | undefined }, pool: Engine, t0: number,
+  input: FsPath, output: FsPath, format: NormalizeSummary['format'], plans: readonly ArrayPlan[], rows: number,
+  out: { at: number; sha256: string | undefined; scales: FsPath | undefined }, pool: Engine, t0: number,
 ): NormalizeSummary {
   const seconds = (performance.now() - t0) / 1000;
   const norm = plans.filter((p) => p.norm);
   const first = norm[0]!;
   const bytes = norm.reduce((s, p) => s + (p.norm!.rows ?? rows) * p.norm!.dim * DTYPES[p.norm!.inDtype].bytes, 0);
-  const sha256 = out.digest();
+  const { sha256, scales } = out;
   return {
     input: shown(input), output: shown(output), format, dtype: first.norm!.inDtype, outDtype: first.norm!.outDtype, rows, dim: first.norm!.dim,
     shape: first.norm!.rows === null ? [rows, first.norm!.dim] : first.out.shape,
     arrays: norm.map((p) => ({ name: p.out.name, dtype: p.norm!.inDtype, outDtype: p.norm!.outDtype, shape: p.norm!.rows === null ? [rows, p.norm!.dim] : p.out.shape, rows: p.norm!.rows ?? rows, dim: p.norm!.dim })),
-    copied: plans.filter((p) => !p.norm).map((p) => p.out.name),
+    copied: plans.filter((p) => !p.norm && p.scalesOf === undefined).map((p) => p.out.name),
     bytes, outputBytes: out.at, seconds, gbPerS: bytes / seconds / 1e9, threads: pool.threads,
     ...(sha256 && { sha256 }),
+    ...(scales !== undefined && { scales: shown(scales) }),
   };
 }

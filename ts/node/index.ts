@@ -9,10 +9,10 @@
  * @module
  */
 export { normalizeFile, NormalizeError, CHUNK_BYTES, type NormalizeFileOptions, type NormalizeProgress, type NormalizeSummary } from './file.js';
-export type { FileDtype, FormatName, FsPath, NormalizedArray } from './types.js';
+export type { FileDtype, OutDtype, FormatName, FsPath, NormalizedArray } from './types.js';
 export { normalizeDataset } from './dataset/run.js';
 export type {
-  DatasetFailure, DatasetFileDone, DatasetFileEvent, DatasetFileFailed, DatasetPart, DatasetProgress, DatasetRecord, DatasetShard, DatasetSummary, NormalizeDatasetOptions,
+  DatasetFailure, DatasetFileDone, DatasetFileEvent, DatasetFileFailed, DatasetPart, DatasetProgress, DatasetRecord, DatasetScalesRecord, DatasetShard, DatasetSummary, NormalizeDatasetOptions,
 } from './dataset/types.js';
 export { createNormalizeStream, type NormalizeStreamOptions } from './stream.js';
 export { npyHeader, parseNpyHeader, npyDataOffset, NpyError, NPY_PREFIX_BYTES, NPY_ITEM_BYTES, type NpyHeader, type NpyDtype } from './formats/npy.js';

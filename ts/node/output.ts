@@ -1,11 +1,14 @@
 /**
  * An output file written front to back: its format's bytes around the data of each array, the
  * data in order, a running position, and the SHA-256 of everything written (`checksum`). One
- * writer per output file (the normalized data, or the rstd file).
+ * writer per output file (the normalized data, or the rstd file). A file (not a stream) may
+ * leave an array's bytes to be filled later: a container's row scales, which its format puts
+ * before the data they are computed with.
  * @module
  */
 import { createHash, type Hash } from 'node:crypto';
 import type { FormatWriter } from './formats/index.js';
+import { AtomicFile } from './atomic.js';
 import type { Sink } from './sink.js';
 
 /** See the module doc. */
@@ -16,6 +19,8 @@ export class OutputFile {
   /** Bytes of the format's own, waiting to go out with the next data (one write instead of two). */
   private pending: Uint8Array[] = [];
   private array = -1;
+  /** Whether bytes were left to fill (the SHA-256 is then read back from the file). */
+  private holes = false;
 
   constructor(
     readonly sink: Sink,
@@ -57,9 +62,38 @@ export class OutputFile {
     if (parts.length) await this.put(parts);
   }
 
-  /** The SHA-256 of every byte written (hex), with `checksum`. */
-  digest(): string | undefined {
-    return this.hash?.digest('hex');
+  /**
+   * Leaves the current array's `bytes` to be written later by {@link fill} (an output that is a
+   * file, of a format whose bytes do not depend on the data); returns where they start.
+   */
+  async reserve(bytes: number): Promise<number> {
+    if (!this.sink.seekable || this.format.data || this.format.dataCrc) throw new Error('rmsnorm-wasm: internal error: bytes left to fill in an output that cannot have them');
+    const parts = this.pending;
+    this.pending = [];
+    if (parts.length) await this.put(parts);
+    const at = this.at;
+    this.at += bytes;
+    this.holes = true;
+    return at;
+  }
+
+  /** Writes `parts` where {@link reserve} left room for them. */
+  async fill(at: number, parts: readonly Uint8Array[]): Promise<void> {
+    if (parts.length) await this.sink.write(parts, at);
+  }
+
+  /** The SHA-256 of the whole file (hex), with `checksum`: of what was written, or read back from the file after {@link fill}. */
+  async digest(): Promise<string | undefined> {
+    if (!this.hash || !this.holes || !(this.sink instanceof AtomicFile)) return this.hash?.digest('hex');
+    const h = createHash('sha256');
+    const buf = new Uint8Array(4 << 20);
+    for (let at = 0; at < this.at; ) {
+      const { bytesRead } = await this.sink.fh.read(buf, 0, Math.min(buf.length, this.at - at), at);
+      if (bytesRead === 0) throw new Error(`rmsnorm-wasm: internal error: ${this.at} bytes written, ${at} read back`);
+      h.update(buf.subarray(0, bytesRead));
+      at += bytesRead;
+    }
+    return h.digest('hex');
   }
 
   private async put(parts: Uint8Array[]): Promise<void> {

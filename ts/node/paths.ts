@@ -55,6 +55,23 @@ export function dirOf(p: FsPath): FsPath {
   return typeof p === 'string' ? p.slice(0, p.slice(0, end).lastIndexOf('/')) : fromBytes(b.subarray(0, slash));
 }
 
+/** The stem and extension of an output path: `a/b.npy` → `a/b`, `.npy` (no extension: all stem). */
+export function stemOf(rel: FsPath): [stem: Buffer, ext: Buffer] {
+  const b = bytesOf(rel);
+  const slash = b.lastIndexOf(0x2f);
+  const dot = b.lastIndexOf(0x2e);
+  return dot > slash + 1 ? [b.subarray(0, dot), b.subarray(dot)] : [b, Buffer.alloc(0)];
+}
+
+/**
+ * The file of the rows' scales written beside a quantized `.npy` or raw output: `.scale`
+ * before the extension (`a/b.npy` → `a/b.scale.npy`, `a/b` → `a/b.scale`).
+ */
+export function scalesPathOf(p: FsPath): FsPath {
+  const [stem, ext] = stemOf(p);
+  return fromBytes(Buffer.concat([stem, Buffer.from('.scale'), ext]));
+}
+
 /** Bytes of a name on disk (what NAME_MAX, 255 on Linux, limits). */
 export const byteLength = (p: FsPath): number => (typeof p === 'string' ? Buffer.byteLength(p) : p.length);
 

@@ -6,7 +6,7 @@
  * @module
  */
 import type { Dtype } from '../types.js';
-import { DTYPES, listed, type FileDtype } from '../dtypes.js';
+import { ALL_DTYPES, DTYPES, isQuant, listed, type FileDtype, type OutDtype } from '../dtypes.js';
 import { NormalizeError } from './errors.js';
 import type { FileArgs } from './file-args.js';
 import { FORMATS, formatNamed, type ArrayIn, type ArrayOut, type Contents, type Format } from './formats/index.js';
@@ -33,9 +33,16 @@ export interface ArrayPlan {
     first: number;
     inDtype: FileDtype;
     computeDtype: Dtype;
-    outDtype: Dtype;
+    outDtype: OutDtype;
+    /** A quantized output with a scale per row (they are written beside it). */
+    rowScales: boolean;
   } | null;
+  /** For the array of a container that holds the rows' scales of another: that one's index. */
+  scalesOf?: number;
 }
+
+/** The name of the array of scales of a container's array `name`. */
+const scalesName = (name: string): string => `${name}_scale`;
 
 const product = (s: readonly number[]): number => s.reduce((a, b) => a * b, 1);
 
@@ -77,7 +84,7 @@ export function planArrays(contents: Contents, a: FileArgs, weightLength: number
     throw new NormalizeError(`${name} holds no float array to normalize${all ? ` (it has ${all})` : ' (it is empty)'}`);
   }
   if (a.range !== undefined && many) throw new RangeError(`normalizeFile: options.range needs a one-array file (${titles((f) => !f.several)}); ${name} is ${contents.format}`);
-  return contents.arrays.map((x): ArrayPlan => {
+  const plans = contents.arrays.map((x): ArrayPlan => {
     if (!chosen.has(x)) {
       return { input: x, norm: null, out: { name: x.name, dtype: x.dtype, typeName: x.typeName, shape: x.shape, bytes: x.bytes ?? 0, ...(x.whole && { whole: true }) } };
     }
@@ -93,9 +100,11 @@ export function planArrays(contents: Contents, a: FileArgs, weightLength: number
     if (dim === 0) throw new NormalizeError(`${where}: its rows are empty (shape (${x.shape.join(', ')}))`);
     if (dim > MAX_DIM) throw new NormalizeError(`${where}: its rows have ${dim} elements; the kernels take rows of at most ${MAX_DIM}`);
     if (weightLength !== null && weightLength !== dim) throw new NormalizeError(`the weight has ${weightLength} elements, but the rows of ${where} have ${dim}`);
-    const outDtype: Dtype = a.outDtype ?? (inDtype === 'float64' ? 'float32' : inDtype);
-    const computeDtype: Dtype = outDtype === inDtype ? outDtype : 'float32';
-    const rowBytes = dim * Math.max(DTYPES[inDtype].bytes, DTYPES[computeDtype].bytes, DTYPES[outDtype].bytes);
+    const stored: Dtype = inDtype === 'float64' ? 'float32' : inDtype;
+    const outDtype: OutDtype = a.outDtype ?? stored;
+    // A quantized output quantizes what the output in the input's dtype would hold.
+    const computeDtype: Dtype = outDtype === inDtype || isQuant(outDtype) ? stored : 'float32';
+    const rowBytes = dim * Math.max(DTYPES[inDtype].bytes, DTYPES[computeDtype].bytes, ALL_DTYPES[outDtype].bytes);
     const rowCount = x.bytes === null ? null : product(x.shape.slice(0, -1));
     if (rowBytes > MAX_ROW_BYTES && rowCount !== 0) {
       throw new NormalizeError(
@@ -105,24 +114,39 @@ export function planArrays(contents: Contents, a: FileArgs, weightLength: number
     if (a.o.castingMode === 'llama' && computeDtype !== inDtype && inDtype !== 'float32') {
       throw new RangeError(`normalizeFile: options.castingMode 'llama' rounds to the input's dtype (${inDtype}), so options.outDtype must be ${inDtype} too, got ${outDtype}`);
     }
+    const rowScales = isQuant(outDtype) && a.o.quantScale === undefined;
     if (x.bytes === null) {
-      return { input: x, out: { name: x.name, dtype: outDtype, typeName: outDtype, shape: x.shape, bytes: 0 }, norm: { dim, rows: null, first: 0, inDtype, computeDtype, outDtype } };
+      return { input: x, out: { name: x.name, dtype: outDtype, typeName: outDtype, shape: x.shape, bytes: 0 }, norm: { dim, rows: null, first: 0, inDtype, computeDtype, outDtype, rowScales } };
     }
     const s = sliceOf(x.shape, product(x.shape.slice(0, -1)), a.range, name);
     return {
       input: x,
-      out: { name: x.name, dtype: outDtype, typeName: outDtype, shape: s.shape, bytes: s.rows * dim * DTYPES[outDtype].bytes },
-      norm: { dim, rows: s.rows, first: s.first, inDtype, computeDtype, outDtype },
+      out: { name: x.name, dtype: outDtype, typeName: outDtype, shape: s.shape, bytes: s.rows * dim * ALL_DTYPES[outDtype].bytes },
+      norm: { dim, rows: s.rows, first: s.first, inDtype, computeDtype, outDtype, rowScales },
     };
   });
+  return many ? withScaleArrays(plans, name) : plans;
 }
 
-/** The arrays of the rstd file of `plans`: one float32 per row of each normalized array. */
-export function rstdArrays(plans: readonly ArrayPlan[]): ArrayOut[] {
-  return plans
-    .filter((p) => p.norm)
-    .map((p) => {
-      const shape = p.out.shape.length > 1 ? p.out.shape.slice(0, -1) : [1];
-      return { name: p.out.name, dtype: 'float32', typeName: 'float32', shape, bytes: (p.norm!.rows ?? 0) * 4 };
-    });
+/** A container's `plans` with each quantized array's scales after it (`NAME_scale`); a NormalizeError when the name is taken. */
+function withScaleArrays(plans: ArrayPlan[], name: string): ArrayPlan[] {
+  const out: ArrayPlan[] = [];
+  for (const p of plans) {
+    out.push(p);
+    if (!p.norm?.rowScales) continue;
+    // A member copied whole keeps its file name (`NAME_scale.npy`).
+    const taken = plans.find((q) => q.out.name === scalesName(p.out.name) || (q.out.whole && q.out.name === `${scalesName(p.out.name)}.npy`));
+    if (taken) throw new NormalizeError(`${name}: the scales of array ${JSON.stringify(p.out.name)} go to the array ${JSON.stringify(taken.out.name)}, which it already has (give options.quantScale, or rename it)`);
+    out.push({ input: p.input, norm: null, out: { ...rowArrayOf(p), name: scalesName(p.out.name) }, scalesOf: out.length - 1 });
+  }
+  return out;
 }
+
+/** A float32 per row of the normalized array `p` (its rstd, its scales): its shape without the last axis, `[1]` for a 1-D one. */
+function rowArrayOf(p: ArrayPlan): ArrayOut {
+  const shape = p.out.shape.length > 1 ? p.out.shape.slice(0, -1) : [1];
+  return { name: p.out.name, dtype: 'float32', typeName: 'float32', shape, bytes: (p.norm!.rows ?? 0) * 4 };
+}
+
+/** The arrays of a file of a float32 per row of each normalized array of `plans` (the rstd file, a `.npy`'s scales). */
+export const rowArrays = (plans: readonly ArrayPlan[]): ArrayOut[] => plans.filter((p) => p.norm).map(rowArrayOf);

@@ -19,18 +19,18 @@ import type { RmsNorm, RmsNormPool } from '../index.js';
 import { ADDRS_AT, F } from '../ops.js';
 import { CALL_WORDS, writeParams } from '../call-block.js';
 import { checkForward } from '../check/calls.js';
-import { DTYPES, KERNEL_DTYPES, type FileDtype } from '../dtypes.js';
+import { ALL_DTYPES, DTYPES, KERNEL_DTYPES, type FileDtype, type OutDtype } from '../dtypes.js';
 import { Dtype as DT } from '../abi.js';
 import type { Dtype, FloatArray, HalfDtype } from '../types.js';
 import type { TaskQueue, TaskResult } from '../pool/task-queue.js';
-import { fileDtypeIndex, Kind, Outcome, regionBytesFor } from '../pool/tasks.js';
+import { dtypeIndex, Kind, Outcome, regionBytesFor } from '../pool/tasks.js';
 import type { AtomicFile } from './atomic.js';
 import { fsError, NormalizeError } from './errors.js';
 import type { ArrayOut, FormatWriter } from './formats/index.js';
 import { crc32Combine } from './formats/zip.js';
 import { crc32 } from 'node:zlib';
 import { shown } from './paths.js';
-import type { ArrayPlan } from './plan.js';
+import { rowArrays, type ArrayPlan } from './plan.js';
 import type { Source } from './source.js';
 import { chunkRowsOf, type ChunkCall } from './chunks.js';
 
@@ -75,6 +75,9 @@ interface PositionedJob {
   rstdWriter: (() => FormatWriter) | null;
   out: AtomicFile;
   rstd: AtomicFile | null;
+  /** A one-array file's row scales (a quantized output's: a container holds them), and their format's writer. */
+  scales: AtomicFile | null;
+  scalesWriter: (() => FormatWriter) | null;
   weight: FloatArray | null;
   call: ChunkCall;
   checksum: boolean;
@@ -101,7 +104,7 @@ function recordError(r: TaskResult, j: PositionedJob, short: (got: number) => st
 }
 
 /** Rows of `dim` one record of this array takes: as many as a worker's region holds. */
-function rowsPerRecord(q: TaskQueue, dim: number, inDt: FileDtype, compute: FileDtype, outDt: FileDtype): number {
+function rowsPerRecord(q: TaskQueue, dim: number, inDt: FileDtype, compute: FileDtype, outDt: OutDtype): number {
   let rows = Math.max(1, Math.floor(q.regionBytes / regionBytesFor(1, dim, inDt, compute, outDt)));
   while (rows > 1 && regionBytesFor(rows, dim, inDt, compute, outDt) > q.regionBytes) rows--;
   return rows;
@@ -122,8 +125,11 @@ export async function normalizePositioned(j: PositionedJob): Promise<{ rows: num
   const dry = layoutOf(j.writer(), outs, j.writer().dataCrc ? outs.map(() => 0) : null);
   const real = j.writer();
   const crcFormat = real.dataCrc !== undefined;
-  const rstdOuts = plans.filter((p) => p.norm).map((p) => rstdOut(p));
-  const rstdLayout = j.rstdWriter ? layoutOf(j.rstdWriter(), rstdOuts, j.rstdWriter().dataCrc ? rstdOuts.map(() => 0) : null) : null;
+  const rstdFile = j.rstd && j.rstdWriter ? new RowFile(j.rstd, j.rstdWriter, plans) : null;
+  const scalesFile = j.scales && j.scalesWriter ? new RowFile(j.scales, j.scalesWriter, plans) : null;
+  // A container's arrays of scales, by the index of the array they scale.
+  const scalesIn = new Map(plans.flatMap((p, i) => (p.scalesOf !== undefined ? [[p.scalesOf, i] as const] : [])));
+  const scalesRanges = new Map<number, { at: number; bytes: number }[]>([...scalesIn.values()].map((i) => [i, []]));
   const hash = j.checksum ? new Follower(j.out) : null;
   // A format whose bytes do not depend on the data writes them now.
   if (!crcFormat) for (const p of dry.pieces) await writePiece(j.out, p, hash);
@@ -138,7 +144,7 @@ export async function normalizePositioned(j: PositionedJob): Promise<{ rows: num
       let at = callOf.get(dt);
       if (at !== undefined) return at;
       const empty = DTYPES[dt].array === 'Float32Array' ? new Float32Array(0) : new Uint16Array(0);
-      const a = checkForward('normalizeFile', empty, j.weight, { ...j.call, dim: p.norm!.dim, dtype: dt });
+      const a = checkForward('normalizeFile', empty, j.weight, { ...j.call, dim: p.norm!.dim, dtype: dt, rowScales: p.norm!.rowScales ? new Float32Array(0) : undefined });
       if (a.weight && wAt === 0) {
         const wb = j.pool.allocF32(a.weight.length);
         bufs.push(wb);
@@ -160,16 +166,11 @@ export async function normalizePositioned(j: PositionedJob): Promise<{ rows: num
 
     const srcFd = j.src.fd!;
     const outFd = j.out.fh.fd;
-    const rstdFd = j.rstd?.fh.fd ?? -1;
     const outstanding = new Set<Promise<void>>();
     let failure: unknown = null;
     let rows = 0;
     const crcParts: { crc: number; bytes: number }[][] = plans.map(() => []);
-    const rstdCrcParts: { at: number; bytes: number }[][] = plans.map(() => []);
     const done = plans.map(() => 0);
-    let normIndex = -1;
-    const rstdIndexOf = new Map<number, number>();
-    plans.forEach((p, i) => p.norm && rstdIndexOf.set(i, ++normIndex));
 
     const track = (result: Promise<TaskResult>, onOk: (r: TaskResult) => void, short: (got: number) => string, written: [number, number]) => {
       const settled = result.then(
@@ -191,6 +192,7 @@ export async function normalizePositioned(j: PositionedJob): Promise<{ rows: num
     outer: for (const i of real.order ?? plans.map((_, k) => k)) {
       const p = plans[i]!;
       const label = plans.length > 1 ? ` in array ${JSON.stringify(p.out.name)}` : '';
+      if (p.scalesOf !== undefined) continue; // written with the array they scale
       if (!p.norm) {
         // Copied as it is, a region at a time (a CRC for a zip member).
         const bytes = p.input.bytes ?? 0;
@@ -208,25 +210,28 @@ export async function normalizePositioned(j: PositionedJob): Promise<{ rows: num
       const per = Math.min(rowsPerRecord(q, n.dim, n.inDtype, n.computeDtype, n.outDtype), j.chunkBytes === undefined ? Infinity : chunkRowsOf(n, j.chunkBytes));
       const call = blockOf(p);
       const inRow = DTYPES[n.inDtype].bytes * n.dim;
-      const outRow = DTYPES[n.outDtype].bytes * n.dim;
-      const ri = rstdIndexOf.get(i)!;
+      const outRow = ALL_DTYPES[n.outDtype].bytes * n.dim;
+      const si = scalesIn.get(i);
       for (let r0 = 0; r0 < n.rows!; r0 += per) {
         if (failure || j.signal?.aborted) break outer;
         const m = Math.min(per, n.rows! - r0);
         const k = crcParts[i]!.push({ crc: 0, bytes: m * outRow }) - 1;
-        const rstdPos = rstdLayout ? rstdLayout.dataAt[ri]! + 4 * r0 : 0;
-        if (rstdLayout) rstdCrcParts[i]!.push({ at: rstdPos, bytes: 4 * m });
+        const rstd = rstdFile?.rows(i, r0, m);
+        // The scales go to the file of their own, or to their array in the output.
+        const scales = scalesFile?.rows(i, r0, m) ?? (si !== undefined ? { fd: outFd, pos: dry.dataAt[si]! + 4 * r0 } : null);
+        if (si !== undefined) scalesRanges.get(si)!.push({ at: scales!.pos, bytes: 4 * m });
         const { result } = await q.submit({
           kind: Kind.NORM, fdIn: srcFd, posIn: p.input.offset + (n.first + r0) * inRow, bytesIn: m * inRow,
           fdOut: outFd, posOut: dry.dataAt[i]! + r0 * outRow, rows: m, call,
-          inDtype: fileDtypeIndex(n.inDtype), outDtype: fileDtypeIndex(n.outDtype),
-          ...(rstdLayout && { fdRstd: rstdFd, posRstd: rstdPos }), wantCrc: crcFormat ? 1 : 0,
+          inDtype: dtypeIndex(n.inDtype), outDtype: dtypeIndex(n.outDtype),
+          ...(rstd && { fdRstd: rstd.fd, posRstd: rstd.pos }), ...(scales && { fdScales: scales.fd, posScales: scales.pos }), wantCrc: crcFormat ? 1 : 0,
         });
         track(result, (r) => {
           crcParts[i]![k]!.crc = r.crc;
           rows += m;
           done[i]! += m;
           j.progress(i, done[i]!);
+          if (si !== undefined) hash?.complete(scales!.pos, 4 * m);
         }, (got) => `${label}, at row ${r0 + Math.floor(got / inRow)} of ${n.rows}`, [dry.dataAt[i]! + r0 * outRow, m * outRow]);
       }
     }
@@ -234,22 +239,18 @@ export async function normalizePositioned(j: PositionedJob): Promise<{ rows: num
     if (failure) throw failure;
     j.signal?.throwIfAborted();
 
+    // A container's scales were written by the workers beside the data; their CRC is read back.
+    for (const [si, ranges] of scalesRanges) {
+      crcParts[si] = crcFormat ? [{ crc: await crcOfRanges(j.out, ranges), bytes: plans[si]!.out.bytes }] : [];
+    }
     if (crcFormat) {
       const crcs = plans.map((_, i) => crcParts[i]!.reduce((c, part) => crc32Combine(c, part.crc, part.bytes), 0));
       const fin = layoutOf(real, outs, crcs);
       if (fin.size !== dry.size || fin.dataAt.some((a, i) => a !== dry.dataAt[i])) throw new Error('rmsnorm-wasm: internal error: the output layout changed between its two runs');
       for (const piece of fin.pieces) await writePiece(j.out, piece, hash);
     }
-    if (rstdLayout && j.rstd) {
-      const w = j.rstdWriter!();
-      let crcs: number[] | null = null;
-      if (w.dataCrc) {
-        // The rstd file is small (a float per row): its CRCs are read back from it.
-        crcs = [];
-        for (const i of plans.keys()) if (plans[i]!.norm) crcs.push(await crcOfRanges(j.rstd, rstdCrcParts[i]!));
-      }
-      for (const piece of layoutOf(w, rstdOuts, crcs).pieces) await writePiece(j.rstd, piece, null);
-    }
+    await rstdFile?.finish();
+    await scalesFile?.finish();
     const sha256 = await hash?.finish(dry.size);
     return { rows, bytes: dry.size, ...(sha256 !== undefined && { sha256 }) };
   } finally {
@@ -257,10 +258,48 @@ export async function normalizePositioned(j: PositionedJob): Promise<{ rows: num
   }
 }
 
-/** The rstd file's array for plan `p`: a float per row. */
-function rstdOut(p: ArrayPlan): ArrayOut {
-  const shape = p.out.shape.length > 1 ? p.out.shape.slice(0, -1) : [1];
-  return { name: p.out.name, dtype: 'float32', typeName: 'float32', shape, bytes: (p.norm!.rows ?? 0) * 4 };
+/**
+ * A file of a float32 per row of each normalized array (the rstd file, a one-array output's
+ * scales), written by the workers at the positions its format's layout gives, then its format's
+ * own bytes (their CRCs read back from it).
+ */
+class RowFile {
+  private readonly outs: ArrayOut[];
+  private readonly layout: Layout;
+  /** Its array of each normalized plan, by the plan's index. */
+  private readonly index = new Map<number, number>();
+  private readonly ranges: { at: number; bytes: number }[][];
+
+  constructor(
+    private readonly file: AtomicFile,
+    private readonly writer: () => FormatWriter,
+    plans: readonly ArrayPlan[],
+  ) {
+    this.outs = rowArrays(plans);
+    const w = writer();
+    this.layout = layoutOf(w, this.outs, w.dataCrc ? this.outs.map(() => 0) : null);
+    plans.forEach((p, i) => p.norm && this.index.set(i, this.index.size));
+    this.ranges = this.outs.map(() => []);
+  }
+
+  /** Where rows `r0` to `r0 + m` of plan `i` go. */
+  rows(i: number, r0: number, m: number): { fd: number; pos: number } {
+    const k = this.index.get(i)!;
+    const pos = this.layout.dataAt[k]! + 4 * r0;
+    this.ranges[k]!.push({ at: pos, bytes: 4 * m });
+    return { fd: this.file.fh.fd, pos };
+  }
+
+  /** Writes the format's bytes, once every row is written. */
+  async finish(): Promise<void> {
+    const w = this.writer();
+    let crcs: number[] | null = null;
+    if (w.dataCrc) {
+      crcs = [];
+      for (const r of this.ranges) crcs.push(await crcOfRanges(this.file, r));
+    }
+    for (const piece of layoutOf(w, this.outs, crcs).pieces) await writePiece(this.file, piece, null);
+  }
 }
 
 async function writePiece(f: AtomicFile, p: { pos: number; bytes: Uint8Array }, hash: Follower | null): Promise<void> {

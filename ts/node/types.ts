@@ -4,11 +4,11 @@
  */
 import type { RmsNormPool } from '../pool/api.js';
 import type { CastingMode, Dtype, FloatArray, ScalarOptions } from '../types.js';
-import type { FileDtype } from '../dtypes.js';
+import type { FileDtype, OutDtype } from '../dtypes.js';
 import type { FormatName } from './formats/index.js';
 import type { FsPath } from './paths.js';
 
-export type { FileDtype } from '../dtypes.js';
+export type { FileDtype, OutDtype } from '../dtypes.js';
 export type { FormatName } from './formats/index.js';
 export type { FsPath } from './paths.js';
 
@@ -52,12 +52,26 @@ export interface NormalizeFileOptions extends ScalarOptions {
    */
   weightDtype?: Dtype;
   /**
-   * The output's dtype: `'float32'`, `'float16'` or `'bfloat16'`. Default: the input's (float32
-   * for a float64 input). When it differs from the input's, rows are widened to float32
+   * The output's dtype: `'float32'`, `'float16'` or `'bfloat16'`, or a quantized one, `'int8'`
+   * or `'float8_e4m3'` (see the sync API's `QuantDtype`). Default: the input's (float32 for a
+   * float64 input). When a float dtype differs from the input's, rows are widened to float32
    * exactly (float64 rounded to nearest), normalized in float32 and rounded once to it. A
-   * `.npy` or `.npz` cannot hold bfloat16 (NumPy has no such dtype).
+   * `.npy` or `.npz` cannot hold bfloat16 or float8 (NumPy has no such dtype).
+   *
+   * A quantized output quantizes what the output in the input's dtype would hold (as
+   * `rmsNorm` does). Each row's scale (float32), unless `quantScale` gives one for all, is
+   * written beside it: in an `.npz` or safetensors file as the array `NAME_scale` (shape: the
+   * array's without its last axis, `[1]` for a 1-D one); for a `.npy` or raw output to the
+   * file `OUT.scale.npy` (`OUT.scale` + the output's extension: `out.npy` → `out.scale.npy`),
+   * in the same format. The scales are renamed into place before the output, and an output
+   * they replace is removed first: whenever the output is there, the scales beside it are its own.
    */
-  outDtype?: Dtype;
+  outDtype?: OutDtype;
+  /**
+   * With a quantized `outDtype`: one scale for every row (`q = y · (1 / quantScale)`), > 0,
+   * instead of a scale per row; no scales are written. Default: a scale per row.
+   */
+  quantScale?: number;
   /** Where half results are rounded (`'none'`, `'llama'` or `'gemma'`), as the sync API's option. Default `'none'`. */
   castingMode?: CastingMode;
   /** Row length. Default: the `.npy`'s last axis, else the weight's length; required for raw input without weight. */
@@ -119,7 +133,7 @@ export interface NormalizeSummary {
   /** The input's dtype (of its first normalized array). */
   dtype: FileDtype;
   /** The output's dtype (of its first normalized array). */
-  outDtype: Dtype;
+  outDtype: OutDtype;
   /** Rows normalized, over every array. */
   rows: number;
   /** Row length (elements) of the first normalized array. */
@@ -142,6 +156,8 @@ export interface NormalizeSummary {
   threads: number;
   /** With `options.checksum`: the SHA-256 of the whole output file (header included), hex. */
   sha256?: string;
+  /** The file of the rows' scales, when a quantized output of a `.npy` or raw file has them (as a message shows it). */
+  scales?: string;
 }
 
 /** One array a {@link normalizeFile} call normalized. */
@@ -151,7 +167,7 @@ export interface NormalizedArray {
   /** What the input held. */
   dtype: FileDtype;
   /** What the output holds. */
-  outDtype: Dtype;
+  outDtype: OutDtype;
   /** Its shape in the output. */
   shape: number[];
   /** Rows normalized (every axis but the last). */

@@ -123,6 +123,7 @@ export class TaskQueue {
     const r = slot * RECORD;
     f64.fill(0, r, r + RECORD);
     f64[r + T.fdRstd] = -1;
+    f64[r + T.fdScales] = -1;
     for (const k in fields) f64[r + T[k as keyof TaskFields]] = fields[k as keyof TaskFields]!;
     this.state()[slot] = State.QUEUED;
     const result = new Promise<TaskResult>((resolve, reject) => {

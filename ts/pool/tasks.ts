@@ -7,7 +7,7 @@
  * threads share the process's descriptors). No byte of data passes through the calling
  * thread, which only plans, hands out ranges and records what is done.
  *
- * A record is 16 float64 (positions pass 2^32); its state word is one int32 per slot. The
+ * A record is 18 float64 (positions pass 2^32); its state word is one int32 per slot. The
  * workers learn of new records from {@link TAIL}, the caller of finished ones from {@link DONE}.
  * File I/O comes in through {@link TaskIo} (Node's `fs` in worker-node.ts), so that this module
  * has no Node import and the browser's worker bundles without one.
@@ -15,7 +15,8 @@
  */
 import { ADDRS_AT, F, FORWARD } from '../ops.js';
 import { PARAMS, PARAMS_WORDS, DTYPE_MASK } from '../abi.js';
-import { DTYPES, FILE_DTYPES, type FileDtype } from '../dtypes.js';
+import { ALL_DTYPES, DTYPES, FILE_DTYPES, type FileDtype } from '../dtypes.js';
+import type { QuantDtype } from '../types.js';
 import type { KernelExports } from '../load.js';
 import { CALL_WORDS } from '../call-block.js';
 
@@ -40,9 +41,9 @@ export const T = {
   rows: 6,
   /** Byte address of the file's call block: its parameters and the weight's address (a norm task). */
   call: 7,
-  /** The input's file dtype, as an index of FILE_DTYPES. */
+  /** The input's file dtype ({@link dtypeIndex}). */
   inDtype: 8,
-  /** The output's dtype, as an index of FILE_DTYPES. */
+  /** The output's dtype ({@link dtypeIndex}): a file dtype, or a quantized output (the call's parameters say how). */
   outDtype: 9,
   /** Where each row's rstd goes (float32), or -1. */
   fdRstd: 10,
@@ -53,9 +54,12 @@ export const T = {
   crc: 13,
   outcome: 14,
   errno: 15,
+  /** Where each row's scale of a quantized output goes (float32), or -1. */
+  fdScales: 16,
+  posScales: 17,
 } as const;
 /** Float64 per record. */
-export const RECORD = 16;
+export const RECORD = 18;
 
 /** What a task does. */
 export const Kind = { NORM: 1, COPY: 2 } as const;
@@ -76,19 +80,24 @@ export const Outcome = {
 /** Task slot states (int32 per slot, after the records). */
 export const State = { FREE: 0, QUEUED: 1, DONE: 2 } as const;
 
-/** The file dtype of index `i` (a record's inDtype / outDtype). */
-const fileDtypeAt = (i: number): FileDtype => FILE_DTYPES[i]!;
+/** A dtype a record names: a file's, or a quantized output. */
+type RecordDtype = FileDtype | QuantDtype;
+const RECORD_DTYPES = Object.keys(ALL_DTYPES) as RecordDtype[];
+/** The dtype of index `i` (a record's inDtype / outDtype). */
+const dtypeAt = (i: number): RecordDtype => RECORD_DTYPES[i]!;
 /** The index of `d` in a record. */
-export const fileDtypeIndex = (d: FileDtype): number => FILE_DTYPES.indexOf(d);
+export const dtypeIndex = (d: RecordDtype): number => RECORD_DTYPES.indexOf(d);
 
 /**
  * Bytes of a worker's region a norm task of `rows × dim` needs (see {@link runTask}'s layout):
- * the call block, the rows as computed, the staging area of a conversion, the rstd.
+ * the call block, the rows as computed, the staging area of a conversion (or of a quantized
+ * output), the rstd, a quantized output's scales.
  */
-export function regionBytesFor(rows: number, dim: number, inDtype: FileDtype, compute: FileDtype, outDtype: FileDtype): number {
+export function regionBytesFor(rows: number, dim: number, inDtype: FileDtype, compute: FileDtype, outDtype: RecordDtype): number {
   const n = rows * dim;
-  const stage = Math.max(inDtype !== compute ? DTYPES[inDtype].bytes : 0, outDtype !== compute ? DTYPES[outDtype].bytes : 0) * n;
-  return align16(4 * CALL_WORDS) + align16(DTYPES[compute].bytes * n) + align16(stage) + align16(4 * rows);
+  const stage = Math.max(inDtype !== compute ? DTYPES[inDtype].bytes : 0, outDtype !== compute ? ALL_DTYPES[outDtype].bytes : 0) * n;
+  const scales = ALL_DTYPES[outDtype].qmax !== 0 ? align16(4 * rows) : 0;
+  return align16(4 * CALL_WORDS) + align16(DTYPES[compute].bytes * n) + align16(stage) + align16(4 * rows) + scales;
 }
 const align16 = (b: number) => Math.ceil(b / 16) * 16;
 
@@ -111,7 +120,8 @@ function writeFull(io: TaskIo, fd: number, buf: Uint8Array, n: number, pos: numb
  * Runs the task in record `r` (float64 index into `f64`, a view of the memory) with the
  * worker's region at byte `region` of `regionBytes`. Layout of the region: the worker's call
  * block, the rows in the dtype computed in, a staging area (the input before a conversion, or
- * the output after one), the rstd of each row.
+ * the output after one, or a quantized output), the rstd of each row, a quantized output's
+ * scale of each row.
  */
 function runTask(mem: { buffer: ArrayBufferLike }, f64: Float64Array, r: number, k: KernelExports, io: TaskIo, region: number, regionBytes: number): void {
   const buf = mem.buffer;
@@ -180,18 +190,21 @@ function runTask(mem: { buffer: ArrayBufferLike }, f64: Float64Array, r: number,
     const i32 = new Int32Array(buf);
     const dtypes = i32[(call >>> 2) + PARAMS.dtypes.word]!;
     const dim = i32[(call >>> 2) + PARAMS.dim.word]!;
-    const inDt = fileDtypeAt(f64[r + T.inDtype]!);
-    const outDt = fileDtypeAt(f64[r + T.outDtype]!);
+    const inDt = dtypeAt(f64[r + T.inDtype]!) as FileDtype;
+    const outDt = dtypeAt(f64[r + T.outDtype]!);
     const compute = FILE_DTYPES.find((d) => DTYPES[d].code === (dtypes & DTYPE_MASK))!;
     const n = rows * dim;
     const cBytes = DTYPES[compute].bytes;
     const converts = inDt !== compute;
-    const narrows = outDt !== compute;
+    // A quantized output is the call's own (its parameters say how); another dtype is converted after it.
+    const quant = ALL_DTYPES[outDt].qmax !== 0;
+    const narrows = !quant && outDt !== compute;
     const own = region;
     const x = own + align16(4 * CALL_WORDS);
     const stage = x + align16(cBytes * n);
-    const stageBytes = Math.max(converts ? DTYPES[inDt].bytes : 0, narrows ? DTYPES[outDt].bytes : 0) * n;
+    const stageBytes = Math.max(converts ? DTYPES[inDt].bytes : 0, outDt !== compute ? ALL_DTYPES[outDt].bytes : 0) * n;
     const rstdAt = stage + align16(stageBytes);
+    const scalesAt = rstdAt + align16(4 * rows);
     if (regionBytesFor(rows, dim, inDt, compute, outDt) > regionBytes) {
       outcome = Outcome.REGION;
       break run;
@@ -214,28 +227,31 @@ function runTask(mem: { buffer: ArrayBufferLike }, f64: Float64Array, r: number,
     const a = c + ADDRS_AT / 4;
     for (let w = 0; w < FORWARD.addrs; w++) i32[a + w] = 0;
     i32[a + F.x] = x;
-    i32[a + F.y] = x;
+    i32[a + F.y] = quant ? stage : x;
     i32[a + F.weight] = i32[from + ADDRS_AT / 4 + F.weight]!;
     const wantRstd = f64[r + T.fdRstd]! >= 0;
     i32[a + F.rstd] = wantRstd ? rstdAt : 0;
+    const wantScales = f64[r + T.fdScales]! >= 0;
+    i32[a + F.rowScales] = wantScales ? scalesAt : 0;
     const s = k.rms_norm_forward(own, own + ADDRS_AT, 0, rows);
     if (s !== 0) {
       outcome = s;
       break run;
     }
-    let out = x;
+    let out = quant ? stage : x;
     if (narrows) {
-      const s2 = k.narrow_half(x, stage, n, DTYPES[outDt].code);
+      const s2 = k.narrow_half(x, stage, n, DTYPES[outDt as FileDtype].code);
       if (s2 !== 0) {
         outcome = s2;
         break run;
       }
       out = stage;
     }
-    const bytes = u8(out, n * DTYPES[outDt].bytes);
+    const bytes = u8(out, n * ALL_DTYPES[outDt].bytes);
     if (wantCrc) crc = io.crc32(bytes);
     if (!write(fdOut, bytes, posOut)) break run;
     if (wantRstd && !write(f64[r + T.fdRstd]!, u8(rstdAt, 4 * rows), f64[r + T.posRstd]!)) break run;
+    if (wantScales && !write(f64[r + T.fdScales]!, u8(scalesAt, 4 * rows), f64[r + T.posScales]!)) break run;
   }
   f64[r + T.crc] = crc >>> 0;
   f64[r + T.outcome] = outcome;

@@ -9,25 +9,25 @@
 import { readdir, realpath, unlink } from 'node:fs/promises';
 import { removeStrays } from '../atomic.js';
 import { NormalizeError } from '../errors.js';
-import { baseOf, bytesOf, dirOf, fromBytes, joinPath, shown, type FsPath } from '../paths.js';
+import { baseOf, bytesOf, dirOf, fromBytes, joinPath, scalesPathOf, shown, stemOf, type FsPath } from '../paths.js';
 import type { DatasetFile } from './inputs.js';
-import { stemOf } from './shards.js';
 
 /** The output path of the whole file an output belongs to (itself, or the file a part was cut from). */
 const originOf = (f: DatasetFile): FsPath => f.origin ?? f.rel;
 
 /**
- * Removes every temporary file left beside `files`' outputs (the caller holds their shard's
- * lock), every directory at once. Makes no directory: an output's is made when it is written.
+ * Removes every temporary file left beside `files`' outputs (and, with `scales`, beside the files
+ * of their row scales; the caller holds their shard's lock), every directory at once. Makes no
+ * directory: an output's is made when it is written.
  */
-export async function removeTemps(outDir: string, files: readonly DatasetFile[]): Promise<void> {
+export async function removeTemps(outDir: string, files: readonly DatasetFile[], scales: boolean): Promise<void> {
   const byDir = new Map<string, { dir: FsPath; names: FsPath[] }>();
   for (const f of files) {
     const out = joinPath(outDir, f.rel);
     const d = dirOf(out);
     const key = bytesOf(d).toString('latin1');
     if (!byDir.has(key)) byDir.set(key, { dir: d, names: [] });
-    byDir.get(key)!.names.push(baseOf(out));
+    byDir.get(key)!.names.push(baseOf(out), ...(scales ? [baseOf(scalesPathOf(out))] : []));
   }
   await Promise.all([...byDir.values()].map(({ dir, names }) => removeStrays(dir, names, true)));
 }
@@ -37,7 +37,7 @@ export async function removeTemps(outDir: string, files: readonly DatasetFile[])
  * whole dataset's outputs (every shard's), `mine` this shard's. Returns the paths removed.
  */
 export async function removeStale(outDir: string, plan: readonly DatasetFile[], mine: readonly DatasetFile[]): Promise<FsPath[]> {
-  const current = new Set(plan.map((f) => bytesOf(f.rel).toString('latin1')));
+  const current = new Set(plan.flatMap((f) => [f.rel, scalesPathOf(f.rel)].map((p) => bytesOf(p).toString('latin1'))));
   const removed: FsPath[] = [];
   const listed = new Map<string, Buffer[]>();
   for (const f of mine) {
@@ -47,12 +47,13 @@ export async function removeStale(outDir: string, plan: readonly DatasetFile[], 
     const key = bytesOf(dir).toString('latin1');
     if (!listed.has(key)) listed.set(key, await readdir(dir, { encoding: 'buffer' }).catch(() => []));
     const [stem, ext] = stemOf(baseOf(origin));
-    const whole = bytesOf(baseOf(origin));
+    // The whole output, the parts, and the row scales of each (a quantized run's).
+    const whole = [bytesOf(baseOf(origin)), bytesOf(baseOf(scalesPathOf(origin)))];
     const prefix = Buffer.concat([stem, Buffer.from('.part-')]);
     for (const n of listed.get(key)!) {
-      let ours = n.equals(whole);
+      let ours = whole.some((w) => n.equals(w));
       if (!ours && n.length > prefix.length + ext.length && n.subarray(0, prefix.length).equals(prefix) && n.subarray(n.length - ext.length).equals(ext)) {
-        ours = /^\d+-of-\d+$/.test(n.subarray(prefix.length, n.length - ext.length).toString('latin1'));
+        ours = /^\d+-of-\d+(\.scale)?$/.test(n.subarray(prefix.length, n.length - ext.length).toString('latin1'));
       }
       const rel = dirOf(origin) === '.' ? fromBytes(n) : joinPath(dirOf(origin), fromBytes(n));
       if (!ours || current.has(bytesOf(rel).toString('latin1'))) continue;

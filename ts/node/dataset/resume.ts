@@ -7,8 +7,10 @@
 import { createHash } from 'node:crypto';
 import { stat } from 'node:fs/promises';
 import { PARAM_DEFAULTS, FILE_PARAM_KEYS } from '../../check/params.js';
+import { isQuant } from '../../dtypes.js';
+import { formatNamed } from '../formats/index.js';
 import type { FloatArray } from '../../types.js';
-import { joinPath, recordPath, type FsPath } from '../paths.js';
+import { joinPath, recordPath, scalesPathOf, type FsPath } from '../paths.js';
 import type { NormalizeSummary } from '../types.js';
 import type { LoadedWeight } from '../weight.js';
 import type { DatasetFile } from './inputs.js';
@@ -33,28 +35,49 @@ export function settingsOf(o: NormalizeDatasetOptions, weight: LoadedWeight | nu
   const params = Object.fromEntries(
     FILE_PARAM_KEYS.filter((k) => k !== 'weightDtype').map((k) => [k, (o as Record<string, unknown>)[k] ?? PARAM_DEFAULTS[k] ?? null]),
   );
-  return { weight: w, ...params, outDtype: o.outDtype ?? null, format: o.format ?? null, tensors: o.tensors ?? null };
+  // quantScale only when given: the records of runs before it existed still match.
+  return { weight: w, ...params, outDtype: o.outDtype ?? null, ...(o.quantScale !== undefined && { quantScale: o.quantScale }), format: o.format ?? null, tensors: o.tensors ?? null };
 }
 
-/** Whether record `r` vouches for `f`'s output at `out` with these settings: same input, part and settings, and the output still the very file recorded. */
+/**
+ * Whether record `r` vouches for `f`'s output at `out` with these settings: same input, part and
+ * settings, and the output (and the scales written with it) still the very files recorded.
+ */
 export async function isDone(r: DatasetRecord | undefined, f: DatasetFile, out: FsPath, settings: string, checksum: boolean): Promise<boolean> {
   if (!r || r.inputSize !== f.size || r.inputMtimeMs !== f.mtimeMs) return false;
   const input = recordPath(absolute(f.input));
   if (r.input !== input.text || r.inputBase64 !== input.base64) return false;
   if (JSON.stringify(r.part) !== JSON.stringify(f.part)) return false;
   if (JSON.stringify(r.options) !== settings || (checksum && !r.sha256)) return false;
-  const st = await stat(out).catch(() => null);
-  return st !== null && st.isFile() && st.size === r.outputSize && st.mtimeMs === r.outputMtimeMs;
+  // A one-array file quantized with a scale per row has its scales file: the record must vouch for it too.
+  const needsScales = !formatNamed(r.format).several && isQuant(r.outDtype) && r.options.quantScale === undefined;
+  if (needsScales && !r.scales) return false;
+  return (await isFile(out, r.outputSize, r.outputMtimeMs)) && (!r.scales || (await isFile(scalesPathOf(out), r.scales.outputSize, r.scales.outputMtimeMs)));
 }
 
-/** The record of `f`'s output, written as `s` says, its file now `outputMtimeMs`. */
-export function recordOf(f: DatasetFile, s: NormalizeSummary, settings: Record<string, unknown>, outputMtimeMs: number, seconds: number): DatasetRecord {
+/** Whether `path` is a file of `size` bytes modified at `mtimeMs`. */
+async function isFile(path: FsPath, size: number, mtimeMs: number): Promise<boolean> {
+  const st = await stat(path).catch(() => null);
+  return st !== null && st.isFile() && st.size === size && st.mtimeMs === mtimeMs;
+}
+
+/**
+ * The record of `f`'s output, written as `s` says, its file now `outputMtimeMs`; `scales`: the
+ * file of its row scales written with it (size and time), if any.
+ */
+export function recordOf(
+  f: DatasetFile, s: NormalizeSummary, settings: Record<string, unknown>, outputMtimeMs: number, seconds: number, scales: { size: number; mtimeMs: number } | null,
+): DatasetRecord {
   const input = recordPath(absolute(f.input));
   const output = recordPath(f.rel);
+  const scalesPath = recordPath(scalesPathOf(f.rel));
   return {
     input: input.text, ...(input.base64 !== undefined && { inputBase64: input.base64 }),
     output: output.text, ...(output.base64 !== undefined && { outputBase64: output.base64 }),
     recordedAt: Date.now(), inputSize: f.size, inputMtimeMs: f.mtimeMs, outputSize: s.outputBytes, outputMtimeMs,
+    ...(scales && {
+      scales: { output: scalesPath.text, ...(scalesPath.base64 !== undefined && { outputBase64: scalesPath.base64 }), outputSize: scales.size, outputMtimeMs: scales.mtimeMs },
+    }),
     format: s.format, dtype: s.dtype, outDtype: s.outDtype, rows: s.rows, dim: s.dim, shape: s.shape, options: settings,
     seconds: Math.round(seconds * 1e6) / 1e6, ...(s.sha256 && { sha256: s.sha256 }), ...(f.part && { part: f.part }),
   };

@@ -13,20 +13,20 @@
  * what is not recorded.
  * @module
  */
-import { stat } from 'node:fs/promises';
+import { stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { startEngine } from '../engine.js';
 import { taskQueueOf } from '../../pool/task-queue.js';
 import { describe } from '../../check/arrays.js';
 import { paramOptions } from '../../check/params.js';
-import { DTYPES } from '../../dtypes.js';
+import { DTYPES, isQuant } from '../../dtypes.js';
 import { NormalizeError } from '../errors.js';
 import { makeDirs } from '../sink.js';
 import { CHUNK_BYTES, SLOTS } from '../chunks.js';
 import { checkFileOptions, FILE_KEYS, isPath } from '../file-args.js';
 import { normalizeFileWith } from '../file.js';
-import { formatNamed, formatOf, takenNames, takesName } from '../formats/index.js';
-import { baseOf, byteLength, bytesOf, joinPath, NAME_MAX, shown, type FsPath } from '../paths.js';
+import { FORMATS, formatNamed, formatOf, takenNames, takesName, type FormatName } from '../formats/index.js';
+import { baseOf, byteLength, bytesOf, joinPath, NAME_MAX, scalesPathOf, shown, type FsPath } from '../paths.js';
 import { openSource } from '../source.js';
 import type { NormalizeFileOptions } from '../types.js';
 import { loadWeight, type LoadedWeight } from '../weight.js';
@@ -111,6 +111,33 @@ function refuseLongNames(files: readonly DatasetFile[]): void {
   }
 }
 
+/** The manifest's key of `f`'s output. */
+const keyOf = (f: DatasetFile): string => recordKey({ output: typeof f.rel === 'string' ? f.rel : '', outputBase64: typeof f.rel === 'string' ? undefined : f.rel.toString('base64') });
+
+/**
+ * Removes the scales file an earlier record of `output` vouched for (still that very file), now
+ * that the output was written without one: it would otherwise sit beside an output it is not of.
+ */
+async function removeRecordedScales(r: DatasetRecord | undefined, output: FsPath): Promise<void> {
+  if (!r?.scales) return;
+  const path = scalesPathOf(output);
+  const st = await stat(path).catch(() => null);
+  if (st?.isFile() && st.size === r.scales.outputSize && st.mtimeMs === r.scales.outputMtimeMs) await unlink(path).catch(() => {});
+}
+
+/**
+ * Refuses a quantized run where a one-array file's scales file (`a.scale.npy` beside `a.npy`)
+ * would be the output of another input (names a container format takes write no such file).
+ */
+function refuseScalesOverOutputs(files: readonly DatasetFile[], format: FormatName | undefined): void {
+  const oneArray = (rel: FsPath) => (format !== undefined ? !formatNamed(format).several : !FORMATS.some((f) => f.several && takesName(baseOf(rel).toString(), f.name)));
+  const outputs = new Map(files.map((f) => [bytesOf(f.rel).toString('latin1'), f]));
+  for (const f of files.filter((g) => oneArray(g.rel))) {
+    const other = outputs.get(bytesOf(scalesPathOf(f.rel)).toString('latin1'));
+    if (other) throw new NormalizeError(`the rows' scales of ${shown(f.input)} would be written over the output of ${shown(other.input)}, ${shown(other.rel)}: give options.quantScale, or rename one`);
+  }
+}
+
 /**
  * Normalizes every file of `inputs` into `outDir`, at the same relative paths; see the module
  * doc for the lock, resume and the manifest.
@@ -138,6 +165,7 @@ export async function normalizeDataset(inputs: string | readonly string[], outDi
   };
   // Listed before the output directory is made: a run refused for its inputs leaves nothing.
   const listed = await listInputs(list, outDir, { accept: (n) => takesName(n, o.format), accepts: takenNames(o.format), follow: o.followSymlinks !== false, warn });
+  if (isQuant(o.outDtype) && o.quantScale === undefined) refuseScalesOverOutputs(listed, o.format);
   await makeDirs(outDir, 'the output directory');
   const lock = await ShardLock.acquire(outDir, index, count, {
     waitS: o.lockWait ?? Infinity, staleS: o.lockStale ?? STALE_S, signal: o.signal,
@@ -164,7 +192,8 @@ async function runLocked(
   refuseLongNames(files);
   const settings = settingsOf(o, weight);
   const settingsKey = JSON.stringify(settings);
-  const recorded = o.force ? new Map<string, DatasetRecord>() : await readManifests(outDir);
+  const records = await readManifests(outDir);
+  const recorded = o.force ? new Map<string, DatasetRecord>() : records;
   const summary: DatasetSummary = {
     files: files.length, written: 0, skipped: 0, failed: [], rows: 0, bytes: 0, seconds: 0, gbPerS: 0, threads: 0,
     manifest: join(outDir, manifestName(index, count)), warnings,
@@ -172,19 +201,19 @@ async function runLocked(
   const event = (e: DatasetFileEvent): void => o.onFile?.(e);
   const todo: DatasetFile[] = [];
   for (const f of files) {
-    const r = recorded.get(recordKey({ output: typeof f.rel === 'string' ? f.rel : '', outputBase64: typeof f.rel === 'string' ? undefined : f.rel.toString('base64') }));
+    const r = recorded.get(keyOf(f));
     if (await isDone(r, f, joinPath(outDir, f.rel), settingsKey, o.checksum === true)) {
       summary.skipped++;
       event({ status: 'skipped', record: r! });
     } else todo.push(f);
   }
   for (const rel of await removeStale(outDir, plan, files)) warn(`removed ${shown(rel)}: an output of an earlier run that split the dataset otherwise`);
-  await removeTemps(outDir, todo);
+  await removeTemps(outDir, todo, isQuant(o.outDtype) && o.quantScale === undefined);
   await refuseOverwrites(outDir, todo);
   const perFile: NormalizeFileOptions = {
     ...paramOptions(o as Record<string, unknown>),
     weight: weight ? weight.w : o.weight, weightDtype: weight ? weight.dtype : o.weightDtype, weightTensor: weight ? undefined : o.weightTensor,
-    outDtype: o.outDtype, format: o.format, tensors: o.tensors, chunkBytes: o.chunkBytes, checksum: o.checksum, durable: o.durable,
+    outDtype: o.outDtype, quantScale: o.quantScale, format: o.format, tensors: o.tensors, chunkBytes: o.chunkBytes, checksum: o.checksum, durable: o.durable,
   };
   const totalBytes = todo.reduce((a, f) => a + f.bytes, 0);
   const inFlight = new Map<DatasetFile, number>();
@@ -248,7 +277,9 @@ async function runLocked(
             { weight: weight ?? undefined, cleared: true, engine: engine!, makeDir },
           );
           const st = await stat(output);
-          const record = recordOf(f, s, settings, st.mtimeMs, (performance.now() - t) / 1000);
+          const sc = s.scales !== undefined ? await stat(scalesPathOf(output)) : null;
+          if (!sc) await removeRecordedScales(records.get(keyOf(f)), output);
+          const record = recordOf(f, s, settings, st.mtimeMs, (performance.now() - t) / 1000, sc);
           await (await manifest()).append(record);
           summary.written++;
           summary.rows += s.rows;

@@ -10,21 +10,13 @@
  * too small to repay the extra output file that downstream readers must put back together.
  * @module
  */
-import { bytesOf, fromBytes, type FsPath } from '../paths.js';
+import { fromBytes, stemOf, type FsPath } from '../paths.js';
 import { byBytes, sortByOutput, type DatasetFile } from './inputs.js';
 
 /** Files at most this big (64 MiB) are never split, whatever the shard count. */
 export const SPLIT_BYTES = 64 << 20;
 
 const byRel = (a: DatasetFile, b: DatasetFile): number => byBytes(a.rel, b.rel);
-
-/** The stem and extension of an output path: `a/b.npy` → `a/b`, `.npy` (no extension: all stem). */
-export function stemOf(rel: FsPath): [stem: Buffer, ext: Buffer] {
-  const b = bytesOf(rel);
-  const slash = b.lastIndexOf(0x2f);
-  const dot = b.lastIndexOf(0x2e);
-  return dot > slash + 1 ? [b.subarray(0, dot), b.subarray(dot)] : [b, Buffer.alloc(0)];
-}
 
 /** The output path of part `k` of `count` of the output `rel`: `a/b.npy` → `a/b.part-1-of-4.npy`. */
 export function partName(rel: FsPath, k: number, count: number): FsPath {

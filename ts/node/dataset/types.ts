@@ -2,8 +2,7 @@
  * The public types of {@link normalizeDataset} (rmsnorm-wasm/node).
  * @module
  */
-import type { Dtype } from '../../types.js';
-import type { FileDtype } from '../../dtypes.js';
+import type { FileDtype, OutDtype } from '../../dtypes.js';
 import type { FormatName } from '../formats/types.js';
 import type { NormalizeFileOptions } from '../types.js';
 
@@ -86,6 +85,18 @@ export interface DatasetProgress {
   seconds: number;
 }
 
+/** The file of an output's row scales, as its record holds it (see {@link DatasetRecord.scales}). */
+export interface DatasetScalesRecord {
+  /** Its path relative to the output directory, as {@link DatasetRecord.output}. */
+  output: string;
+  /** The bytes of `output` (base64), when they are not UTF-8. */
+  outputBase64?: string;
+  /** Its size in bytes. */
+  outputSize: number;
+  /** Its modification time (ms): the record vouches for that file only. */
+  outputMtimeMs: number;
+}
+
 /** One output as the manifest records it (one JSON line). */
 export interface DatasetRecord {
   /** The input's path, absolute (a name that is not UTF-8 shown escaped; its bytes in `inputBase64`). */
@@ -106,12 +117,17 @@ export interface DatasetRecord {
   outputSize: number;
   /** The output file's modification time (ms): the record vouches for that file only, not one written since. */
   outputMtimeMs: number;
+  /**
+   * The file of the rows' scales written with the output (a quantized `.npy` or raw output's,
+   * see `outDtype`): part of this one output — the record vouches for the pair.
+   */
+  scales?: DatasetScalesRecord;
   /** The file's format. */
   format: FormatName;
   /** The input's dtype (of its first normalized array). */
   dtype: FileDtype;
   /** The output's dtype (of its first normalized array). */
-  outDtype: Dtype;
+  outDtype: OutDtype;
   /** Rows normalized and their length. */
   rows: number;
   /** See rows. */

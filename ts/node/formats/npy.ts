@@ -8,7 +8,8 @@
  * @module
  */
 
-import { DTYPES, dtypeOfNpy, listed, type FileDtype } from '../../dtypes.js';
+import { ALL_DTYPES, DTYPES, dtypeOfNpy, listed, type FileDtype } from '../../dtypes.js';
+import type { QuantDtype } from '../../types.js';
 import { NormalizeError } from '../errors.js';
 import { shown } from '../paths.js';
 import type { Source } from '../source.js';
@@ -185,6 +186,11 @@ const MAX_AXES = 64;
 export function npyHeader(shape: readonly number[], dtype: NpyDtype = 'float32'): Uint8Array {
   const descr = NPY_DTYPES.includes(dtype) ? DTYPES[dtype].npy : undefined;
   if (!descr) throw new TypeError(`npyHeader: dtype must be ${listed(NPY_DTYPES)}, got ${JSON.stringify(dtype)}`);
+  return headerOf(shape, descr);
+}
+
+/** {@link npyHeader} of NumPy's `descr` (any: the int8 of a quantized output too). */
+function headerOf(shape: readonly number[], descr: string): Uint8Array {
   if (shape.length > MAX_AXES) throw new RangeError(`npyHeader: shape must have at most ${MAX_AXES} axes, got ${shape.length}`);
   const tuple = shape.length === 1 ? `(${shape[0]},)` : `(${shape.join(', ')})`;
   const dict = `{'descr': '${descr}', 'fortran_order': False, 'shape': ${tuple}, }`;
@@ -218,13 +224,18 @@ export async function readNpyHeaderBytes(src: Source, pos: number, name: string)
   return head.subarray(0, Math.min(head.length, end));
 }
 
-/** An output's dtype as a `.npy` header names it; a NormalizeError for one NumPy has no name for. */
-export function npyDtypeOf(dtype: FileDtype, name: string): NpyDtype {
-  if (DTYPES[dtype].npy === null) {
-    throw new NormalizeError(`${name}: NumPy has no ${dtype} dtype, so a .npy cannot hold it (write float32 or float16, or a raw or safetensors file)`);
+/** An output's dtype as a `.npy` header names it (its `descr`); a NormalizeError for one NumPy has no name for. */
+function npyDescrOf(dtype: FileDtype | QuantDtype, name: string): string {
+  const descr = ALL_DTYPES[dtype].npy;
+  if (descr === null) {
+    const can = (Object.keys(ALL_DTYPES) as (FileDtype | QuantDtype)[]).filter((d) => ALL_DTYPES[d].npy !== null && d !== 'float64');
+    throw new NormalizeError(`${name}: NumPy has no ${dtype} dtype, so a .npy cannot hold it (write ${listed(can, '')}, or a raw or safetensors file)`);
   }
-  return dtype as NpyDtype;
+  return descr;
 }
+
+/** The `.npy` header of an output array of `shape` and `dtype` (`name`: the array in a message when NumPy has no such dtype). */
+export const npyHeaderOf = (shape: readonly number[], dtype: FileDtype | QuantDtype, name: string): Uint8Array => headerOf(shape, npyDescrOf(dtype, name));
 
 /** The `.npy` format: one array, its header, its data. */
 export const npyFormat: Format = {
@@ -247,7 +258,7 @@ export const npyFormat: Format = {
   },
   writer(arrays: readonly ArrayOut[], _meta, name: string) {
     const a = arrays[0]!;
-    const head = npyHeader(a.shape, npyDtypeOf(a.dtype!, name));
+    const head = npyHeaderOf(a.shape, a.dtype!, name);
     const none = new Uint8Array(0);
     return { start: () => head, before: () => none, after: () => none, end: () => none };
   },

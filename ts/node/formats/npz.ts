@@ -9,7 +9,7 @@ import { DTYPES } from '../../dtypes.js';
 import { NormalizeError } from '../errors.js';
 import { shown } from '../paths.js';
 import type { Source } from '../source.js';
-import { floatHeader, isFloatDescr, npyDtypeOf, npyHeader, NpyError, readNpyDict, readNpyHeaderBytes } from './npy.js';
+import { floatHeader, isFloatDescr, npyHeaderOf, NpyError, readNpyDict, readNpyHeaderBytes } from './npy.js';
 import type { ArrayIn, ArrayOut, Contents, Format, FormatWriter } from './types.js';
 import { dataStart, InflateSource, readMembers, ZipWriter } from './zip.js';
 
@@ -55,7 +55,7 @@ async function read(src: Source): Promise<Contents> {
 /** A writer of stored members: each array as `NAME.npy` (a copied member under its own name). */
 function writer(arrays: readonly ArrayOut[], _meta: Contents['meta'], name: string): FormatWriter {
   const zip = new ZipWriter();
-  const heads = arrays.map((a) => (a.whole ? new Uint8Array(0) : npyHeader(a.shape, npyDtypeOf(a.dtype!, `${name}: array ${JSON.stringify(a.name)}`))));
+  const heads = arrays.map((a) => (a.whole ? new Uint8Array(0) : npyHeaderOf(a.shape, a.dtype!, `${name}: array ${JSON.stringify(a.name)}`)));
   const none = new Uint8Array(0);
   return {
     start: () => none,

@@ -7,7 +7,7 @@
  * ordered by alignment (largest element first), then by name, the header padded to 8 bytes.
  * @module
  */
-import { dtypeOfSafetensors, DTYPES } from '../../dtypes.js';
+import { ALL_DTYPES, dtypeOfSafetensors } from '../../dtypes.js';
 import { NormalizeError } from '../errors.js';
 import { shown } from '../paths.js';
 import type { Source } from '../source.js';
@@ -81,7 +81,7 @@ async function read(src: Source): Promise<Contents> {
 
 /** A writer of `arrays` (see the module doc): `order` says in which order their data goes. */
 function writer(arrays: readonly ArrayOut[], meta: Contents['meta']) {
-  const typeOf = (a: ArrayOut) => (a.dtype ? DTYPES[a.dtype].safetensors : a.typeName);
+  const typeOf = (a: ArrayOut) => (a.dtype ? ALL_DTYPES[a.dtype].safetensors : a.typeName);
   const order = arrays.map((_, i) => i).sort((i, j) => {
     const a = arrays[i]!;
     const b = arrays[j]!;

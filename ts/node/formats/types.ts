@@ -5,6 +5,7 @@
  * @module
  */
 import type { FileDtype } from '../../dtypes.js';
+import type { QuantDtype } from '../../types.js';
 import type { Source } from '../source.js';
 
 /** The formats read and written. */
@@ -43,7 +44,7 @@ export interface Contents {
 export interface ArrayOut {
   readonly name: string;
   /** Its type: a dtype, or the format's name of a type copied as it is. */
-  readonly dtype: FileDtype | null;
+  readonly dtype: FileDtype | QuantDtype | null;
   readonly typeName: string;
   readonly shape: number[];
   /** Bytes of data. */
