@@ -90,6 +90,9 @@ export function takes(dt: number): string {
   return `${f.name === 'float16' ? 'a Float16Array or ' : ''}a ${f.array} of bit patterns`;
 }
 
+/** The arrays a float operand may be, as a message lists them (those {@link kindOf} knows). */
+export const ARRAYS_TAKEN = 'a Float32Array, Float16Array or Uint16Array (half bit patterns, with options.dtype)';
+
 /** KIND_* of `v`, or -1 when it is none of the three array types. */
 export function kindOf(v: unknown): number {
   if (!ArrayBuffer.isView(v)) return -1;
@@ -106,7 +109,7 @@ export function typed(fn: string, name: string, v: unknown, dt: number, dtName: 
   const k = kindOf(v);
   if (k === KIND_F32 && dt === DT.float32) return f32(fn, name, v);
   if (k < 0) {
-    throw new TypeError(`${fn}: ${name} must be a Float32Array, Float16Array or Uint16Array (half bit patterns, with options.dtype), got ${describe(v)}`);
+    throw new TypeError(`${fn}: ${name} must be ${ARRAYS_TAKEN}, got ${describe(v)}`);
   }
   const a = v as Uint16Array;
   if (k === KIND_F32 || (k === KIND_F16 && dt !== DT.float16) || (k === KIND_U16 && dt === DT.float32)) {

@@ -57,7 +57,7 @@ export class Regions {
    */
   view(i: number, dtype: Dtype, n: number): Float32Array | Uint16Array {
     const f = this.bufs[i]!.view();
-    return dtype === 'float32' ? f.subarray(0, n) : new Uint16Array(f.buffer, f.byteOffset, n);
+    return new DTYPES[dtype].Array(f.buffer as ArrayBuffer, f.byteOffset, n) as Float32Array | Uint16Array;
   }
 
   [Symbol.dispose](): void {
@@ -105,8 +105,7 @@ const bytesOf = (a: ArrayBufferView): Uint8Array => new Uint8Array(a.buffer, a.b
 
 /** A typed array of `n` elements of `dtype` in JavaScript memory (a staging area). */
 function staging(dtype: FileDtype, n: number): Float64Array | Float32Array | Uint16Array {
-  const kind = DTYPES[dtype].array;
-  return kind === 'Float64Array' ? new Float64Array(n) : kind === 'Float32Array' ? new Float32Array(n) : new Uint16Array(n);
+  return new DTYPES[dtype].Array(n) as Float64Array | Float32Array | Uint16Array;
 }
 
 /** Rows of `dim` elements that fit a region (at least one; a row longer than a region gets a region of its own size). */

@@ -5,7 +5,7 @@
  */
 import { parseArgs } from 'node:util';
 import type { CastingMode } from '../types.js';
-import { KERNEL_DTYPES, listed, OUT_DTYPES } from '../dtypes.js';
+import { KERNEL_DTYPES, listed, OUT_DTYPES, QUANT_DTYPES } from '../dtypes.js';
 import { FORMAT_NAMES, FORMATS, type FormatName } from './formats/index.js';
 
 /**
@@ -18,6 +18,9 @@ const SCALAR_FLAGS: Readonly<Record<string, string>> = {
   offset: '  --offset O          add O to the weight: the gain is O + weight (Gemma: 1; default 0)',
   partial: '  --partial P         pRMSNorm: rms from the first ceil(P * dim) elements, 0 < P <= 1\n                      (default 1)',
 };
+
+/** The quantized output types, as the help lists them. */
+const QUANT = Object.values(QUANT_DTYPES);
 
 export const USAGE = `Usage: rmsnorm-wasm normalize IN OUT [options]
        rmsnorm-wasm normalize IN... --out-dir DIR [options]
@@ -39,16 +42,17 @@ input, same options, output unchanged) and redoes the rest, so a killed run is r
 running it again. One run per shard at a time: a second waits for the first (see --lock-wait).
 
 Options:
-  --dtype T           float32, float16 or bfloat16: what raw IN holds (default float32);
+  --dtype T           ${listed(KERNEL_DTYPES, '')}: what raw IN holds (default float32);
                       for a file with a header optional, and checked against it
-  --out-dtype T       ${listed(OUT_DTYPES, '')}: OUT's dtype (default: IN's;
-                      float32 for float64); a .npy or .npz cannot hold bfloat16 or float8.
-                      int8 and float8_e4m3 quantize each row by its own scale, max|y|/127
-                      or max|y|/448 (float32), written beside it: the array NAME_scale in
-                      an .npz or safetensors OUT, the file OUT.scale.npy beside a .npy
-                      (raw: OUT.scale + OUT's extension), renamed into place before OUT,
-                      which is removed first
-  --quant-scale S     with --out-dtype int8 or float8_e4m3: one scale for every row
+  --out-dtype T       OUT's dtype, ${listed(OUT_DTYPES, '')} (default:
+                      IN's; float32 for float64); a .npy or .npz cannot hold bfloat16
+                      or float8.
+                      ${QUANT.map((d) => d.name).join(' and ')} quantize each row by its own scale,
+                      ${QUANT.map((d) => `max|y|/${d.qmax}`).join(' or ')} (float32), written beside it: the array
+                      NAME_scale in an .npz or safetensors OUT, the file OUT.scale.npy beside
+                      a .npy (raw: OUT.scale + OUT's extension), renamed into place before
+                      OUT, which is removed first
+  --quant-scale S     with --out-dtype ${listed(QUANT.map((d) => d.name), '')}: one scale for every row
                       (q = y / S); no scales are written
   --tensor NAME       in an .npz or safetensors IN: normalize this array (repeat for more;
                       default: every float array)

@@ -17,7 +17,7 @@ import type { FloatArray, RmsNormOptions } from '../types.js';
 const POOL_MIN_BYTES = 32 << 20;
 
 /** What the file functions compute with: a pool, or the calling thread dressed as one. */
-export type Engine = Pick<RmsNormPool, 'threads' | 'allocF32' | 'allocU16'> & {
+export type Engine = Pick<RmsNormPool, 'threads' | 'allocF32'> & {
   rmsNorm<T extends FloatArray>(x: T, weight: FloatArray | null, options?: RmsNormOptions<T> & { signal?: AbortSignal }): Promise<T>;
   /** The pool, when the engine is one (its task queue moves rows at positions). */
   readonly pool: RmsNormPool | null;
@@ -35,7 +35,6 @@ async function threadEngine(): Promise<Engine> {
     threads: 1,
     pool: null,
     allocF32: (n) => rn.allocF32(n),
-    allocU16: (n) => rn.allocU16(n),
     rmsNorm: async (x, w, o) => {
       o?.signal?.throwIfAborted();
       const { signal: _, ...rest } = o ?? {};
@@ -49,7 +48,6 @@ const poolEngine = (pool: RmsNormPool): Engine => ({
   threads: pool.threads,
   pool,
   allocF32: (n) => pool.allocF32(n),
-  allocU16: (n) => pool.allocU16(n),
   rmsNorm: (x, w, o) => pool.rmsNorm(x, w, o),
 });
 

@@ -3,7 +3,7 @@
  * the option keys (the same for `normalizeDataset`, which adds its own).
  * @module
  */
-import { describe, kindOf } from '../check/arrays.js';
+import { ARRAYS_TAKEN, describe, kindOf } from '../check/arrays.js';
 import { options as checkOptions } from '../check/options.js';
 import { FILE_PARAM_KEYS } from '../check/params.js';
 import type { Dtype } from '../types.js';
@@ -80,7 +80,7 @@ export function checkFileOptions(fn: string, options: unknown, keys: readonly st
   if (o.onProgress !== undefined && typeof o.onProgress !== 'function') throw new TypeError(`${fn}: options.onProgress must be a function, got ${describe(o.onProgress)}`);
   const w = o.weight;
   if (w !== undefined && w !== null && !isPath(w) && kindOf(w) < 0) {
-    throw new TypeError(`${fn}: options.weight must be a Float32Array, a Uint16Array of half bit patterns, a Float16Array or a path, got ${describe(w)}`);
+    throw new TypeError(`${fn}: options.weight must be ${ARRAYS_TAKEN}, or a path, got ${describe(w)}`);
   }
   if (o.rstd !== undefined && !isPath(o.rstd)) throw new TypeError(`${fn}: options.rstd must be a path, got ${describe(o.rstd)}`);
   return {

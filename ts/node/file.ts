@@ -15,7 +15,6 @@
  */
 import { loadRmsNorm } from '../index.js';
 import { startEngine, type Engine } from './engine.js';
-import type { F32Buffer, U16Buffer } from '../memory.js';
 import { checkForward } from '../check/calls.js';
 import { paramOptions } from '../check/params.js';
 import type { Dtype, FloatArray } from '../types.js';
@@ -319,12 +318,20 @@ async function publish([out, rstd, scales]: readonly [Sink, Sink | null, Sink | 
 /** A path argument as a message shows it. */
 const describePath = (p: unknown): string => (isPath(p) ? shown(p) : p === null ? 'null' : typeof p);
 
-/** The weight in the pool's memory, in the dtype the calls settled on (a Float16Array is copied as its bits). */
-function placeWeight(pool: Engine, w: FloatArray, dtype: Dtype): F32Buffer | U16Buffer {
-  const buf = dtype === 'float32' ? pool.allocF32(w.length) : pool.allocU16(w.length);
-  const v = buf.view();
-  v.set(new DTYPES[dtype].Array(w.buffer as ArrayBuffer, w.byteOffset, w.length) as Float32Array & Uint16Array);
-  return buf;
+/**
+ * The weight in the pool's memory, in the dtype the calls settled on (a Float16Array is copied
+ * as its bits): whole floats of memory, with a view of the dtype's elements.
+ */
+function placeWeight(pool: Engine, w: FloatArray, dtype: Dtype): { view(): FloatArray; [Symbol.dispose](): void } {
+  const { Array: Elems, bytes } = DTYPES[dtype];
+  const buf = pool.allocF32(Math.ceil((w.length * bytes) / 4));
+  const f = buf.view();
+  new Uint8Array(f.buffer, f.byteOffset, w.length * bytes).set(new Uint8Array(w.buffer, w.byteOffset, w.length * bytes));
+  const view = () => {
+    const now = buf.view();
+    return new Elems(now.buffer as ArrayBuffer, now.byteOffset, w.length) as FloatArray;
+  };
+  return { view, [Symbol.dispose]: () => buf.free() };
 }
 
 /** Writes the rstd arrays kept for a container, in its writer's `order` (`kept`: by index of the normalized arrays). */

@@ -143,7 +143,7 @@ export async function normalizePositioned(j: PositionedJob): Promise<{ rows: num
       const dt = p.norm!.computeDtype;
       let at = callOf.get(dt);
       if (at !== undefined) return at;
-      const empty = DTYPES[dt].array === 'Float32Array' ? new Float32Array(0) : new Uint16Array(0);
+      const empty = new DTYPES[dt].Array(0) as FloatArray;
       const a = checkForward('normalizeFile', empty, j.weight, { ...j.call, dim: p.norm!.dim, dtype: dt, rowScales: p.norm!.rowScales ? new Float32Array(0) : undefined });
       if (a.weight && wAt === 0) {
         const wb = j.pool.allocF32(a.weight.length);

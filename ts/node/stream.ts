@@ -107,6 +107,6 @@ export function createNormalizeStream(options: NormalizeStreamOptions): Transfor
   // The sync API's checks (dtype and weightDtype among them), on no rows.
   const dtype = o.dtype ?? 'float32';
   const given = { ...paramOptions(o as Record<string, unknown>), dtype };
-  const a = checkForward('createNormalizeStream', dtype === 'float32' ? new Float32Array(0) : new Uint16Array(0), weight, given);
+  const a = checkForward('createNormalizeStream', new DTYPES[dtype].Array(0) as FloatArray, weight, given);
   return new NormalizeStream({ dim: a.dim, weight, dtype, params: { ...given, dim: a.dim, weightDtype: KERNEL_DTYPES[a.params.wdt]! } });
 }

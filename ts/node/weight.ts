@@ -45,10 +45,11 @@ function pick(arrays: readonly ArrayIn[], tensor: string | undefined, name: stri
 async function elements(a: ArrayIn, name: string): Promise<{ w: Float32Array | Uint16Array; dtype: Dtype }> {
   const dtype = a.dtype as FileDtype;
   const n = a.shape.reduce((x, y) => x * y, 1);
-  const raw = dtype === 'float64' ? new Float64Array(n) : dtype === 'float32' ? new Float32Array(n) : new Uint16Array(n);
+  const raw = new DTYPES[dtype].Array(n);
   if ((await a.source.read(new Uint8Array(raw.buffer), a.offset)) !== raw.byteLength) throw new NormalizeError(`${name}: the file ended early`);
-  if (raw instanceof Float64Array) return { w: Float32Array.from(raw), dtype: 'float32' };
-  return { w: raw, dtype: dtype as Dtype };
+  // A type only files hold (float64) is read as float32.
+  if (DTYPES[dtype].code < 0) return { w: Float32Array.from(raw), dtype: 'float32' };
+  return { w: raw as Float32Array | Uint16Array, dtype: dtype as Dtype };
 }
 
 /** Loads the weight at `path`: see the module doc. `given` (weightDtype) must agree with a header. */
@@ -77,7 +78,7 @@ export async function loadWeight(path: FsPath, given: Dtype | undefined, tensor?
       const item = DTYPES[dtype].bytes;
       if (src.size === null) throw new NormalizeError(`${name}: a raw weight must be a regular file`);
       if (src.size % item !== 0) throw new NormalizeError(`${name}: a raw weight of ${dtype} must be a multiple of ${item} bytes, got ${src.size} bytes`);
-      const w = dtype === 'float32' ? new Float32Array(src.size / item) : new Uint16Array(src.size / item);
+      const w = new DTYPES[dtype].Array(src.size / item) as Float32Array | Uint16Array;
       await src.read(new Uint8Array(w.buffer), 0);
       loaded = { w, dtype };
     }
