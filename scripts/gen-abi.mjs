@@ -34,7 +34,12 @@ export function parseAbi(src) {
       [...m[1].matchAll(/(\w+): ("[^"]*"|true|false|\d+)/g)].map(([, k, v]) => [k, v.startsWith('"') ? JSON.parse(v) : v === 'true' || v === 'false' ? v === 'true' : Number(v)]),
     ),
   );
-  return { enums, consts, params, dtypes };
+  // Each operation's operand extents: `impl XOperand { ... EXTENTS ... = { use Extent::*; [A, B, ...] } }`.
+  const extents = [...src.matchAll(/impl (\w+Operand) \{[\s\S]*?pub const EXTENTS: [^=]*= \{\s*use Extent::\*;\s*\[([^\]]*)\]/g)].map((m) => ({
+    name: m[1],
+    values: m[2].split(',').map((v) => v.trim()).filter((v) => v !== ''),
+  }));
+  return { enums, consts, params, dtypes, extents };
 }
 
 const docOf = (lines) => lines.trim().split('\n').map((l) => l.replace(/^\/\/\/ ?/, '')).join(' ').replace(/\[`(\w+)`\]/g, '{@link $1}');
@@ -42,7 +47,7 @@ const q = (s) => `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
 
 /** The text of ts/abi.ts for `src` (abi.rs). */
 export function renderAbi(src) {
-  const { enums, consts, params, dtypes } = parseAbi(src);
+  const { enums, consts, params, dtypes, extents } = parseAbi(src);
   const out = [
     `// Written by scripts/gen-abi.mjs from ${RUST}: edit that file, then run \`node scripts/gen-abi.mjs\`.`,
     '/**',
@@ -60,11 +65,14 @@ export function renderAbi(src) {
     out.push(`/** ${e.doc} */`, `export const ${e.name} = {`);
     for (const v of e.variants) out.push(`  /** ${v.doc} */`, `  ${key(v.name)}: ${v.value},`);
     out.push('} as const;', '');
-    // Codes a message may show get their meanings as text; an operand's slot is only an index.
-    if (e.name.endsWith('Operand')) continue;
+    // Codes a message may show get their meanings as text; an operand's slot and its extent are only indices.
+    if (e.name.endsWith('Operand') || e.name === 'Extent') continue;
     out.push(`/** ${e.name} code → what it means. */`, `export const ${e.name.toUpperCase()}_TEXT: Readonly<Record<number, string>> = {`);
     for (const v of e.variants) out.push(`  ${v.value}: ${q(v.doc)},`);
     out.push('};', '');
+  }
+  for (const x of extents) {
+    out.push(`/** Each {@link ${x.name}}'s {@link Extent}, in operand order. */`, `export const ${x.name.replace(/Operand$/, '').toUpperCase()}_EXTENTS = [${x.values.map((v) => `Extent.${v}`).join(', ')}] as const;`, '');
   }
   for (const c of consts) out.push(`/** ${c.doc} */`, `export const ${c.name} = ${c.value};`);
   out.push('', `/** ${params.doc} Each field's 4-byte word in the block, and whether it is a float32. */`, 'export const PARAMS = {');

@@ -84,6 +84,16 @@ export const GATE_TEXT: Readonly<Record<number, string>> = {
   2: 'before the norm: y = rmsnorm(x · silu(z)) · w (Mamba-2\'s default)',
 };
 
+/** How much memory an operand spans from its address, for the entry points' bounds checks. */
+export const Extent = {
+  /** rows × dim elements of the activations' storage (a quantized output: one byte each) */
+  Matrix: 0,
+  /** one f32 per row */
+  PerRow: 1,
+  /** dim f32: one row for every row (a half weight is widened to f32 before the kernel sees it) */
+  Row: 2,
+} as const;
+
 /** The forward's operands: their places in the address array its entry point takes. */
 export const ForwardOperand = {
   /** the input, rows × dim */
@@ -127,6 +137,12 @@ export const BackwardOperand = {
   /** the workspace, after the operands: the f64 sum of the finished dweight blocks, then the open block (a span) or the block partials (a pool job) */
   work: 9,
 } as const;
+
+/** Each {@link ForwardOperand}'s {@link Extent}, in operand order. */
+export const FORWARD_EXTENTS = [Extent.Matrix, Extent.Matrix, Extent.Row, Extent.Matrix, Extent.Matrix, Extent.PerRow, Extent.Matrix, Extent.PerRow] as const;
+
+/** Each {@link BackwardOperand}'s {@link Extent}, in operand order. */
+export const BACKWARD_EXTENTS = [Extent.Matrix, Extent.Matrix, Extent.Row, Extent.PerRow, Extent.Matrix, Extent.Matrix, Extent.Row, Extent.Matrix, Extent.Matrix] as const;
 
 /** The bits of `dtypes` that hold the activations' {@link Dtype} (one with `qmax` 0). */
 export const DTYPE_MASK = 3;

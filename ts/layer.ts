@@ -11,7 +11,7 @@ import { DTYPE_NAMES, KIND_F32, kindOf, rowsOf, typed } from './check/arrays.js'
 import { checkLayerBackward, checkLayerForward, checkLayerOptions, noQuantized, rowScalesOf, type BackwardArgs, type ForwardArgs } from './check/calls.js';
 import { Dtype as DT, Gate } from './abi.js';
 import { BY_CODE } from './dtypes.js';
-import type { Data, Params, Placed } from './ops.js';
+import { B, BACKWARD, F, type Data, type Params, type Placed } from './ops.js';
 import type { CastingMode, Dtype, FloatArray, GateMode, QuantDtype, RmsNormBackwardResult, RmsNormOutput, ScalarOptions } from './types.js';
 import { asKind, Owned } from './owned.js';
 
@@ -121,6 +121,8 @@ export class RmsNormLayer<W extends FloatArray = Float32Array, Q extends QuantDt
   private readonly gated: Params;
   private readonly act: number;
   private readonly wdt: number;
+  /** What its calls' arrays are checked against: the dtypes and the row length. */
+  private readonly shape: { act: number; wdt: number; dim: number };
   private readonly rn: LayerHost;
   private w: F32Buffer | U16Buffer | null;
   private wView: Float32Array | Uint16Array | null = null;
@@ -146,6 +148,7 @@ export class RmsNormLayer<W extends FloatArray = Float32Array, Q extends QuantDt
     this.stat = o.params.stat;
     this.act = o.act;
     this.wdt = o.params.wdt;
+    this.shape = { act: o.act, wdt: o.params.wdt, dim: o.dim };
     this.dtype = DTYPE_NAMES[o.act]!;
     this.weightDtype = DTYPE_NAMES[this.wdt]!;
     const q = o.params.out_dtype;
@@ -189,20 +192,17 @@ export class RmsNormLayer<W extends FloatArray = Float32Array, Q extends QuantDt
     const rstd = this.rstdOut.take(rows) as Float32Array;
     const weight = this.weight();
     const params = this.params;
-    const f = checkLayerForward('layer.forward', options, xa, this.act, weight, rstd, params.out_dtype);
     const perRow = params.out_dtype !== 0 && params.quant_scale === 0;
     const rowScales = rowScalesOf('layer.forward', perRow ? this.scalesOut.take(rows) : undefined, params, rows);
-    const y = f.out ?? this.y.take(x.length);
+    const f = checkLayerForward('layer.forward', options, xa, this.shape, weight, rstd, rowScales, this.y, params.out_dtype);
     const { dim } = this;
     // The outputs are the layer's own plain arrays: apart from x unless x is one of them (a
-    // result passed back in), which one buffer read tells. Arrays the caller gives are checked.
+    // result passed back in), which one buffer read tells; and apart from the inputs given
+    // (a residual's h is the caller's). Arrays the caller gives are checked.
     const xb = xa.buffer;
-    const outputsApart = f.out === null && f.residual === null && xb !== this.y.buffer && xb !== this.rstdOut.buffer && xb !== this.scalesOut.buffer;
+    const outputsApart = f.outGiven === null && f.arrs[F.residual] === null && xb !== this.y.buffer && xb !== this.rstdOut.buffer && xb !== this.scalesOut.buffer;
     const xKind = kindOf(x);
-    const a = {
-      x: xa, weight, out: y, outGiven: f.outGiven ?? y, rstd, rowScales, residual: f.residual, h: f.h, gate: f.gate, rows, dim,
-      params: f.gate ? this.gated : params, xKind, outputsApart,
-    };
+    const a = { arrs: f.arrs, x: xa, outGiven: f.outGiven ?? f.arrs[F.y]!, rows, dim, params: f.arrs[F.z] ? this.gated : params, xKind, outputsApart };
     this.rn.forwardChecked(a, 'layer.forward');
     // A quantized output is its own dtype's array whatever x's kind (no Float16Array over it).
     return (f.outGiven ?? this.y.given(params.out_dtype !== 0 ? KIND_F32 : xKind)) as RmsNormOutput<T, Q>;
@@ -239,19 +239,17 @@ export class RmsNormLayer<W extends FloatArray = Float32Array, Q extends QuantDt
     const dya = this.rows('backward', 'dy', dy);
     if (dya.length !== xa.length) throw new RangeError(`layer.backward: dy.length (${dya.length}) must equal x.length (${xa.length})`);
     const rows = xa.length / this.dim;
-    const { rstd, dresidual, gate } = checkLayerBackward('layer.backward', options, xa, this.act, rows);
     const dx = this.dx.take(xa.length) as Data;
-    const dgate = gate ? (this.dgate.take(xa.length) as Data) : null;
     const weight = this.w ? this.weight() : null;
     const { dim } = this;
     const dweight = this.dw?.placed ?? null;
-    // dx and dweight are the layer's own: apart unless an input is one of its arrays.
-    const outputsApart =
-      !this.owns(dya.buffer) && !this.owns(xa.buffer) && (rstd === null || !this.owns(rstd.buffer)) &&
-      (dresidual === null || !this.owns(dresidual.buffer)) && (gate === null || !this.owns(gate.buffer));
+    const arrs = checkLayerBackward('layer.backward', options, dya, xa, this.shape, rows, weight, dx, dweight, () => this.dgate.take(xa.length) as Data);
+    const gate = arrs[B.z] ?? null;
+    // dx, dweight and dgate are the layer's own: apart unless an input is one of its arrays.
+    const outputsApart = BACKWARD.operands.every((o, i) => o.out || i === B.weight || arrs[i] === null || !this.owns(arrs[i]!.buffer));
     const xKind = kindOf(dy);
     const a = {
-      dy: dya, x: xa, weight, rstd, dresidual, dx, dxGiven: dx, dweight, dweightGiven: dweight, gate, dgate, dgateGiven: dgate,
+      arrs, x: xa, dxGiven: dx, dweightGiven: dweight, dgateGiven: (arrs[B.dz] ?? null) as Data | null,
       rows, dim, params: gate ? this.gated : this.params, xKind, wKind: KIND_F32, outputsApart,
     };
     this.rn.backwardChecked(a, 'layer.backward');

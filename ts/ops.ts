@@ -10,7 +10,7 @@
  * `ForwardOperand` / `BackwardOperand` give.
  * @module
  */
-import { BackwardOperand, DG_SUM_FLOATS, ForwardOperand, PARAMS, PARAMS_WORDS } from './abi.js';
+import { BACKWARD_EXTENTS, BackwardOperand, DG_SUM_FLOATS, Extent, FORWARD_EXTENTS, ForwardOperand, PARAMS, PARAMS_WORDS } from './abi.js';
 import type { KernelExports } from './load.js';
 
 /** An array as placed: float32 values, or half-precision bit patterns (a Float16Array is seen through its bits). */
@@ -19,11 +19,12 @@ export type Data = Float32Array | Uint16Array;
 export type Placed = Data | Int8Array | Uint8Array;
 
 /** A row-major `rows × dim` matrix. */
-export const MATRIX = 0;
+export const MATRIX = Extent.Matrix;
 /** One float per row (`rows`). */
-export const PER_ROW = 1;
+export const PER_ROW = Extent.PerRow;
 /** One row (`dim` floats): the same for every row. */
-export const ROW = 2;
+export const ROW = Extent.Row;
+/** An operand's extent (abi.rs `Extent`, each operand's in its operation's `EXTENTS`). */
 export type Shape = typeof MATRIX | typeof PER_ROW | typeof ROW;
 
 /** One array of an operation. */
@@ -88,7 +89,14 @@ export interface Op {
 /** Byte offset of a call block's address array: after its parameters. */
 export const ADDRS_AT = 4 * PARAMS_WORDS;
 
-const operand = (name: string, shape: Shape, out = false, alias: readonly number[] = []): Operand => ({ name, shape, out, alias });
+/** An operand's record but its shape. */
+const operand = (name: string, out = false, alias: readonly number[] = []): Omit<Operand, 'shape'> => ({ name, out, alias });
+
+/** `list` (an operation's operands in order) with their extents as abi.rs gives them, one per operand. */
+function withExtents(extents: readonly Shape[], list: readonly Omit<Operand, 'shape'>[]): Operand[] {
+  if (extents.length !== list.length) throw new Error(`rmsnorm-wasm: internal error: ${list.length} operands, ${extents.length} extents in abi.rs`);
+  return list.map((o, i) => ({ ...o, shape: extents[i]! }));
+}
 
 /** The forward's operands by name: their slots in {@link FORWARD}'s operand order. */
 export const F = ForwardOperand;
@@ -103,16 +111,16 @@ export const B = BackwardOperand;
 export const FORWARD: Op = {
   id: 0,
   name: 'forward',
-  operands: [
-    operand('x', MATRIX),
-    operand('options.residual', MATRIX),
-    operand('weight', ROW),
-    operand('options.out', MATRIX, true, [F.x, F.z]),
-    operand('options.residualOut', MATRIX, true, [F.x, F.residual]),
-    operand('options.rstd', PER_ROW, true),
-    operand('options.gate', MATRIX),
-    operand('options.rowScales', PER_ROW, true),
-  ],
+  operands: withExtents(FORWARD_EXTENTS, [
+    operand('x'),
+    operand('options.residual'),
+    operand('weight'),
+    operand('options.out', true, [F.x, F.z]),
+    operand('options.residualOut', true, [F.x, F.residual]),
+    operand('options.rstd', true),
+    operand('options.gate'),
+    operand('options.rowScales', true),
+  ]),
   addrs: Object.keys(F).length,
   syncWork: () => 0,
   poolWork: () => 0,
@@ -131,17 +139,17 @@ export const FORWARD: Op = {
 export const BACKWARD: Op = {
   id: 1,
   name: 'backward',
-  operands: [
-    operand('dy', MATRIX),
-    operand('x', MATRIX),
-    operand('weight', ROW),
-    operand('options.rstd', PER_ROW),
-    operand('options.dresidual', MATRIX),
-    operand('options.dx', MATRIX, true, [B.dy, B.x, B.dresidual, B.z]),
-    operand('options.dweight', ROW, true),
-    operand('options.gate', MATRIX),
-    operand('options.dgate', MATRIX, true, [B.dy, B.x, B.z]),
-  ],
+  operands: withExtents(BACKWARD_EXTENTS, [
+    operand('dy'),
+    operand('x'),
+    operand('weight'),
+    operand('options.rstd'),
+    operand('options.dresidual'),
+    operand('options.dx', true, [B.dy, B.x, B.dresidual, B.z]),
+    operand('options.dweight', true),
+    operand('options.gate'),
+    operand('options.dgate', true, [B.dy, B.x, B.z]),
+  ]),
   addrs: Object.keys(B).length,
   // With a weight: the f64 sum of the finished dweight blocks, then the open block (a span) or
   // the blocks' partials (a pool job).

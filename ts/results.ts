@@ -20,7 +20,8 @@ import type { FloatArray, RmsNormBackwardResult } from './types.js';
  * by growth can be re-made (Placement.result); otherwise `given` is final.
  */
 export function forwardResult(a: ForwardArgs, shared = false): { y: Placed; given: FloatArray | Placed; resident: boolean } {
-  if (a.out !== null) return { y: a.out, given: a.outGiven!, resident: a.outGiven === a.out };
+  const out = a.arrs[F.y] ?? null;
+  if (out !== null) return { y: out, given: a.outGiven!, resident: a.outGiven === out };
   const q = a.params.out_dtype;
   if (q !== 0) {
     // A quantized output: the array of its dtype's facts (1-byte elements).
@@ -38,8 +39,8 @@ export function forwardResult(a: ForwardArgs, shared = false): { y: Placed; give
 }
 
 /** An output of the activations' kind: the array given, or a new one (the caller's kind; a half one placed as bits). */
-function matrixOut(a: BackwardArgs, placed: Data | null, given: FloatArray | null, shared: boolean): { placed: Data; given: FloatArray } {
-  if (placed !== null) return { placed, given: given! };
+function matrixOut(a: BackwardArgs, placed: Placed | null, given: FloatArray | null, shared: boolean): { placed: Data; given: FloatArray } {
+  if (placed !== null) return { placed: placed as Data, given: given! };
   const r = resultOfKind(a.xKind, a.x.length, shared);
   return { placed: r.placed, given: r.given as FloatArray };
 }
@@ -58,19 +59,21 @@ export function backwardResults(a: BackwardArgs, shared = false): {
   result: RmsNormBackwardResult<FloatArray, FloatArray>;
   resident: boolean;
 } {
-  if (a.xKind === KIND_F32 && a.wKind === KIND_F32 && a.dxGiven === a.dx && a.dweightGiven === a.dweight && a.dgateGiven === a.dgate) {
-    const dx = a.dx ?? resultArray(a.x.length, shared);
-    const dweight = a.weight ? (a.dweight ?? new Float32Array(a.dim)) : null;
-    const dgate = a.gate ? (a.dgate ?? resultArray(a.x.length, shared)) : null;
+  const { arrs } = a;
+  const [dxIn, dwIn, dzIn] = [arrs[B.dx] as Data | null, arrs[B.dweight] as Data | null, arrs[B.dz] as Data | null];
+  if (a.xKind === KIND_F32 && a.wKind === KIND_F32 && a.dxGiven === dxIn && a.dweightGiven === dwIn && a.dgateGiven === dzIn) {
+    const dx = dxIn ?? resultArray(a.x.length, shared);
+    const dweight = arrs[B.weight] ? (dwIn ?? new Float32Array(a.dim)) : null;
+    const dgate = arrs[B.z] ? (dzIn ?? resultArray(a.x.length, shared)) : null;
     return { dx, dweight, dgate, result: withGate({ dx, dweight }, dgate), resident: true };
   }
-  const dx = matrixOut(a, a.dx, a.dxGiven, shared);
-  const dgate = a.gate ? matrixOut(a, a.dgate, a.dgateGiven, shared) : null;
+  const dx = matrixOut(a, dxIn, a.dxGiven, shared);
+  const dgate = arrs[B.z] ? matrixOut(a, dzIn, a.dgateGiven, shared) : null;
   let dweight: Data | null = null;
   let dwUser: FloatArray | null = null;
-  if (a.weight !== null) {
-    if (a.dweight !== null) {
-      dweight = a.dweight;
+  if (arrs[B.weight] !== null) {
+    if (dwIn !== null) {
+      dweight = dwIn;
       dwUser = a.dweightGiven!;
     } else {
       const r = resultOfKind(a.wKind, a.dim);
@@ -98,10 +101,6 @@ export interface Call<R> {
   result(p: Placement): R;
 }
 
-/** One null per operand: what a call's array list starts as (copied: no closure per call). */
-const NO_FORWARD_ARRAYS: (Placed | null)[] = FORWARD.operands.map(() => null);
-const NO_BACKWARD_ARRAYS: (Data | null)[] = BACKWARD.operands.map(() => null);
-
 /** A checked forward as {@link FORWARD} runs it (a class: one object per call, no closures). */
 class ForwardCall implements Call<FloatArray | Placed> {
   readonly op = FORWARD;
@@ -111,17 +110,11 @@ class ForwardCall implements Call<FloatArray | Placed> {
 
   constructor(a: ForwardArgs, shared: boolean) {
     const r = (this.r = forwardResult(a, shared));
-    const arrs = (this.arrs = NO_FORWARD_ARRAYS.slice());
-    arrs[F.x] = a.x;
-    arrs[F.residual] = a.residual;
-    arrs[F.weight] = a.weight;
-    arrs[F.y] = r.y;
-    arrs[F.h] = a.h;
-    arrs[F.rstd] = a.rstd;
-    arrs[F.z] = a.gate;
-    arrs[F.rowScales] = a.rowScales;
+    // The checked call's arrays are this call's (each check makes them anew).
+    const arrs = (this.arrs = a.arrs);
     // New outputs (and outputs known to be apart) need no address lookup and no overlap check.
-    this.fresh = (a.out === null || a.outputsApart ? 1 << F.y : 0) | (a.outputsApart && a.rstd ? 1 << F.rstd : 0);
+    this.fresh = (arrs[F.y] === null || a.outputsApart ? 1 << F.y : 0) | (a.outputsApart && arrs[F.rstd] ? 1 << F.rstd : 0);
+    arrs[F.y] = r.y;
   }
 
   result(p: Placement): FloatArray | Placed {
@@ -133,26 +126,20 @@ class ForwardCall implements Call<FloatArray | Placed> {
 /** A checked backward as {@link BACKWARD} runs it. */
 class BackwardCall implements Call<RmsNormBackwardResult<FloatArray, FloatArray>> {
   readonly op = BACKWARD;
-  readonly arrs: (Data | null)[];
+  readonly arrs: (Placed | null)[];
   readonly fresh: number;
   private readonly r: ReturnType<typeof backwardResults>;
 
   constructor(a: BackwardArgs, shared: boolean) {
     const r = (this.r = backwardResults(a, shared));
-    const arrs = (this.arrs = NO_BACKWARD_ARRAYS.slice());
-    arrs[B.dy] = a.dy;
-    arrs[B.x] = a.x;
-    arrs[B.weight] = a.weight;
-    arrs[B.rstd] = a.rstd;
-    arrs[B.dresidual] = a.dresidual;
+    const arrs = (this.arrs = a.arrs);
+    this.fresh =
+      (arrs[B.dx] === null || a.outputsApart ? 1 << B.dx : 0) |
+      (arrs[B.weight] && (!arrs[B.dweight] || a.outputsApart) ? 1 << B.dweight : 0) |
+      (arrs[B.z] && (!arrs[B.dz] || a.outputsApart) ? 1 << B.dz : 0);
     arrs[B.dx] = r.dx;
     arrs[B.dweight] = r.dweight;
-    arrs[B.z] = a.gate;
     arrs[B.dz] = r.dgate;
-    this.fresh =
-      (a.dx === null || a.outputsApart ? 1 << B.dx : 0) |
-      (a.weight && (!a.dweight || a.outputsApart) ? 1 << B.dweight : 0) |
-      (a.gate && (!a.dgate || a.outputsApart) ? 1 << B.dz : 0);
   }
 
   result(p: Placement): RmsNormBackwardResult<FloatArray, FloatArray> {

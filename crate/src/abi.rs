@@ -170,6 +170,18 @@ pub struct Params {
     pub quant_scale: f32,
 }
 
+/// How much memory an operand spans from its address, for the entry points' bounds checks.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Extent {
+    /// rows × dim elements of the activations' storage (a quantized output: one byte each)
+    Matrix = 0,
+    /// one f32 per row
+    PerRow = 1,
+    /// dim f32: one row for every row (a half weight is widened to f32 before the kernel sees it)
+    Row = 2,
+}
+
 /// The forward's operands: their places in the address array its entry point takes.
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -190,6 +202,16 @@ pub enum ForwardOperand {
     Z = 6,
     /// a quantized output's scale of each row, rows f32, or 0 (with a static quant_scale)
     RowScales = 7,
+}
+
+impl ForwardOperand {
+    /// Address words of the forward's entry point: one per operand.
+    pub const COUNT: usize = Self::RowScales as usize + 1;
+    /// Each operand's extent, in operand order: the entry point checks each by it.
+    pub const EXTENTS: [Extent; Self::COUNT] = {
+        use Extent::*;
+        [Matrix, Matrix, Row, Matrix, Matrix, PerRow, Matrix, PerRow]
+    };
 }
 
 /// The backward's operands and workspace: their places in the address array its entry points take.
@@ -216,4 +238,16 @@ pub enum BackwardOperand {
     Dz = 8,
     /// the workspace, after the operands: the f64 sum of the finished dweight blocks, then the open block (a span) or the block partials (a pool job)
     Work = 9,
+}
+
+impl BackwardOperand {
+    /// Address words of the backward's entry points: the operands, then the workspace.
+    pub const COUNT: usize = Self::Work as usize + 1;
+    /// Each operand's extent, in operand order (the workspace, sized by the entry point, last).
+    pub const EXTENTS: [Extent; Self::COUNT - 1] = {
+        use Extent::*;
+        [
+            Matrix, Matrix, Row, PerRow, Matrix, Matrix, Row, Matrix, Matrix,
+        ]
+    };
 }

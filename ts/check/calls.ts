@@ -1,11 +1,13 @@
 /**
  * The checks of whole calls: a forward, a backward, a layer's creation. Each returns one record
- * (the arrays as the kernel takes them, the row count and the kernel's {@link Params}), which
- * the sync API, the pool, the layer and the file functions all use as is.
+ * (the arrays as the kernel takes them, in its operation's operand order; the row count and
+ * the kernel's {@link Params}), which the sync API, the pool, the layer and the file functions
+ * all use as is. The operands with rules of their own (which arrays go together, which may
+ * overlap) are checked here by name; any other operand of ops.ts is checked by its shape alone.
  * @module
  */
 import { Gate } from '../abi.js';
-import { BACKWARD, FORWARD, type Data, type Params, type Placed } from '../ops.js';
+import { B, BACKWARD, F, FORWARD, MATRIX, PER_ROW, type Data, type Op, type Params, type Placed } from '../ops.js';
 import type { FloatArray } from '../types.js';
 import { kindOf, KIND_F32, optF32, optQuantized, optTyped, rowsOf, typed } from './arrays.js';
 import { NO_EXTRA_KEYS, options } from './options.js';
@@ -14,21 +16,16 @@ import { BACKWARD_PARAM_KEYS, checkParams, operandKeys, PARAM_KEYS } from './par
 
 /** A checked forward call. */
 export interface ForwardArgs {
+  /**
+   * The arrays in {@link FORWARD}'s operand order (null: absent): `arrs[F.y]` is where y goes
+   * (a quantized output's bytes with params.out_dtype), or null: a new array; `arrs[F.h]` where
+   * h goes (residualOut, or the residual itself) with a residual.
+   */
+  arrs: (Placed | null)[];
+  /** `arrs[F.x]`: what the call's placement follows. */
   x: Data;
-  weight: Data | null;
-  /** Where y goes (a quantized output's bytes with params.out_dtype), or null: a new array. */
-  out: Placed | null;
   /** `options.out` as the caller gave it (returned as is). */
   outGiven: FloatArray | Placed | null;
-  rstd: Float32Array | null;
-  /** A quantized output's scale per row (params.out_dtype without a quant_scale), else null. */
-  rowScales: Float32Array | null;
-  /** The residual (fused add), or null. */
-  residual: Data | null;
-  /** Where h goes: residualOut, or the residual itself; null without a residual. */
-  h: Data | null;
-  /** The gate's input z, or null. */
-  gate: Data | null;
   rows: number;
   dim: number;
   params: Params;
@@ -44,18 +41,13 @@ export interface ForwardArgs {
 
 /** A checked backward call. */
 export interface BackwardArgs {
-  dy: Data;
+  /** The arrays in {@link BACKWARD}'s operand order (null: absent); the outputs dx, dweight and dz: given, or null: new arrays. */
+  arrs: (Placed | null)[];
+  /** `arrs[B.x]`: what the call's placement follows. */
   x: Data;
-  weight: Data | null;
-  rstd: Float32Array | null;
-  dresidual: Data | null;
-  dx: Data | null;
+  /** The outputs as the caller gave them (returned as they are), or null. */
   dxGiven: FloatArray | null;
-  dweight: Data | null;
   dweightGiven: FloatArray | null;
-  /** The gate's input z and its gradient's destination (given, or null: a new array), or null without a gate. */
-  gate: Data | null;
-  dgate: Data | null;
   dgateGiven: FloatArray | null;
   rows: number;
   dim: number;
@@ -70,6 +62,44 @@ export interface BackwardArgs {
 const FORWARD_KEYS: readonly string[] = [...PARAM_KEYS, ...operandKeys(FORWARD)];
 const BACKWARD_KEYS: readonly string[] = [...BACKWARD_PARAM_KEYS, ...operandKeys(BACKWARD)];
 const DTN = 'options.dtype';
+
+/** What an operand's shape is measured against: x's length, the rows, the row length, and the dtypes. */
+export interface Sizes {
+  n: number;
+  rows: number;
+  dim: number;
+  /** The activations' dtype code and what names it in messages; the weight's dtype code. */
+  act: number;
+  dtn: string;
+  wdt: number;
+}
+
+/**
+ * Fills the slots `plain` of `arrs` (`op`'s arrays in operand order, the others checked by
+ * name already): each such operand read from the options `o` (`options.NAME`) and checked by
+ * its shape alone — a matrix of the activations' dtype and x's length, one float32 per row, or
+ * a row of the weight's dtype — an output also apart from every other output.
+ */
+export function plainOperands(fn: string, op: Op, plain: readonly number[], arrs: (Placed | null)[], o: Readonly<Record<string, unknown>>, z: Sizes): void {
+  for (const i of plain) {
+    const d = op.operands[i]!;
+    const v = o[d.name.slice('options.'.length)];
+    const a = d.shape === MATRIX
+      ? optTyped(fn, d.name, v, z.n, 'x.length', z.act, z.dtn)
+      : d.shape === PER_ROW ? optF32(fn, d.name, v, z.rows, 'one per row') : optTyped(fn, d.name, v, z.dim, 'dim', z.wdt, 'options.weightDtype');
+    if (d.out) op.operands.forEach((e, j) => e.out && j !== i && distinctOutputs(fn, e.name, arrs[j] ?? null, d.name, a));
+    arrs[i] = a;
+  }
+}
+
+/** The operands of `op` not in `ruled` (those checked by name here): checked by {@link plainOperands}. */
+const plainOf = (op: Op, ruled: readonly number[]): readonly number[] => op.operands.map((_, i) => i).filter((i) => !ruled.includes(i));
+/** Each operation's operands checked by their shape alone (none yet: every one has rules of its own here). */
+const FORWARD_PLAIN = plainOf(FORWARD, [F.x, F.residual, F.weight, F.y, F.h, F.rstd, F.z, F.rowScales]);
+const BACKWARD_PLAIN = plainOf(BACKWARD, [B.dy, B.x, B.weight, B.rstd, B.dresidual, B.dx, B.dweight, B.z, B.dz]);
+/** An operation's arrays before the checks fill them: a null per operand. */
+const NO_FORWARD: readonly (Placed | null)[] = FORWARD.operands.map(() => null);
+const NO_BACKWARD: readonly (Placed | null)[] = BACKWARD.operands.map(() => null);
 
 /** Checks a forward call; `extraKeys` are further option names the caller handles itself. */
 export function checkForward(
@@ -94,7 +124,25 @@ export function checkForward(
   const { residual, h } = fusedAdd(fn, o, xa, act, DTN, out, rstd, w);
   const gate = gateOf(fn, o.gate, xa, act, DTN, residual !== null, 'options.residual');
   const outGiven = out === null ? null : (o.out as FloatArray | Placed);
-  return { x: xa, weight: w, out, outGiven, rstd, rowScales, residual, h, gate, rows, dim: params.dim, params, xKind: kindOf(x), outputsApart: false };
+  const arrs = forwardArrays(xa, residual, w, out, h, rstd, gate, rowScales);
+  if (FORWARD_PLAIN.length) plainOperands(fn, FORWARD, FORWARD_PLAIN, arrs, o, { n: xa.length, rows, dim: params.dim, act, dtn: DTN, wdt: params.wdt });
+  return { arrs, x: xa, outGiven, rows, dim: params.dim, params, xKind: kindOf(x), outputsApart: false };
+}
+
+/** A forward's arrays checked by name, in their slots. */
+function forwardArrays(
+  x: Data, residual: Data | null, w: Data | null, out: Placed | null, h: Data | null, rstd: Float32Array | null, gate: Data | null, rowScales: Float32Array | null,
+): (Placed | null)[] {
+  const arrs = NO_FORWARD.slice();
+  arrs[F.x] = x;
+  arrs[F.residual] = residual;
+  arrs[F.weight] = w;
+  arrs[F.y] = out;
+  arrs[F.h] = h;
+  arrs[F.rstd] = rstd;
+  arrs[F.z] = gate;
+  arrs[F.rowScales] = rowScales;
+  return arrs;
 }
 
 /**
@@ -184,12 +232,31 @@ export function checkBackward(
   disjointOrSame(fn, 'options.dweight', dweight, 'options.dresidual', dresidual, false);
   const gate = gateOf(fn, o.gate, xa, act, DTN, dresidual !== null, 'options.dresidual');
   const dgate = dgateOf(fn, o.dgate, gate, xa, act, DTN, dx, dweight);
+  const arrs = backwardArrays(dya, xa, w, rstd, dresidual, dx, dweight, gate, dgate);
+  if (BACKWARD_PLAIN.length) plainOperands(fn, BACKWARD, BACKWARD_PLAIN, arrs, o, { n: xa.length, rows, dim: params.dim, act, dtn: DTN, wdt: params.wdt });
   return {
-    dy: dya, x: xa, weight: w, rstd, dresidual, dx, dxGiven: dx === null ? null : (o.dx as FloatArray),
-    dweight, dweightGiven: dweight === null ? null : (o.dweight as FloatArray),
-    gate, dgate, dgateGiven: dgate === null ? null : (o.dgate as FloatArray),
+    arrs, x: xa,
+    dxGiven: dx === null ? null : (o.dx as FloatArray), dweightGiven: dweight === null ? null : (o.dweight as FloatArray),
+    dgateGiven: dgate === null ? null : (o.dgate as FloatArray),
     rows, dim: params.dim, params, xKind: kindOf(dy), wKind: w === null ? KIND_F32 : kindOf(weight), outputsApart: false,
   };
+}
+
+/** A backward's arrays checked by name, in their slots. */
+function backwardArrays(
+  dy: Data, x: Data, w: Data | null, rstd: Float32Array | null, dresidual: Data | null, dx: Data | null, dweight: Data | null, gate: Data | null, dgate: Data | null,
+): (Placed | null)[] {
+  const arrs = NO_BACKWARD.slice();
+  arrs[B.dy] = dy;
+  arrs[B.x] = x;
+  arrs[B.weight] = w;
+  arrs[B.rstd] = rstd;
+  arrs[B.dresidual] = dresidual;
+  arrs[B.dx] = dx;
+  arrs[B.dweight] = dweight;
+  arrs[B.z] = gate;
+  arrs[B.dz] = dgate;
+  return arrs;
 }
 
 /** A TypeError for a backward whose parameters have a quantized output (which has no gradient). */
@@ -236,44 +303,55 @@ const LAYER_FORWARD_KEYS: readonly string[] = operandKeys(FORWARD).filter((k) =>
 const LAYER_BACKWARD_KEYS: readonly string[] = operandKeys(BACKWARD, true);
 const LAYER_DTN = "the layer's dtype";
 
-/** A layer forward's options: `out` (null: the layer's own array), the fused residual add's arrays, the gate. */
+/** A layer forward's arrays: in {@link FORWARD}'s operand order, and `options.out` as given (null: the layer's own array). */
 interface LayerForwardArgs {
-  out: Placed | null;
+  arrs: (Placed | null)[];
   outGiven: FloatArray | Placed | null;
-  residual: Data | null;
-  h: Data | null;
-  gate: Data | null;
 }
-const NO_LAYER_FORWARD: LayerForwardArgs = Object.freeze({ out: null, outGiven: null, residual: null, h: null, gate: null });
+
+/** What a layer's calls are checked against: its dtypes' codes and row length. */
+interface LayerShape {
+  act: number;
+  wdt: number;
+  dim: number;
+}
 
 /**
- * A layer forward's options (`out`, `residual`, `residualOut`, as {@link rmsNorm}'s), checked
- * against its `x` (of the layer's dtype `act`), its weight and its own `rstd`; `outDtype`: the
- * layer's quantized output's code, or 0. Unknown keys are a TypeError. No options: nothing to
- * check.
+ * A layer forward's arrays: its `x` (of the layer's dtype), weight, own `rstd` and row scales,
+ * and its options (`out`, `residual`, `residualOut`, `gate`, as {@link rmsNorm}'s; without
+ * `out`, y goes to `y.take(x.length)`, the layer's own array) checked against them; `outDtype`: the layer's
+ * quantized output's code, or 0. Unknown keys are a TypeError.
  */
-export function checkLayerForward(fn: string, opts: unknown, xa: Data, act: number, w: Data | null, rstd: Float32Array, outDtype = 0): LayerForwardArgs {
-  if (opts === undefined) return NO_LAYER_FORWARD;
-  const o = options(fn, opts, LAYER_FORWARD_KEYS);
+export function checkLayerForward(
+  fn: string, opts: unknown, xa: Data, layer: LayerShape, w: Data | null, rstd: Float32Array, rowScales: Float32Array | null, y: { take(n: number): Placed }, outDtype = 0,
+): LayerForwardArgs {
+  const { act } = layer;
+  const o = opts === undefined ? {} : options(fn, opts, LAYER_FORWARD_KEYS);
   const out = outDtype !== 0
     ? optQuantized(fn, 'options.out', o.out, xa.length, 'x.length', outDtype)
     : optTyped(fn, 'options.out', o.out, xa.length, 'x.length', act, LAYER_DTN);
   distinctOutputs(fn, 'options.out', out, 'the layer\'s rstd', rstd);
   const { residual, h } = fusedAdd(fn, o, xa, act, LAYER_DTN, out, rstd, w);
   const gate = gateOf(fn, o.gate, xa, act, LAYER_DTN, residual !== null, 'options.residual');
-  return { out, outGiven: out === null ? null : (o.out as FloatArray | Placed), residual, h, gate };
+  const arrs = forwardArrays(xa, residual, w, out ?? y.take(xa.length), h, rstd, gate, rowScales);
+  if (FORWARD_PLAIN.length) plainOperands(fn, FORWARD, FORWARD_PLAIN, arrs, o, { n: xa.length, rows: rstd.length, dim: layer.dim, act, dtn: LAYER_DTN, wdt: layer.wdt });
+  return { arrs, outGiven: out === null ? null : (o.out as FloatArray | Placed) };
 }
 
-/** A layer backward's options: the forward's rstd, the gradient arriving on the residual stream, the gate; each or null. */
+/**
+ * A layer backward's arrays in {@link BACKWARD}'s operand order: `dy`, `x`, the weight and the
+ * layer's own outputs (`dx`; `dweight` with a weight; `dgate`, taken when there is a gate), and
+ * the options (the forward's `rstd`, the gradient arriving on the residual stream, the gate).
+ */
 export function checkLayerBackward(
-  fn: string, opts: unknown, xa: Data, act: number, rows: number,
-): { rstd: Float32Array | null; dresidual: Data | null; gate: Data | null } {
-  if (opts === undefined) return { rstd: null, dresidual: null, gate: null };
-  const o = options(fn, opts, LAYER_BACKWARD_KEYS);
+  fn: string, opts: unknown, dya: Data, xa: Data, layer: LayerShape, rows: number, w: Data | null, dx: Data, dweight: Data | null, dgate: () => Data,
+): (Placed | null)[] {
+  const { act } = layer;
+  const o = opts === undefined ? {} : options(fn, opts, LAYER_BACKWARD_KEYS);
   const dresidual = optTyped(fn, 'options.dresidual', o.dresidual, xa.length, 'x.length', act, LAYER_DTN);
-  return {
-    rstd: optF32(fn, 'options.rstd', o.rstd, rows, 'one per row'),
-    dresidual,
-    gate: gateOf(fn, o.gate, xa, act, LAYER_DTN, dresidual !== null, 'options.dresidual'),
-  };
+  const gate = gateOf(fn, o.gate, xa, act, LAYER_DTN, dresidual !== null, 'options.dresidual');
+  const rstd = optF32(fn, 'options.rstd', o.rstd, rows, 'one per row');
+  const arrs = backwardArrays(dya, xa, w, rstd, dresidual, dx, dweight, gate, gate ? dgate() : null);
+  if (BACKWARD_PLAIN.length) plainOperands(fn, BACKWARD, BACKWARD_PLAIN, arrs, o, { n: xa.length, rows, dim: layer.dim, act, dtn: LAYER_DTN, wdt: layer.wdt });
+  return arrs;
 }

@@ -22,6 +22,7 @@ import { checkForward } from '../check/calls.js';
 import { ALL_DTYPES, DTYPES, KERNEL_DTYPES, type FileDtype, type OutDtype } from '../dtypes.js';
 import { Dtype as DT } from '../abi.js';
 import type { Dtype, FloatArray, HalfDtype } from '../types.js';
+import type { Data } from '../ops.js';
 import type { TaskQueue, TaskResult } from '../pool/task-queue.js';
 import { dtypeIndex, Kind, Outcome, regionBytesFor } from '../pool/tasks.js';
 import type { AtomicFile } from './atomic.js';
@@ -145,10 +146,11 @@ export async function normalizePositioned(j: PositionedJob): Promise<{ rows: num
       if (at !== undefined) return at;
       const empty = new DTYPES[dt].Array(0) as FloatArray;
       const a = checkForward('normalizeFile', empty, j.weight, { ...j.call, dim: p.norm!.dim, dtype: dt, rowScales: p.norm!.rowScales ? new Float32Array(0) : undefined });
-      if (a.weight && wAt === 0) {
-        const wb = j.pool.allocF32(a.weight.length);
+      const weight = a.arrs[F.weight] as Data | null;
+      if (weight && wAt === 0) {
+        const wb = j.pool.allocF32(weight.length);
         bufs.push(wb);
-        const w32 = a.params.wdt === DT.float32 ? (a.weight as Float32Array) : j.sync.halfToFloat32(a.weight as Uint16Array, KERNEL_DTYPES[a.params.wdt] as HalfDtype);
+        const w32 = a.params.wdt === DT.float32 ? (weight as Float32Array) : j.sync.halfToFloat32(weight as Uint16Array, KERNEL_DTYPES[a.params.wdt] as HalfDtype);
         wb.view().set(w32);
         wAt = wb.view().byteOffset;
       }
@@ -158,7 +160,7 @@ export async function normalizePositioned(j: PositionedJob): Promise<{ rows: num
       const i32 = new Int32Array(v.buffer, v.byteOffset, CALL_WORDS);
       writeParams(i32, v, 0, a.params);
       i32.fill(0, ADDRS_AT / 4);
-      i32[ADDRS_AT / 4 + F.weight] = a.weight ? wAt : 0;
+      i32[ADDRS_AT / 4 + F.weight] = weight ? wAt : 0;
       at = v.byteOffset;
       callOf.set(dt, at);
       return at;

@@ -9,7 +9,8 @@
 //! bug.
 
 use crate::abi::{
-    BackwardOperand as B, Dtype, ForwardOperand as F, Gate, Params, Status, DTYPES, DTYPE_MASK,
+    BackwardOperand as B, Dtype, Extent, ForwardOperand as F, Gate, Params, Status, DTYPES,
+    DTYPE_MASK,
 };
 use crate::elem::{Bf16, Elem, F16};
 use crate::kernel::{self, Backward, Forward, Quant, Scalars};
@@ -23,8 +24,8 @@ const CODE_F16: u32 = Dtype::Float16 as u32;
 const CODE_BF16: u32 = Dtype::Bfloat16 as u32;
 
 /// Address words of each operation's entry points: its operands (and the backward's workspace).
-const FORWARD_ADDRS: usize = F::RowScales as usize + 1;
-const BACKWARD_ADDRS: usize = B::Work as usize + 1;
+const FORWARD_ADDRS: usize = F::COUNT;
+const BACKWARD_ADDRS: usize = B::COUNT;
 
 /// Checks that `len` floats at `addr` lie inside memory (`required`: `addr` may not be 0).
 fn span(addr: usize, len: usize, required: bool) -> Result<(), Status> {
@@ -53,6 +54,28 @@ fn work_span(addr: usize, floats: usize, required: bool) -> Result<(), Status> {
     span(addr, floats, required)?;
     if addr % 8 != 0 {
         return Err(Status::Align);
+    }
+    Ok(())
+}
+
+/// Checks that every operand of `a` lies inside memory for `rows` rows of `dim`, as its
+/// extent (`extents`, in operand order) says: a matrix of elements of `elem(i)` bytes, one
+/// f32 per row, or one row of f32; present where `required(i)` says. So an operand is checked
+/// by its extent alone; the rules between operands are the entry points'.
+fn operand_spans(
+    a: &[usize],
+    extents: &[Extent],
+    (rows, dim): (usize, usize),
+    elem: impl Fn(usize) -> usize,
+    required: impl Fn(usize) -> bool,
+) -> Result<(), Status> {
+    let n = matrix(rows, dim)?;
+    for (i, e) in extents.iter().enumerate() {
+        match e {
+            Extent::Matrix => span_of(a[i], n, elem(i), required(i))?,
+            Extent::PerRow => span(a[i], rows, required(i))?,
+            Extent::Row => span(a[i], dim, required(i))?,
+        }
     }
     Ok(())
 }
@@ -200,25 +223,28 @@ pub fn rms_norm_forward(params: usize, addrs: usize, row0: usize, row1: usize) -
             return Err(Status::Shard);
         }
         let quant = quant_of(&c.p)?;
-        // The rows this call touches, from row 0 of each matrix.
-        let n = matrix(row1, dim)?;
-        span_of(a[F::X as usize], n, es, true)?;
-        span_of(a[F::Residual as usize], n, es, false)?;
-        span_of(
-            a[F::Y as usize],
-            n,
-            if quant.is_some() { 1 } else { es },
-            true,
+        // The rows this call touches, from row 0 of each operand: y is a quantized output's
+        // bytes; x and y always, h with a residual, z with a gate, the row scales with a
+        // quantized output that has no static scale.
+        operand_spans(
+            &a,
+            &F::EXTENTS,
+            (row1, dim),
+            |i| {
+                if i == F::Y as usize && quant.is_some() {
+                    1
+                } else {
+                    es
+                }
+            },
+            |i| match i {
+                i if i == F::X as usize || i == F::Y as usize => true,
+                i if i == F::H as usize => a[F::Residual as usize] != 0,
+                i if i == F::Z as usize => c.gate != Gate::None,
+                i if i == F::RowScales as usize => quant.is_some_and(|q| q.scale == 0.0),
+                _ => false,
+            },
         )?;
-        span(
-            a[F::RowScales as usize],
-            row1,
-            quant.is_some_and(|q| q.scale == 0.0),
-        )?;
-        span_of(a[F::H as usize], n, es, a[F::Residual as usize] != 0)?;
-        span_of(a[F::Z as usize], n, es, c.gate != Gate::None)?;
-        span(a[F::Weight as usize], dim, false)?;
-        span(a[F::Rstd as usize], row1, false)?;
         if c.gate != Gate::None && a[F::Residual as usize] != 0 {
             return Err(Status::Gate);
         }
@@ -229,30 +255,7 @@ pub fn rms_norm_forward(params: usize, addrs: usize, row0: usize, row1: usize) -
             row1: usize,
         ) -> Result<(), Status> {
             let (a, dim) = (c.a, c.p.dim as usize);
-            let at = |i: F| {
-                if a[i as usize] == 0 {
-                    0
-                } else {
-                    a[i as usize] + row0 * dim * core::mem::size_of::<A>()
-                }
-            };
-            let per_row = |i: F| {
-                if a[i as usize] == 0 {
-                    0
-                } else {
-                    a[i as usize] + 4 * row0
-                }
-            };
-            let k = Forward::<A> {
-                x: at(F::X) as *const A,
-                res: at(F::Residual) as *const A,
-                g: a[F::Weight as usize] as *const f32,
-                y: at(F::Y) as *mut A,
-                h: at(F::H) as *mut A,
-                rstd: per_row(F::Rstd) as *mut f32,
-                z: at(F::Z) as *const A,
-                s: c.scalars(),
-            };
+            let k = Forward::<A>::at(&a, row0, c.scalars());
             // SAFETY: every range was checked to lie inside memory, stat to lie in the row.
             unsafe {
                 match quant {
@@ -260,7 +263,10 @@ pub fn rms_norm_forward(params: usize, addrs: usize, row0: usize, row1: usize) -
                     Some(q) => {
                         let q = Quant {
                             out: (a[F::Y as usize] + row0 * dim) as *mut u8,
-                            scales: per_row(F::RowScales) as *mut f32,
+                            scales: match a[F::RowScales as usize] {
+                                0 => core::ptr::null_mut(),
+                                at => (at + 4 * row0) as *mut f32,
+                            },
                             ..q
                         };
                         kernel::forward_quant::<Native, A>(&k, &q, row1 - row0)
@@ -282,15 +288,18 @@ fn backward_call(params: usize, addrs: usize, rows: usize) -> Result<Call<BACKWA
         return Err(Status::Dtype);
     }
     let (dim, es, a) = (c.p.dim as usize, c.es, c.a);
-    let n = matrix(rows, dim)?;
-    span_of(a[B::Dy as usize], n, es, true)?;
-    span_of(a[B::X as usize], n, es, true)?;
-    span_of(a[B::Dx as usize], n, es, true)?;
-    span_of(a[B::Dresidual as usize], n, es, false)?;
-    span_of(a[B::Z as usize], n, es, c.gate != Gate::None)?;
-    span_of(a[B::Dz as usize], n, es, c.gate != Gate::None)?;
-    span(a[B::Weight as usize], dim, false)?;
-    span(a[B::Rstd as usize], rows, false)?;
+    // dy, x and dx always, z and dz with a gate; dweight and the workspace by each entry point.
+    operand_spans(
+        &a,
+        &B::EXTENTS,
+        (rows, dim),
+        |_| es,
+        |i| match i {
+            i if i == B::Dy as usize || i == B::X as usize || i == B::Dx as usize => true,
+            i if i == B::Z as usize || i == B::Dz as usize => c.gate != Gate::None,
+            _ => false,
+        },
+    )?;
     if c.gate != Gate::None && a[B::Dresidual as usize] != 0 {
         return Err(Status::Gate);
     }
@@ -299,18 +308,7 @@ fn backward_call(params: usize, addrs: usize, rows: usize) -> Result<Call<BACKWA
 
 /// The kernel's view of a checked backward call, the activations stored as `A`.
 fn backward_of<A: Elem>(c: &Call<BACKWARD_ADDRS>) -> Backward<A> {
-    let a = c.a;
-    Backward {
-        dy: a[B::Dy as usize] as *const A,
-        x: a[B::X as usize] as *const A,
-        g: a[B::Weight as usize] as *const f32,
-        rstd: a[B::Rstd as usize] as *const f32,
-        dh: a[B::Dresidual as usize] as *const A,
-        dx: a[B::Dx as usize] as *mut A,
-        z: a[B::Z as usize] as *const A,
-        dz: a[B::Dz as usize] as *mut A,
-        s: c.scalars(),
-    }
+    Backward::at(&c.a, c.scalars())
 }
 
 /// RMSNorm backward over rows `[row0, row0 + rows)` of a `total`-row matrix, single-threaded

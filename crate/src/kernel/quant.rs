@@ -53,22 +53,13 @@ pub unsafe fn forward_quant<V: F32x4, A: Elem>(
     let ys = Row::new((per * n * size_of::<A>()).div_ceil(4), &mut yb)?;
     // A half row widened to f32 for the quantization.
     let wide = Row::new(if A::HALF { n } else { 0 }, &mut wb)?;
-    let at = |p: *const A, r: usize| if p.is_null() { p } else { p.add(r * n) };
     let mut r0 = 0;
     while r0 < rows {
         let m = per.min(rows - r0);
+        // The block's rows of every operand; its y in scratch.
         let kb = Forward {
-            x: at(k.x, r0),
-            res: at(k.res, r0),
             y: ys.ptr() as *mut A,
-            h: at(k.h, r0) as *mut A,
-            rstd: if k.rstd.is_null() {
-                k.rstd
-            } else {
-                k.rstd.add(r0)
-            },
-            z: at(k.z, r0),
-            ..*k
+            ..k.from(r0)
         };
         forward_with::<V, A>(&kb, m)?;
         for i in 0..m {
