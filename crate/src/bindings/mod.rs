@@ -59,25 +59,33 @@ fn work_span(addr: usize, floats: usize, required: bool) -> Result<(), Status> {
 }
 
 /// Checks that every operand of `a` lies inside memory for `rows` rows of `dim`, as its
-/// extent (`extents`, in operand order) says: a matrix of elements of `elem(i)` bytes, one
-/// f32 per row, or one row of f32; present where `required(i)` says. So an operand is checked
-/// by its extent alone; the rules between operands are the entry points'.
-fn operand_spans(
+/// extent (`extents`, in operand order) says: a matrix of `es`-byte elements (of bytes for
+/// the operand `bytes`, a quantized output), one f32 per row, or one row of f32; present where
+/// bit `i` of `required` is set. So an operand is checked by its extent alone; the rules
+/// between operands are the entry points'.
+#[inline(always)]
+fn operand_spans<const N: usize>(
     a: &[usize],
-    extents: &[Extent],
-    (rows, dim): (usize, usize),
-    elem: impl Fn(usize) -> usize,
-    required: impl Fn(usize) -> bool,
+    extents: &[Extent; N],
+    (rows, dim, es): (usize, usize, usize),
+    bytes: Option<usize>,
+    required: u32,
 ) -> Result<(), Status> {
     let n = matrix(rows, dim)?;
     for (i, e) in extents.iter().enumerate() {
+        let req = required >> i & 1 != 0;
         match e {
-            Extent::Matrix => span_of(a[i], n, elem(i), required(i))?,
-            Extent::PerRow => span(a[i], rows, required(i))?,
-            Extent::Row => span(a[i], dim, required(i))?,
+            Extent::Matrix => span_of(a[i], n, if bytes == Some(i) { 1 } else { es }, req)?,
+            Extent::PerRow => span(a[i], rows, req)?,
+            Extent::Row => span(a[i], dim, req)?,
         }
     }
     Ok(())
+}
+
+/// The bit of operand `i` in a `required` mask.
+const fn bit(i: u32, on: bool) -> u32 {
+    (on as u32) << i
 }
 
 fn matrix(rows: usize, dim: usize) -> Result<usize, Status> {
@@ -229,21 +237,13 @@ pub fn rms_norm_forward(params: usize, addrs: usize, row0: usize, row1: usize) -
         operand_spans(
             &a,
             &F::EXTENTS,
-            (row1, dim),
-            |i| {
-                if i == F::Y as usize && quant.is_some() {
-                    1
-                } else {
-                    es
-                }
-            },
-            |i| match i {
-                i if i == F::X as usize || i == F::Y as usize => true,
-                i if i == F::H as usize => a[F::Residual as usize] != 0,
-                i if i == F::Z as usize => c.gate != Gate::None,
-                i if i == F::RowScales as usize => quant.is_some_and(|q| q.scale == 0.0),
-                _ => false,
-            },
+            (row1, dim, es),
+            quant.map(|_| F::Y as usize),
+            bit(F::X as u32, true)
+                | bit(F::Y as u32, true)
+                | bit(F::H as u32, a[F::Residual as usize] != 0)
+                | bit(F::Z as u32, c.gate != Gate::None)
+                | bit(F::RowScales as u32, quant.is_some_and(|q| q.scale == 0.0)),
         )?;
         if c.gate != Gate::None && a[F::Residual as usize] != 0 {
             return Err(Status::Gate);
@@ -289,16 +289,17 @@ fn backward_call(params: usize, addrs: usize, rows: usize) -> Result<Call<BACKWA
     }
     let (dim, es, a) = (c.p.dim as usize, c.es, c.a);
     // dy, x and dx always, z and dz with a gate; dweight and the workspace by each entry point.
+    let gated = c.gate != Gate::None;
     operand_spans(
         &a,
         &B::EXTENTS,
-        (rows, dim),
-        |_| es,
-        |i| match i {
-            i if i == B::Dy as usize || i == B::X as usize || i == B::Dx as usize => true,
-            i if i == B::Z as usize || i == B::Dz as usize => c.gate != Gate::None,
-            _ => false,
-        },
+        (rows, dim, es),
+        None,
+        bit(B::Dy as u32, true)
+            | bit(B::X as u32, true)
+            | bit(B::Dx as u32, true)
+            | bit(B::Z as u32, gated)
+            | bit(B::Dz as u32, gated),
     )?;
     if c.gate != Gate::None && a[B::Dresidual as usize] != 0 {
         return Err(Status::Gate);

@@ -7,6 +7,7 @@ use crate::elem::Elem;
 
 /// The address of operand `i` (extent `e`) from row `row0` of an address array's, the
 /// matrices' elements `size` bytes: 0 stays 0 (absent).
+#[inline(always)]
 fn from_row(addr: usize, e: Extent, row0: usize, dim: usize, size: usize) -> usize {
     match (addr, e) {
         (0, _) | (_, Extent::Row) => addr,

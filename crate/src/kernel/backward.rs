@@ -10,7 +10,7 @@
 //! once into f32 scratch (see forward.rs).
 
 use super::args::Backward;
-
+use super::elems::gain_at;
 use super::reduce::{backward_is_fast, fast_rstd, fold_into, sum_sq_into};
 use crate::elem::{narrow, widen, Elem};
 use crate::simd::F32x4;
@@ -341,22 +341,12 @@ unsafe fn backward_row_f64<A: Elem>(k: &Backward<A>, row: usize, p: *mut f32) {
     let off = row * n;
     let (dy, x, dx, g) = (k.dy.add(off), k.x.add(off), k.dx.add(off), k.g);
     let llama = k.s.llama && A::HALF && !g.is_null();
-    let gain = |i: usize| {
-        let w = *g.add(i);
-        if k.s.offset != 0.0 {
-            k.s.offset + w
-        } else {
-            w
-        }
-    };
     let gy = |i: usize| {
         let d = A::get(dy.add(i)) as f64;
-        if g.is_null() {
-            d
-        } else if llama {
-            A::round1((d * gain(i) as f64) as f32) as f64
-        } else {
-            d * gain(i) as f64
+        match gain_at(g, &k.s, i) {
+            None => d,
+            Some(w) if llama => A::round1((d * w as f64) as f32) as f64,
+            Some(w) => d * w as f64,
         }
     };
     let (mut c, mut ss) = (0f64, 0f64);

@@ -73,7 +73,7 @@ impl Scratch {
     unsafe fn new<A: Elem>(k: &Backward<A>, bufs: &mut [Buffer; 4]) -> Result<Scratch, NoMemory> {
         let [gb, xb, db, hb] = bufs;
         let n = k.s.dim;
-        let gain = Gain::new(k.g, k.s.offset, n, gb)?;
+        let gain = Gain::new(k.g, &k.s, n, gb)?;
         if !A::WIDEN_ONCE || k.s.gate != Gate::None {
             return Ok(Scratch {
                 gain,

@@ -2,6 +2,7 @@
 //! for long rows on the heap), the gain row (the weight, Gemma's `offset + weight` or ones),
 //! and the forward's scaling.
 
+use super::scalars::Scalars;
 use crate::elem::Elem;
 use crate::simd::F32x4;
 use std::alloc::{alloc, dealloc, Layout};
@@ -70,20 +71,21 @@ pub(super) struct Gain {
 }
 
 impl Gain {
-    /// The gain of rows of `dim` with weight `g` (null: none) and `offset`, staged in `stack`
-    /// (or allocated, past [`STACK_ROW`]) where it is not the weight itself.
+    /// The gain of rows of `dim` with weight `g` (null: none) and the call's scalars `s`
+    /// ([`gain_at`]), staged in `stack` (or allocated, past [`STACK_ROW`]) where it is not the
+    /// weight itself.
     #[inline(always)]
     pub(super) unsafe fn new(
         g: *const f32,
-        offset: f32,
+        s: &Scalars,
         dim: usize,
         stack: &mut Buffer,
     ) -> Result<Gain, NoMemory> {
-        if !g.is_null() && offset == 0.0 {
+        if !g.is_null() && s.offset == 0.0 {
             return Ok(Gain { g, _row: None });
         }
         let row = Row::new(dim, stack)?;
-        stage(g, offset, row.ptr(), dim);
+        stage(g, s, row.ptr(), dim);
         Ok(Gain {
             g: row.ptr(),
             _row: Some(row),
@@ -97,11 +99,26 @@ impl Gain {
     }
 }
 
-/// `buf[i] = offset + g[i]` for `i < n`, or ones without a weight.
+/// `buf[i]` = the gain of element `i` ([`gain_at`]) for `i < n`, ones without a weight.
 #[inline(never)]
-unsafe fn stage(g: *const f32, offset: f32, buf: *mut f32, n: usize) {
+unsafe fn stage(g: *const f32, s: &Scalars, buf: *mut f32, n: usize) {
     for i in 0..n {
-        *buf.add(i) = if g.is_null() { 1.0 } else { offset + *g.add(i) };
+        *buf.add(i) = gain_at(g, s, i).unwrap_or(1.0);
+    }
+}
+
+/// The gain of element `i`, in f32: none without a weight (`None`: 1, and the scalars unused),
+/// `offset + g` with an offset (Gemma), else `g`. The one definition: the gain row staged for
+/// the vector loops and every element-wise path (the f64 rows, the gated rows) read it, so a
+/// scalar folded into the gain is written here alone.
+#[inline(always)]
+pub(super) unsafe fn gain_at(g: *const f32, s: &Scalars, i: usize) -> Option<f32> {
+    if g.is_null() {
+        None
+    } else if s.offset != 0.0 {
+        Some(s.offset + *g.add(i))
+    } else {
+        Some(*g.add(i))
     }
 }
 

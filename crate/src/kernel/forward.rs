@@ -9,7 +9,7 @@
 //! pass, are widened once into f32 scratch and every pass reads that.
 
 use super::args::Forward;
-use super::elems::{scale, Buffer, Gain, NoMemory, Row};
+use super::elems::{gain_at, scale, Buffer, Gain, NoMemory, Row};
 use super::gate;
 use super::reduce::{add_sum_sq_into, fast_rstd, sum_sq_into};
 use crate::abi::Gate;
@@ -32,7 +32,7 @@ pub unsafe fn forward_with<V: F32x4, A: Elem>(k: &Forward<A>, rows: usize) -> Re
     }
     let n = k.s.dim;
     let mut gb: Buffer = Buffer::uninit();
-    let gain = Gain::new(k.g, k.s.offset, n, &mut gb)?;
+    let gain = Gain::new(k.g, &k.s, n, &mut gb)?;
     // Scratch for a float16 row widened (and its residual).
     let (mut xb, mut rb): (Buffer, Buffer) = (Buffer::uninit(), Buffer::uninit());
     let wide = if A::WIDEN_ONCE {
@@ -156,13 +156,10 @@ unsafe fn row_f64<A: Elem>(k: &Forward<A>, src: *const A, y: *mut A) -> f32 {
     let llama = k.s.llama && A::HALF;
     for i in 0..k.s.dim {
         let v = A::get(src.add(i)) as f64 * r;
-        let v = if k.g.is_null() {
-            v
-        } else {
+        let v = match gain_at(k.g, &k.s, i) {
+            None => v,
             // llama: x·rstd rounded to A first (through f32: A is at most f32's precision).
-            let v = if llama { A::round1(v as f32) as f64 } else { v };
-            let g = *k.g.add(i);
-            v * (if k.s.offset != 0.0 { k.s.offset + g } else { g }) as f64
+            Some(g) => (if llama { A::round1(v as f32) as f64 } else { v }) * g as f64,
         };
         // f64 → f32 → A rounds twice; a half's value is then within one of its ulps.
         A::put(y.add(i), v as f32);

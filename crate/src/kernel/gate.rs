@@ -12,6 +12,7 @@
 //! The backward is f32 throughout, each result rounded once.
 
 use super::args::{Backward, Forward};
+use super::elems::gain_at;
 use super::reduce::{backward_is_fast, fast_rstd, fold_long, SUM_BLOCK};
 use crate::abi::Gate;
 use crate::elem::Elem;
@@ -78,19 +79,6 @@ fn silu_and_grad(z: f32) -> (f32, f32) {
     (z / d, s * (1.0 + z * (1.0 - s)))
 }
 
-/// The gain of element `i`: 1 without a weight (`None`), `offset + g` with an offset (Gemma),
-/// else `g` — as the plain kernels form it.
-#[inline(always)]
-unsafe fn gain_at(g: *const f32, offset: f32, i: usize) -> Option<f32> {
-    if g.is_null() {
-        None
-    } else if offset != 0.0 {
-        Some(offset + *g.add(i))
-    } else {
-        Some(*g.add(i))
-    }
-}
-
 /// `Σ term(i)` over `n` elements in [`fold_long`]'s order: each block of [`SUM_BLOCK`] terms is
 /// computed into a buffer, one element at a time, then folded (so the term's code is not
 /// repeated for every lane of the unrolled fold).
@@ -139,7 +127,7 @@ unsafe fn normed<A: Elem>(gate: Gate, x: *const A, z: *const A, i: usize) -> f32
 unsafe fn forward_elem<A: Elem>(k: &Forward<A>, v: f32, i: usize, row_z: *const A) -> f32 {
     let l = k.s.llama && A::HALF && !k.g.is_null();
     let v = if l { A::round1(v) } else { v };
-    let t = match gain_at(k.g, k.s.offset, i) {
+    let t = match gain_at(k.g, &k.s, i) {
         Some(g) if l && k.s.llama_w => A::round1(v * g),
         Some(g) => v * g,
         None => v,
@@ -223,7 +211,7 @@ unsafe fn backward_elem<A: Elem>(
 ) -> Elem3 {
     let (s, ds) = silu_and_grad(A::get(z.add(i)));
     let (xv, d) = (A::get(x.add(i)), A::get(dy.add(i)));
-    let g = gain_at(k.g, k.s.offset, i);
+    let g = gain_at(k.g, &k.s, i);
     if k.s.gate == Gate::After {
         let t = d * s;
         Elem3 {
@@ -290,7 +278,7 @@ pub(super) unsafe fn backward_rows<V: F32x4, A: Elem>(
                 rstd * t.gy
             };
             let d = A::get(dy.add(i));
-            let g = gain_at(k.g, k.s.offset, i);
+            let g = gain_at(k.g, &k.s, i);
             let normed = t.h * rstd;
             let (dx, dz) = if k.s.gate == Gate::After {
                 (dh, d * g.map_or(normed, |g| normed * g) * t.ds)
@@ -337,7 +325,7 @@ unsafe fn backward_row_f64<A: Elem>(k: &Backward<A>, row: usize, p: *mut f32) {
         let (h, gy) = (t.h as f64, t.gy as f64);
         let dh = rstd * gy - if i < k.s.stat { b * h } else { 0.0 };
         let d = A::get(dy.add(i)) as f64;
-        let g = gain_at(k.g, k.s.offset, i).map(|g| g as f64);
+        let g = gain_at(k.g, &k.s, i).map(|g| g as f64);
         let normed = h * rstd;
         let (dx, dz) = if k.s.gate == Gate::After {
             (dh, d * g.map_or(normed, |g| normed * g) * t.ds as f64)
