@@ -17,6 +17,7 @@ import { normalizeFile, NormalizeError, npyHeader, parseNpyHeader } from '../dis
 import { safetensorsFormat } from '../dist/node/formats/safetensors.js';
 import { openSource } from '../dist/node/source.js';
 import { firstBitDiff, mismatch, refForward, sameBits, yTolerance } from '../shared/reference.js';
+import { value, values } from './format-values.js';
 
 const FIX = new URL('./fixtures/formats/', import.meta.url).pathname;
 const NPY = new URL('./fixtures/npy/', import.meta.url).pathname;
@@ -29,9 +30,6 @@ beforeAll(async () => {
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-/** The fixtures' values (scripts/make-format-fixtures.py): exact in every float dtype used. */
-const value = (i: number) => (((i * 37) % 101) - 50) / 16;
-const values = (n: number) => Float64Array.from({ length: n }, (_, i) => value(i));
 
 /** The members of a zip whose members are stored (what the package writes), by name. An independent reader: local headers, walked front to back. */
 function storedMembers(b: Buffer): Map<string, Buffer> {

@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadRmsNorm, type RmsNorm } from '../dist/index.js';
 import { normalizeDataset, normalizeFile, NormalizeError, npyHeader, parseNpyHeader, type DatasetRecord } from '../dist/node/index.js';
+import { values as fixtureValues } from './format-values.js';
 
 const FIX = new URL('./fixtures/formats/', import.meta.url).pathname;
 const BIN = new URL('../bundle/node/bin.js', import.meta.url).pathname;
@@ -31,9 +32,8 @@ type Quant = 'int8' | 'float8_e4m3';
 /** The files' paths: the calling thread, front to back (no `threads`: a small file starts no pool), and the workers at positions. */
 const PATHS = [{ name: 'front to back', threads: undefined }, { name: 'at positions', threads: 2 }] as const;
 
-/** The fixtures' values (scripts/make-format-fixtures.py): exact in every float dtype used. */
-const value = (i: number) => (((i * 37) % 101) - 50) / 16;
-const values = (n: number) => Float32Array.from({ length: n }, (_, i) => value(i));
+/** The format fixtures' first `n` values, as float32 (exact). */
+const values = (n: number) => Float32Array.from(fixtureValues(n));
 
 /** The sync API's quantized output of `x` (float32 values) stored as `dtype`, rows of `dim`: codes and row scales (none with `quantScale`). */
 function expected(x: Float32Array, dtype: string, dim: number, outDtype: Quant, quantScale?: number): { q: Buffer; scales: Buffer | null } {
