@@ -64,3 +64,20 @@ describe('an operand with no rule of its own: checked by its record alone', () =
     expect(inOrder('f', op, names, { bias: new Uint16Array(DIM) }, half)[FORWARD.operands.length]).toBeInstanceOf(Uint16Array);
   });
 });
+
+describe('a layer checks its options in the order the one-off call does', () => {
+  it('backward: dresidual, then rstd, then the gate (as rmsNormBackward); the layer works after the error', async () => {
+    const { loadRmsNorm } = await import('../dist/index.js');
+    const m = await loadRmsNorm('simd');
+    const layer = m.createLayer(new Float32Array(DIM).fill(1));
+    const x = new Float32Array(ROWS * DIM).fill(1);
+    const before = layer.backward(x, x).dx;
+    expect(() => layer.backward(x, x, { rstd: new Float32Array(ROWS + 1), gate: new Float32Array(1) })).toThrow(
+      new RangeError('layer.backward: options.rstd.length must be 2 (one per row), got 3'),
+    );
+    expect(() => m.rmsNormBackward(x, x, new Float32Array(DIM).fill(1), { rstd: new Float32Array(ROWS + 1), gate: new Float32Array(1) })).toThrow(
+      new RangeError('rmsNormBackward: options.rstd.length must be 2 (one per row), got 3'),
+    );
+    expect(Array.from(layer.backward(x, x).dx)).toEqual(Array.from(before));
+  });
+});

@@ -239,17 +239,16 @@ export class RmsNormLayer<W extends FloatArray = Float32Array, Q extends QuantDt
     const dya = this.rows('backward', 'dy', dy);
     if (dya.length !== xa.length) throw new RangeError(`layer.backward: dy.length (${dya.length}) must equal x.length (${xa.length})`);
     const rows = xa.length / this.dim;
-    const dx = this.dx.take(xa.length) as Data;
     const weight = this.w ? this.weight() : null;
     const { dim } = this;
     const dweight = this.dw?.placed ?? null;
-    const arrs = checkLayerBackward('layer.backward', options, dya, xa, this.shape, rows, weight, dx, dweight, () => this.dgate.take(xa.length) as Data);
+    const arrs = checkLayerBackward('layer.backward', options, dya, xa, this.shape, rows, weight, this.dx, dweight, this.dgate);
     const gate = arrs[B.z] ?? null;
     // dx, dweight and dgate are the layer's own: apart unless an input is one of its arrays.
-    const outputsApart = BACKWARD.operands.every((o, i) => o.out || i === B.weight || arrs[i] === null || !this.owns(arrs[i]!.buffer));
+    const outputsApart = !this.owns(dya.buffer) && !this.owns(xa.buffer) && (options === undefined || !this.ownsAny(arrs));
     const xKind = kindOf(dy);
     const a = {
-      arrs, x: xa, dxGiven: dx, dweightGiven: dweight, dgateGiven: (arrs[B.dz] ?? null) as Data | null,
+      arrs, x: xa, dxGiven: arrs[B.dx] as Data, dweightGiven: dweight, dgateGiven: (arrs[B.dz] ?? null) as Data | null,
       rows, dim, params: gate ? this.gated : this.params, xKind, wKind: KIND_F32, outputsApart,
     };
     this.rn.backwardChecked(a, 'layer.backward');
@@ -279,6 +278,11 @@ export class RmsNormLayer<W extends FloatArray = Float32Array, Q extends QuantDt
   /** free(), for `using layer = createRmsNorm(w)`. */
   [Symbol.dispose](): void {
     this.free();
+  }
+
+  /** Whether an input of the backward's arrays `arrs` but the weight (the layer's) is one of the layer's own arrays. */
+  private ownsAny(arrs: readonly (Placed | null)[]): boolean {
+    return BACKWARD.operands.some((o, i) => !o.out && i !== B.weight && arrs[i] != null && this.owns(arrs[i]!.buffer));
   }
 
   /** Whether `b` is the buffer of one of the layer's own arrays (its outputs, dweight). */

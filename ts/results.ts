@@ -60,7 +60,9 @@ export function backwardResults(a: BackwardArgs, shared = false): {
   resident: boolean;
 } {
   const { arrs } = a;
-  const [dxIn, dwIn, dzIn] = [arrs[B.dx] as Data | null, arrs[B.dweight] as Data | null, arrs[B.dz] as Data | null];
+  const dxIn = arrs[B.dx] as Data | null;
+  const dwIn = arrs[B.dweight] as Data | null;
+  const dzIn = arrs[B.dz] as Data | null;
   if (a.xKind === KIND_F32 && a.wKind === KIND_F32 && a.dxGiven === dxIn && a.dweightGiven === dwIn && a.dgateGiven === dzIn) {
     const dx = dxIn ?? resultArray(a.x.length, shared);
     const dweight = arrs[B.weight] ? (dwIn ?? new Float32Array(a.dim)) : null;

@@ -326,7 +326,9 @@ export function checkLayerForward(
   fn: string, opts: unknown, xa: Data, layer: LayerShape, w: Data | null, rstd: Float32Array, rowScales: Float32Array | null, y: { take(n: number): Placed }, outDtype = 0,
 ): LayerForwardArgs {
   const { act } = layer;
-  const o = opts === undefined ? {} : options(fn, opts, LAYER_FORWARD_KEYS);
+  // No options: the layer's own arrays, nothing to check.
+  if (opts === undefined) return { arrs: forwardArrays(xa, null, w, y.take(xa.length), null, rstd, null, rowScales), outGiven: null };
+  const o = options(fn, opts, LAYER_FORWARD_KEYS);
   const out = outDtype !== 0
     ? optQuantized(fn, 'options.out', o.out, xa.length, 'x.length', outDtype)
     : optTyped(fn, 'options.out', o.out, xa.length, 'x.length', act, LAYER_DTN);
@@ -340,18 +342,24 @@ export function checkLayerForward(
 
 /**
  * A layer backward's arrays in {@link BACKWARD}'s operand order: `dy`, `x`, the weight and the
- * layer's own outputs (`dx`; `dweight` with a weight; `dgate`, taken when there is a gate), and
- * the options (the forward's `rstd`, the gradient arriving on the residual stream, the gate).
+ * layer's own outputs (`dx` and `dgate` taken once the options are checked, dgate only with a
+ * gate; `dweight` with a weight), and the options (the forward's `rstd`, the gradient
+ * arriving on the residual stream, the gate).
  */
 export function checkLayerBackward(
-  fn: string, opts: unknown, dya: Data, xa: Data, layer: LayerShape, rows: number, w: Data | null, dx: Data, dweight: Data | null, dgate: () => Data,
+  fn: string, opts: unknown, dya: Data, xa: Data, layer: LayerShape, rows: number, w: Data | null,
+  dx: { take(n: number): Placed }, dweight: Data | null, dgate: { take(n: number): Placed },
 ): (Placed | null)[] {
   const { act } = layer;
-  const o = opts === undefined ? {} : options(fn, opts, LAYER_BACKWARD_KEYS);
-  const dresidual = optTyped(fn, 'options.dresidual', o.dresidual, xa.length, 'x.length', act, LAYER_DTN);
-  const gate = gateOf(fn, o.gate, xa, act, LAYER_DTN, dresidual !== null, 'options.dresidual');
+  const n = xa.length;
+  // No options: the layer's own arrays, nothing to check.
+  if (opts === undefined) return backwardArrays(dya, xa, w, null, null, dx.take(n) as Data, dweight, null, null);
+  const o = options(fn, opts, LAYER_BACKWARD_KEYS);
+  const dresidual = optTyped(fn, 'options.dresidual', o.dresidual, n, 'x.length', act, LAYER_DTN);
   const rstd = optF32(fn, 'options.rstd', o.rstd, rows, 'one per row');
-  const arrs = backwardArrays(dya, xa, w, rstd, dresidual, dx, dweight, gate, gate ? dgate() : null);
+  const gate = gateOf(fn, o.gate, xa, act, LAYER_DTN, dresidual !== null, 'options.dresidual');
+  const dz = gate ? (dgate.take(n) as Data) : null;
+  const arrs = backwardArrays(dya, xa, w, rstd, dresidual, dx.take(n) as Data, dweight, gate, dz);
   if (BACKWARD_PLAIN.length) plainOperands(fn, BACKWARD, BACKWARD_PLAIN, arrs, o, { n: xa.length, rows, dim: layer.dim, act, dtn: LAYER_DTN, wdt: layer.wdt });
   return arrs;
 }
