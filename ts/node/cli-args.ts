@@ -9,9 +9,10 @@ import { KERNEL_DTYPES, listed, OUT_DTYPES, QUANT_DTYPES } from '../dtypes.js';
 import { FORMAT_NAMES, FORMATS, type FormatName } from './formats/index.js';
 
 /**
- * The flags of the scalar parameters (types.ts's `ScalarOptions`), each with its lines of
- * --help: read as numbers into the option of the same name, and passed on with the others, so a
- * new scalar parameter reaches the command with one entry here.
+ * The flags of the scalar parameters (types.ts's `ScalarOptions`), by option name, each with its
+ * lines of --help: `--NAME` (a camelCase name in kebab case: `fooBar` is `--foo-bar`), read as a
+ * number into the option and passed on with the others, so a new scalar parameter reaches the
+ * command with one entry here.
  */
 const SCALAR_FLAGS: Readonly<Record<string, string>> = {
   eps: '  --eps E             added inside the square root (default 1e-6)',
@@ -92,6 +93,9 @@ ${Object.values(SCALAR_FLAGS).join('\n')}
   --json              print the summary as JSON
   --help, --version`;
 
+/** The flag of scalar option `key` (see {@link SCALAR_FLAGS}). */
+const flagOf = (key: string): string => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+
 /** A mistake in the command line: printed with a pointer to --help, exit code 2. */
 export class UsageError extends Error {}
 
@@ -116,7 +120,7 @@ function oneOf<T extends string>(name: string, v: string | undefined, allowed: r
 
 /** The flags that take a value (a value may start with '-': `--eps -1e-3`, `--offset -1`). */
 const VALUED = [
-  'dtype', 'out-dtype', 'quant-scale', 'weight-dtype', 'weight-tensor', 'tensor', 'casting-mode', 'weight', ...Object.keys(SCALAR_FLAGS), 'dim', 'threads', 'rstd', 'format',
+  'dtype', 'out-dtype', 'quant-scale', 'weight-dtype', 'weight-tensor', 'tensor', 'casting-mode', 'weight', ...Object.keys(SCALAR_FLAGS).map(flagOf), 'dim', 'threads', 'rstd', 'format',
   'out-dir', 'shard', 'lock-wait', 'lock-stale',
 ];
 
@@ -178,7 +182,7 @@ const FLAGS = {
   tensor: { type: 'string', multiple: true },
   'casting-mode': { type: 'string' },
   weight: { type: 'string' },
-  ...Object.fromEntries(Object.keys(SCALAR_FLAGS).map((k) => [k, { type: 'string' }])),
+  ...Object.fromEntries(Object.keys(SCALAR_FLAGS).map((k) => [flagOf(k), { type: 'string' }])),
   dim: { type: 'string' },
   threads: { type: 'string' },
   rstd: { type: 'string' },
@@ -259,7 +263,7 @@ export function parseCommand(argv: readonly string[]): Command {
     weightDtype: oneOf('weight-dtype', values['weight-dtype'] as string | undefined, KERNEL_DTYPES),
     castingMode: oneOf('casting-mode', values['casting-mode'] as string | undefined, CASTING_MODES),
     tensors: values.tensor as string[] | undefined,
-    ...Object.fromEntries(Object.keys(SCALAR_FLAGS).map((k) => [k, num(k, str(k))])),
+    ...Object.fromEntries(Object.keys(SCALAR_FLAGS).map((k) => [k, num(flagOf(k), str(flagOf(k)))])),
     dim: num('dim', str('dim'), true),
     threads: num('threads', str('threads'), true),
     format: oneOf<FormatName>('format', values.format as string | undefined, FORMAT_NAMES),
