@@ -89,16 +89,23 @@ const dtypeAt = (i: number): RecordDtype => RECORD_DTYPES[i]!;
 export const dtypeIndex = (d: RecordDtype): number => RECORD_DTYPES.indexOf(d);
 
 /**
- * Bytes of a worker's region a norm task of `rows × dim` needs (see {@link runTask}'s layout):
- * the call block, the rows as computed, the staging area of a conversion (or of a quantized
- * output), the rstd, a quantized output's scales.
+ * Where a norm task of `rows × dim` puts things in a worker's region (byte offsets from its
+ * start; see {@link runTask}): the call block, the rows in the dtype computed in at `x`, the
+ * staging area of a conversion (or of a quantized output) at `stage`, the rstd of each row at
+ * `rstd`, a quantized output's scales at `scales`; `end` is the bytes it needs.
  */
-export function regionBytesFor(rows: number, dim: number, inDtype: FileDtype, compute: FileDtype, outDtype: RecordDtype): number {
+function regionLayout(rows: number, dim: number, inDtype: FileDtype, compute: FileDtype, outDtype: RecordDtype) {
   const n = rows * dim;
-  const stage = Math.max(inDtype !== compute ? DTYPES[inDtype].bytes : 0, outDtype !== compute ? ALL_DTYPES[outDtype].bytes : 0) * n;
-  const scales = ALL_DTYPES[outDtype].qmax !== 0 ? align16(4 * rows) : 0;
-  return align16(4 * CALL_WORDS) + align16(DTYPES[compute].bytes * n) + align16(stage) + align16(4 * rows) + scales;
+  const x = align16(4 * CALL_WORDS);
+  const stage = x + align16(DTYPES[compute].bytes * n);
+  const rstd = stage + align16(Math.max(inDtype !== compute ? DTYPES[inDtype].bytes : 0, outDtype !== compute ? ALL_DTYPES[outDtype].bytes : 0) * n);
+  const scales = rstd + align16(4 * rows);
+  return { x, stage, rstd, scales, end: scales + (ALL_DTYPES[outDtype].qmax !== 0 ? align16(4 * rows) : 0) };
 }
+
+/** Bytes of a worker's region a norm task of `rows × dim` needs ({@link regionLayout}). */
+export const regionBytesFor = (rows: number, dim: number, inDtype: FileDtype, compute: FileDtype, outDtype: RecordDtype): number =>
+  regionLayout(rows, dim, inDtype, compute, outDtype).end;
 const align16 = (b: number) => Math.ceil(b / 16) * 16;
 
 /** Reads exactly `n` bytes at `pos` (fewer only at the end of the file); returns the bytes read. */
@@ -194,18 +201,14 @@ function runTask(mem: { buffer: ArrayBufferLike }, f64: Float64Array, r: number,
     const outDt = dtypeAt(f64[r + T.outDtype]!);
     const compute = FILE_DTYPES.find((d) => DTYPES[d].code === (dtypes & DTYPE_MASK))!;
     const n = rows * dim;
-    const cBytes = DTYPES[compute].bytes;
     const converts = inDt !== compute;
     // A quantized output is the call's own (its parameters say how); another dtype is converted after it.
     const quant = ALL_DTYPES[outDt].qmax !== 0;
     const narrows = !quant && outDt !== compute;
     const own = region;
-    const x = own + align16(4 * CALL_WORDS);
-    const stage = x + align16(cBytes * n);
-    const stageBytes = Math.max(converts ? DTYPES[inDt].bytes : 0, outDt !== compute ? ALL_DTYPES[outDt].bytes : 0) * n;
-    const rstdAt = stage + align16(stageBytes);
-    const scalesAt = rstdAt + align16(4 * rows);
-    if (regionBytesFor(rows, dim, inDt, compute, outDt) > regionBytes) {
+    const at = regionLayout(rows, dim, inDt, compute, outDt);
+    const [x, stage, rstdAt, scalesAt] = [own + at.x, own + at.stage, own + at.rstd, own + at.scales];
+    if (at.end > regionBytes) {
       outcome = Outcome.REGION;
       break run;
     }

@@ -55,8 +55,8 @@ export async function isDone(r: DatasetRecord | undefined, f: DatasetFile, out: 
   return (await isFile(out, r.outputSize, r.outputMtimeMs)) && (!r.scales || (await isFile(scalesPathOf(out), r.scales.outputSize, r.scales.outputMtimeMs)));
 }
 
-/** Whether `path` is a file of `size` bytes modified at `mtimeMs`. */
-async function isFile(path: FsPath, size: number, mtimeMs: number): Promise<boolean> {
+/** Whether `path` is a file of `size` bytes modified at `mtimeMs` (the very file a record vouches for). */
+export async function isFile(path: FsPath, size: number, mtimeMs: number): Promise<boolean> {
   const st = await stat(path).catch(() => null);
   return st !== null && st.isFile() && st.size === size && st.mtimeMs === mtimeMs;
 }

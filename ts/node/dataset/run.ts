@@ -35,7 +35,7 @@ import { refuseOverwrites, removeStale, removeTemps } from './cleanup.js';
 import { listInputs, type DatasetFile } from './inputs.js';
 import { describeOwner, ShardLock, STALE_S } from './lock.js';
 import { ManifestWriter, manifestName, readManifests, recordKey } from './manifest.js';
-import { isDone, recordOf, settingsOf } from './resume.js';
+import { isDone, isFile, recordOf, settingsOf } from './resume.js';
 import { SPLIT_BYTES, shardOf, splitLarge } from './shards.js';
 import type { DatasetFileEvent, DatasetRecord, DatasetSummary, NormalizeDatasetOptions } from './types.js';
 
@@ -121,8 +121,7 @@ const keyOf = (f: DatasetFile): string => recordKey({ output: typeof f.rel === '
 async function removeRecordedScales(r: DatasetRecord | undefined, output: FsPath): Promise<void> {
   if (!r?.scales) return;
   const path = scalesPathOf(output);
-  const st = await stat(path).catch(() => null);
-  if (st?.isFile() && st.size === r.scales.outputSize && st.mtimeMs === r.scales.outputMtimeMs) await unlink(path).catch(() => {});
+  if (await isFile(path, r.scales.outputSize, r.scales.outputMtimeMs)) await unlink(path).catch(() => {});
 }
 
 /**
