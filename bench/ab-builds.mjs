@@ -57,7 +57,7 @@ for (const [rows, dim] of shapes) {
     for (let i = 0; i < dim; i++) F[w / 4 + i] = 1 + rand() / 2;
     // Half data: the same values rounded, in place (each half lands at or before the float it
     // came from, so the front-to-back narrowing never reads what it wrote).
-    if (DT) for (const p of [x, dy]) ex.narrow_half(p, p, n, DT);
+    if (DT) for (const p of [x, dy]) (ex.narrow ?? ex.narrow_half)(p, p, n, DT);
     // Builds with the positional ABI (before the call block): A/B across that change.
     if (ex.rms_norm_forward.length === 12) {
       return {

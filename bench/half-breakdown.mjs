@@ -22,7 +22,7 @@ for (const [name, dt, size] of [['float32', 0, 4], ['bfloat16', 2, 2], ['float16
   const F = new Float32Array(ex.memory.buffer);
   for (let i = 0; i < n; i++) F[x / 4 + i] = Math.sin(i);
   for (let i = 0; i < dim; i++) { F[w / 4 + i] = 1 + Math.cos(i) / 4; F[xRow / 4 + i] = Math.cos(i); }
-  if (dt) { ex.narrow_half(x, x, n, dt); ex.narrow_half(xRow, xRow, dim, dt); }
+  if (dt) { (ex.narrow ?? ex.narrow_half)(x, x, n, dt); (ex.narrow ?? ex.narrow_half)(xRow, xRow, dim, dt); }
   const call = callBlock(ex, 'forward', { dim, dtypes: dt }, { weight: w, rstd: rs });
   const run = (xOf, yOf) => () => {
     for (let r = 0; r < rows; r++) {

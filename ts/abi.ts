@@ -190,9 +190,9 @@ export function writeParamsBlock(i32: Int32Array, f32: Float32Array, at: number,
 
 /** The storage types' facts, by {@link Dtype} code (see `DtypeFacts` in abi.rs). */
 export const DTYPE_FACTS = [
-  { name: 'float32', bytes: 4, half: false, array: 'Float32Array', npy: '<f4', safetensors: 'F32', qmax: 0 },
-  { name: 'float16', bytes: 2, half: true, array: 'Uint16Array', npy: '<f2', safetensors: 'F16', qmax: 0 },
-  { name: 'bfloat16', bytes: 2, half: true, array: 'Uint16Array', npy: '', safetensors: 'BF16', qmax: 0 },
-  { name: 'int8', bytes: 1, half: false, array: 'Int8Array', npy: '|i1', safetensors: 'I8', qmax: 127 },
-  { name: 'float8_e4m3', bytes: 1, half: false, array: 'Uint8Array', npy: '', safetensors: 'F8_E4M3', qmax: 448 },
+  { name: 'float32', bytes: 4, half: false, array: 'Float32Array', js_array: '', npy: '<f4', safetensors: 'F32', qmax: 0 },
+  { name: 'float16', bytes: 2, half: true, array: 'Uint16Array', js_array: 'Float16Array', npy: '<f2', safetensors: 'F16', qmax: 0 },
+  { name: 'bfloat16', bytes: 2, half: true, array: 'Uint16Array', js_array: '', npy: '', safetensors: 'BF16', qmax: 0 },
+  { name: 'int8', bytes: 1, half: false, array: 'Int8Array', js_array: '', npy: '|i1', safetensors: 'I8', qmax: 127 },
+  { name: 'float8_e4m3', bytes: 1, half: false, array: 'Uint8Array', js_array: '', npy: '', safetensors: 'F8_E4M3', qmax: 448 },
 ] as const;

@@ -19,9 +19,33 @@ void DTYPE_NAMES_MATCH;
 void HALF_NAMES_MATCH;
 void QUANT_NAMES_MATCH;
 
+/** The arrays the table names, by name (the compiler holds {@link ARRAYS} to the same names). */
+interface Arrays {
+  Float32Array: Float32Array;
+  Uint16Array: Uint16Array;
+  Float64Array: Float64Array;
+  Int8Array: Int8Array;
+  Uint8Array: Uint8Array;
+}
+type ArrayName = keyof Arrays;
+/** The constructor of an array the table names. */
+type ArrayConstructorOf<K extends ArrayName> = {
+  new (n: number): Arrays[K];
+  new (b: ArrayBufferLike, at?: number, n?: number): Arrays[K];
+  readonly BYTES_PER_ELEMENT: number;
+};
 /** The constructors of the arrays the table names. */
-const ARRAYS = { Float32Array, Uint16Array, Float64Array, Int8Array, Uint8Array } as const;
-type ArrayName = keyof typeof ARRAYS;
+const ARRAYS: { readonly [K in ArrayName]: ArrayConstructorOf<K> } = { Float32Array, Uint16Array, Float64Array, Int8Array, Uint8Array };
+
+/** The array the kernels read a storage type from (a type the activations may have): Float32Array, or a half type's bits. */
+export type Data = Arrays[Extract<Facts, { qmax: 0 }>['array']];
+/** An operand as placed: {@link Data}, or a quantized output's (int8 values, float8 bit patterns). */
+export type Placed = Arrays[Facts['array']];
+
+/** The tag of a typed array (`'Float32Array'`, of this realm or another), or undefined for anything else. */
+export function arrayTag(v: unknown): string | undefined {
+  return ArrayBuffer.isView(v) ? (v as { [Symbol.toStringTag]?: string })[Symbol.toStringTag] : undefined;
+}
 
 /** What one storage type is. */
 export interface DtypeFacts {
@@ -34,7 +58,12 @@ export interface DtypeFacts {
   /** The typed array that holds its elements (half types and float8: their bit patterns). */
   readonly array: ArrayName;
   /** That array's constructor. */
-  readonly Array: (typeof ARRAYS)[ArrayName];
+  readonly Array: ArrayConstructorOf<ArrayName>;
+  /**
+   * JavaScript's own typed array of this type where the engine may have one (`Float16Array`),
+   * taken in place of {@link array} and seen through its bits; null for none.
+   */
+  readonly jsArray: string | null;
   /** NumPy's little-endian `descr`, or null where NumPy has no such type (bfloat16, float8). */
   readonly npy: string | null;
   /** The safetensors header's `dtype`. */
@@ -45,7 +74,7 @@ export interface DtypeFacts {
 
 /** Every type the kernels know, by code (abi.rs's `DTYPES`, generated into abi.ts): the storage types, then the quantized outputs. */
 export const BY_CODE: readonly DtypeFacts[] = DTYPE_FACTS.map((d, code) => ({
-  code, name: d.name, bytes: d.bytes, array: d.array, Array: ARRAYS[d.array], npy: d.npy === '' ? null : d.npy, safetensors: d.safetensors, qmax: d.qmax,
+  code, name: d.name, bytes: d.bytes, array: d.array, Array: ARRAYS[d.array], jsArray: d.js_array === '' ? null : d.js_array, npy: d.npy === '' ? null : d.npy, safetensors: d.safetensors, qmax: d.qmax,
 }));
 
 /** A dtype a file may hold: those the kernels store, and float64 (read as float32). */
@@ -57,7 +86,7 @@ export type FileDtype = Dtype | 'float64';
  */
 export const DTYPES: Readonly<Record<FileDtype, DtypeFacts>> = {
   ...(Object.fromEntries(BY_CODE.filter((d) => d.qmax === 0).map((d) => [d.name, d])) as Record<Dtype, DtypeFacts>),
-  float64: { code: -1, name: 'float64', bytes: 8, array: 'Float64Array', Array: Float64Array, npy: '<f8', safetensors: 'F64', qmax: 0 },
+  float64: { code: -1, name: 'float64', bytes: 8, array: 'Float64Array', Array: Float64Array, jsArray: null, npy: '<f8', safetensors: 'F64', qmax: 0 },
 };
 
 /** The quantized output types, by name. */

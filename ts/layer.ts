@@ -6,14 +6,15 @@
  * options object to check.
  * @module
  */
-import type { F32Buffer, U16Buffer } from './memory.js';
-import { DTYPE_NAMES, KIND_F32, kindOf, rowsOf, typed } from './check/arrays.js';
+import type { DataBuffer } from './memory.js';
+import { DTYPE_NAMES, isJsArray, rowsOf, typed } from './check/arrays.js';
 import { checkLayerBackward, checkLayerForward, checkLayerOptions, noQuantized, rowScalesOf, type BackwardArgs, type ForwardArgs } from './check/calls.js';
 import { Dtype as DT, Gate } from './abi.js';
 import { BY_CODE } from './dtypes.js';
 import { B, BACKWARD, F, type Data, type Params, type Placed } from './ops.js';
 import type { CastingMode, Dtype, FloatArray, GateMode, QuantDtype, RmsNormBackwardResult, RmsNormOutput, ScalarOptions } from './types.js';
-import { asKind, Owned } from './owned.js';
+import { Owned } from './owned.js';
+import { jsArrayOver } from './platform.js';
 
 /**
  * What a layer needs of the instance it runs on (rmsnorm.ts's RmsNorm): memory for its weight
@@ -21,8 +22,7 @@ import { asKind, Owned } from './owned.js';
  * not import rmsnorm.ts, which creates layers. @internal
  */
 interface LayerHost {
-  allocF32(length: number): F32Buffer;
-  allocU16(length: number): U16Buffer;
+  allocOf(fn: string, dt: number, length: number): DataBuffer<Data>;
   forwardChecked(a: ForwardArgs, fn: string): FloatArray | Placed;
   windowForward(x: Float32Array, wAt: number, q: Params, y: Float32Array, rstd: Float32Array): boolean;
   backwardChecked(a: BackwardArgs, fn: string): RmsNormBackwardResult<FloatArray, FloatArray>;
@@ -33,14 +33,14 @@ export interface RmsNormLayerOptions<Q extends QuantDtype | undefined = undefine
   /** Row length. Default `weight.length`; required when `weight` is null. */
   dim?: number;
   /**
-   * The activations' storage (`x`, `dy` and the layer's `y`, `dx`): `'float32'` (default,
-   * Float32Array), `'float16'` (Float16Array or Uint16Array of bit patterns) or `'bfloat16'`
-   * (Uint16Array of bit patterns). The math is float32 either way.
+   * The activations' storage (`x`, `dy` and the layer's `y`, `dx`): a {@link Dtype}, default
+   * `'float32'` (the arrays each is given in: {@link FloatArray}). The math is float32 either way.
    */
   dtype?: Dtype;
   /**
-   * The weight's storage (and dweight's): default the weight's own type (Float32Array:
-   * float32, Float16Array: float16), and for a Uint16Array `dtype`. May differ from `dtype`.
+   * The weight's storage (and dweight's): default the dtype the weight's array holds
+   * (Float32Array: float32, Float16Array: float16), and for an array of bits that may hold
+   * several (a Uint16Array) `dtype`. May differ from `dtype`.
    */
   weightDtype?: Dtype;
   /** Where half-precision results are rounded, as in {@link rmsNorm}: 'none' (default), 'llama', 'gemma'. */
@@ -124,15 +124,15 @@ export class RmsNormLayer<W extends FloatArray = Float32Array, Q extends QuantDt
   /** What its calls' arrays are checked against: the dtypes and the row length. */
   private readonly shape: { act: number; wdt: number; dim: number };
   private readonly rn: LayerHost;
-  private w: F32Buffer | U16Buffer | null;
-  private wView: Float32Array | Uint16Array | null = null;
+  private w: DataBuffer<Data> | null;
+  private wView: Data | null = null;
   private readonly y: Owned;
   private readonly rstdOut = new Owned(DT.float32);
   private readonly scalesOut = new Owned(DT.float32);
   private readonly dx: Owned;
   private readonly dgate: Owned;
   /** dweight, in the weight's storage and of the type the weight was given as. */
-  private readonly dw: { placed: Float32Array | Uint16Array; given: FloatArray } | null;
+  private readonly dw: { placed: Data; given: FloatArray } | null;
   private freed = false;
 
   /** @internal Use {@link createRmsNorm} or `RmsNorm.createLayer`. */
@@ -158,10 +158,10 @@ export class RmsNormLayer<W extends FloatArray = Float32Array, Q extends QuantDt
     this.dx = new Owned(o.act);
     this.dgate = new Owned(o.act);
     if (o.weight) {
-      this.w = this.wdt === DT.float32 ? rn.allocF32(o.dim) : rn.allocU16(o.dim);
+      this.w = rn.allocOf('createRmsNorm', this.wdt, o.dim);
       this.weight()!.set(o.weight as never);
-      const placed = this.wdt === DT.float32 ? new Float32Array(o.dim) : new Uint16Array(o.dim);
-      this.dw = { placed, given: asKind(placed, kindOf(weight)) };
+      const placed = new (BY_CODE[this.wdt]!.Array as new (n: number) => Data)(o.dim);
+      this.dw = { placed, given: (isJsArray(weight) ? jsArrayOver(placed, this.wdt) : placed) as FloatArray };
     } else {
       this.w = null;
       this.dw = null;
@@ -201,11 +201,11 @@ export class RmsNormLayer<W extends FloatArray = Float32Array, Q extends QuantDt
     // (a residual's h is the caller's). Arrays the caller gives are checked.
     const xb = xa.buffer;
     const outputsApart = f.outGiven === null && f.arrs[F.residual] === null && xb !== this.y.buffer && xb !== this.rstdOut.buffer && xb !== this.scalesOut.buffer;
-    const xKind = kindOf(x);
-    const a = { arrs: f.arrs, x: xa, outGiven: f.outGiven ?? f.arrs[F.y]!, rows, dim, params: f.arrs[F.z] ? this.gated : params, xKind, outputsApart };
+    const xJs = isJsArray(x);
+    const a = { arrs: f.arrs, x: xa, outGiven: f.outGiven ?? f.arrs[F.y]!, rows, dim, params: f.arrs[F.z] ? this.gated : params, xJs, outputsApart };
     this.rn.forwardChecked(a, 'layer.forward');
-    // A quantized output is its own dtype's array whatever x's kind (no Float16Array over it).
-    return (f.outGiven ?? this.y.given(params.out_dtype !== 0 ? KIND_F32 : xKind)) as RmsNormOutput<T, Q>;
+    // A quantized output is its own dtype's array whatever x's (no Float16Array over it).
+    return (f.outGiven ?? this.y.given(xJs && params.out_dtype === 0)) as RmsNormOutput<T, Q>;
   }
 
   /**
@@ -246,14 +246,14 @@ export class RmsNormLayer<W extends FloatArray = Float32Array, Q extends QuantDt
     const gate = arrs[B.z] ?? null;
     // dx, dweight and dgate are the layer's own: apart unless an input is one of its arrays.
     const outputsApart = !this.owns(dya.buffer) && !this.owns(xa.buffer) && (options === undefined || !this.ownsAny(arrs));
-    const xKind = kindOf(dy);
+    const xJs = isJsArray(dy);
     const a = {
       arrs, x: xa, dxGiven: arrs[B.dx] as Data, dweightGiven: dweight, dgateGiven: (arrs[B.dz] ?? null) as Data | null,
-      rows, dim, params: gate ? this.gated : this.params, xKind, wKind: KIND_F32, outputsApart,
+      rows, dim, params: gate ? this.gated : this.params, xJs, wJs: false, outputsApart,
     };
     this.rn.backwardChecked(a, 'layer.backward');
-    const r: RmsNormBackwardResult<T, W> = { dx: this.dx.given(xKind) as T, dweight: (this.dw?.given ?? null) as W | null };
-    if (gate) r.dgate = this.dgate.given(xKind) as T;
+    const r: RmsNormBackwardResult<T, W> = { dx: this.dx.given(xJs) as T, dweight: (this.dw?.given ?? null) as W | null };
+    if (gate) r.dgate = this.dgate.given(xJs) as T;
     return r;
   }
 
@@ -293,8 +293,8 @@ export class RmsNormLayer<W extends FloatArray = Float32Array, Q extends QuantDt
     );
   }
 
-  /** `a` checked: of the layer's dtype (as a Uint16Array for half data), a whole number of rows. */
-  private rows(fn: string, name: string, a: unknown): Float32Array | Uint16Array {
+  /** `a` checked: of the layer's dtype (as the array of its facts), a whole number of rows. */
+  private rows(fn: string, name: string, a: unknown): Data {
     this.live(fn);
     const d = typed(`layer.${fn}`, name, a, this.act, "the layer's dtype");
     rowsOf(`layer.${fn}`, name, d, this.dim);
@@ -312,7 +312,7 @@ export class RmsNormLayer<W extends FloatArray = Float32Array, Q extends QuantDt
    * The weight's view of wasm memory (null without a weight), re-made when the memory grew:
    * growth detaches the views of non-shared memory, and a detached view has length 0.
    */
-  private weight(): Float32Array | Uint16Array | null {
+  private weight(): Data | null {
     if (this.w === null) return null;
     if (this.wView === null || this.wView.length === 0) this.wView = this.w.view();
     return this.wView;

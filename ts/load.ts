@@ -85,10 +85,10 @@ export interface KernelExports {
   rms_norm_backward_rows(params: number, addrs: number, row0: number, row1: number, rows: number): number;
   /** Adds a pool job's dweight partials in block order into dweight (onto it when `accumulate` is 1). */
   rms_norm_backward_reduce(params: number, addrs: number, rows: number, accumulate: number): number;
-  /** `n` half bit patterns (`dtype` 1 float16, 2 bfloat16) at `src` widened to float32 at `dst`. */
-  widen_half(src: number, dst: number, n: number, dtype: number): number;
-  /** `n` floats at `src` rounded (nearest even) to half bit patterns at `dst`. */
-  narrow_half(src: number, dst: number, n: number, dtype: number): number;
+  /** `n` elements of storage dtype `dtype` (an abi.ts Dtype code) at `src` widened to float32 at `dst`. */
+  widen(src: number, dst: number, n: number, dtype: number): number;
+  /** `n` floats at `src` rounded (nearest even) to elements of storage dtype `dtype` at `dst`. */
+  narrow(src: number, dst: number, n: number, dtype: number): number;
 }
 
 /**

@@ -6,6 +6,20 @@
  */
 import type { LoadedWasm } from './load.js';
 import { describe } from './check/arrays.js';
+import type { Placed } from './dtypes.js';
+
+/** An array a dtype may be held in (a dtype's facts' `Array`). */
+type Held = Placed | Float64Array;
+/** The constructor of an array a dtype is held in (a dtype's facts' `Array`, or the caller's array's own). */
+export type ArrayType<T extends Held> = { new (b: ArrayBufferLike, at?: number, n?: number): T; readonly BYTES_PER_ELEMENT: number };
+
+/** Storage for `length` elements inside the module's memory, viewed as arrays of type `T`: {@link F32Buffer}'s and {@link U16Buffer}'s shape, for any dtype's array. */
+export interface DataBuffer<T extends Held> {
+  readonly length: number;
+  view(): T;
+  free(): void;
+  [Symbol.dispose](): void;
+}
 
 /**
  * Storage for `length` 16-bit words inside the module's memory (half-precision bit patterns,
@@ -69,9 +83,9 @@ export function heapOf(wasm: LoadedWasm): Heap {
 export class Heap {
   readonly wasm: LoadedWasm;
   private f32view: Float32Array;
-  private u16view: Uint16Array;
-  private u8view: Uint8Array;
   private i32view: Int32Array;
+  /** The views of all memory as the dtypes' arrays, by constructor ({@link view}). */
+  private readonly views = new Map<ArrayType<Held>, Held>();
   // Buffers this memory had before it grew: views on them still address this memory
   // (shared memory), or are detached (non-shared); either way we recognize them.
   private readonly past = new WeakSet<ArrayBufferLike>();
@@ -81,8 +95,6 @@ export class Heap {
     this.wasm = wasm;
     this.shared = wasm.shared;
     this.f32view = new Float32Array(wasm.memory.buffer);
-    this.u16view = new Uint16Array(wasm.memory.buffer);
-    this.u8view = new Uint8Array(wasm.memory.buffer);
     this.i32view = new Int32Array(wasm.memory.buffer);
   }
 
@@ -100,12 +112,6 @@ export class Heap {
     return this.f32view;
   }
 
-  /** The current view of all memory as 16-bit words (half-precision data), re-made as {@link f32}. */
-  u16(): Uint16Array {
-    if (this.u16view.buffer !== this.f32().buffer) this.u16view = new Uint16Array(this.f32view.buffer);
-    return this.u16view;
-  }
-
   /** The current view of all memory as 32-bit integers (call blocks), re-made as {@link f32}. */
   i32(): Int32Array {
     if (!this.shared && this.i32view.length !== 0) return this.i32view;
@@ -113,23 +119,20 @@ export class Heap {
     return this.i32view;
   }
 
-  /** The current view of all memory as bytes (a quantized output's), re-made as {@link f32}. */
-  u8(): Uint8Array {
-    if (this.u8view.buffer !== this.f32().buffer) this.u8view = new Uint8Array(this.f32view.buffer);
-    return this.u8view;
-  }
-
   /**
-   * The current view of all memory for elements of `bytes` bytes (a dtype's `bytes`): 4
-   * (floats), 2 (half bits) or 1 (a quantized output's bytes; an Int8Array takes them by
-   * `set` with their bits).
+   * The current view of all memory as arrays of type `Type` (a dtype's facts' `Array`: half
+   * bits as a Uint16Array, a quantized output's bytes), re-made as {@link f32}; an element's
+   * byte address divided by `Type.BYTES_PER_ELEMENT` is its index.
    */
-  view(bytes: number): Float32Array | Uint16Array | Uint8Array {
-    return bytes === 4 ? this.f32() : bytes === 2 ? this.u16() : this.u8();
+  view<T extends Held>(Type: ArrayType<T>): T {
+    const buf = this.f32().buffer;
+    let v = this.views.get(Type) as T | undefined;
+    if (v === undefined || v.buffer !== buf) this.views.set(Type, (v = new Type(buf)));
+    return v;
   }
 
   /** Whether `a` is a view of this memory, so that its byteOffset is its wasm address. */
-  holds(a: Float32Array | Uint16Array | Int8Array | Uint8Array): boolean {
+  holds(a: Placed): boolean {
     const b = a.buffer;
     if (b === this.f32().buffer) return true;
     if (!this.past.has(b)) return false;
@@ -143,7 +146,7 @@ export class Heap {
    * memory from before it grew (detached). `cur` is `f32().buffer`, for callers that place
    * several arrays at once.
    */
-  addressOf(fn: string, name: string, a: Float32Array | Uint16Array | Int8Array | Uint8Array, cur: ArrayBufferLike = this.f32().buffer): number {
+  addressOf(fn: string, name: string, a: Placed, cur: ArrayBufferLike = this.f32().buffer): number {
     const b = a.buffer;
     if (b === cur) return a.byteOffset;
     if (this.shared) return this.past.has(b) ? a.byteOffset : -1;
@@ -174,26 +177,23 @@ export class Heap {
 
   /** A user-owned buffer of floats (the allocF32 API). */
   allocBuffer(length: number): F32Buffer {
-    return this.allocTyped('allocF32', length, Float32Array);
+    return this.allocArray('allocF32', length, Float32Array);
   }
 
   /** A user-owned buffer of 16-bit words (the allocU16 API: half-precision bit patterns). */
   allocBuffer16(length: number): U16Buffer {
-    return this.allocTyped('allocU16', length, Uint16Array);
+    return this.allocArray('allocU16', length, Uint16Array);
   }
 
-  private allocTyped<T extends Float32Array | Uint16Array>(
-    fn: string,
-    length: number,
-    Type: { new (b: ArrayBufferLike, at: number, n: number): T; BYTES_PER_ELEMENT: number },
-  ): { readonly length: number; view(): T; free(): void; [Symbol.dispose](): void } {
+  /** A buffer of `length` elements viewed as `Type` (a dtype's facts' `Array`); `fn` names the call in errors. */
+  allocArray<T extends Held>(fn: string, length: number, Type: ArrayType<T>): DataBuffer<T> {
     if (typeof length !== 'number') {
       throw new TypeError(`${fn}: length must be a number (a count of ${Type.BYTES_PER_ELEMENT === 4 ? 'floats' : 'elements'}), got ${describe(length)}`);
     }
     if (!Number.isInteger(length) || length < 0 || length > 0x3fffffff) {
       throw new RangeError(`${fn}: length must be an integer in [0, 2^30), got ${String(length)}`);
     }
-    // The allocator counts floats: a half buffer takes half as many (16-byte aligned either way).
+    // The allocator counts floats: narrower elements take fewer (16-byte aligned either way).
     const floats = Math.ceil((length * Type.BYTES_PER_ELEMENT) / 4);
     let addr = this.alloc(floats);
     const heap = this;

@@ -13,10 +13,8 @@
 import { BACKWARD_EXTENTS, BackwardOperand, DG_SUM_FLOATS, Extent, FORWARD_EXTENTS, ForwardOperand, PARAMS, PARAMS_WORDS } from './abi.js';
 import type { KernelExports } from './load.js';
 
-/** An array as placed: float32 values, or half-precision bit patterns (a Float16Array is seen through its bits). */
-export type Data = Float32Array | Uint16Array;
-/** An operand as placed: {@link Data}, or a quantized output's bytes (int8 values, float8 bit patterns). */
-export type Placed = Data | Int8Array | Uint8Array;
+import type { Placed } from './dtypes.js';
+export type { Data, Placed } from './dtypes.js';
 
 /** A row-major `rows × dim` matrix. */
 export const MATRIX = Extent.Matrix;

@@ -1,21 +1,12 @@
 /**
- * The arrays a layer hands out and reuses ({@link Owned}), and the Float16Array a caller who
- * gave Float16Arrays gets over their bits ({@link asKind}).
+ * The arrays a layer hands out and reuses ({@link Owned}), as the array of their dtype's facts
+ * or, for a caller who gave JavaScript's own arrays of it (Float16Arrays), as one of those.
  * @module
  */
-import { BY_CODE } from './dtypes.js';
-import { KIND_F16 } from './check/arrays.js';
+import { BY_CODE, type Placed } from './dtypes.js';
+import { jsArrayOver } from './platform.js';
 import type { FloatArray } from './types.js';
 
-/** A Float16Array over the bits of `a` when `kind` is KIND_F16 (the caller gave one), else `a`. */
-export function asKind<A extends Owns>(a: A, kind: number): FloatArray | A {
-  if (kind !== KIND_F16) return a;
-  const F16 = (globalThis as unknown as { Float16Array: new (b: ArrayBufferLike, o: number, n: number) => FloatArray }).Float16Array;
-  return new F16(a.buffer, a.byteOffset, a.length);
-}
-
-/** The arrays a layer owns: of its dtypes' facts (half data as bit patterns). */
-type Owns = Float32Array | Uint16Array | Int8Array | Uint8Array;
 
 /**
  * An output array the layer reuses (the array of its dtype's facts: a Uint16Array for half
@@ -24,13 +15,13 @@ type Owns = Float32Array | Uint16Array | Int8Array | Uint8Array;
  * repeats), so alternating shapes do not allocate either.
  */
 export class Owned {
-  private backing: Owns;
+  private backing: Placed;
   /** The backing array's buffer: every array handed out is a view of it. */
   buffer: ArrayBufferLike;
   /** The array last handed out. */
-  last: Owns;
-  /** A Float16Array over `last`, made when a caller gave Float16Arrays. */
-  private lastF16: FloatArray | Owns | null = null;
+  last: Placed;
+  /** JavaScript's own array of the dtype (a Float16Array) over `last`, made when a caller gave such arrays. */
+  private lastJs: FloatArray | null = null;
 
   constructor(private readonly dt: number) {
     this.backing = this.make(0);
@@ -38,24 +29,24 @@ export class Owned {
     this.last = this.backing;
   }
 
-  private make(n: number): Owns {
-    return new (BY_CODE[this.dt]!.Array as new (n: number) => Owns)(n);
+  private make(n: number): Placed {
+    return new (BY_CODE[this.dt]!.Array as new (n: number) => Placed)(n);
   }
 
-  take(n: number): Owns {
+  take(n: number): Placed {
     if (this.last.length === n) return this.last;
     if (this.backing.length < n) {
       this.backing = this.make(n);
       this.buffer = this.backing.buffer;
     }
     this.last = n === this.backing.length ? this.backing : this.backing.subarray(0, n);
-    this.lastF16 = null;
+    this.lastJs = null;
     return this.last;
   }
 
-  /** `last` as the caller's kind of array (KIND_F16: a Float16Array over it, the same one while `last` stays). */
-  given(kind: number): FloatArray | Owns {
-    if (kind !== KIND_F16) return this.last;
-    return (this.lastF16 ??= asKind(this.last, kind));
+  /** `last` as the caller's kind of array (`js`: JavaScript's own array of the dtype over it, the same one while `last` stays). */
+  given(js: boolean): FloatArray | Placed {
+    if (!js) return this.last;
+    return (this.lastJs ??= jsArrayOver(this.last, this.dt) as FloatArray);
   }
 }

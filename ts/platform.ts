@@ -1,7 +1,9 @@
 /**
- * What the running engine offers: Node or browser, threads, SIMD128, core count.
+ * What the running engine offers: Node or browser, threads, SIMD128, core count; how results
+ * are allocated here.
  * @module
  */
+import { BY_CODE, type Placed } from './dtypes.js';
 
 /** True under Node.js (worker_threads, fs), false in browsers and Web Workers. */
 export const isNode: boolean =
@@ -135,7 +137,7 @@ const UNZEROED_FROM_BYTES = 16 << 10;
  * MiB. Browsers have no such allocation; a new array's pages are faulted in as the results are
  * written. View it from offset 0 with the result's length.
  */
-export function resultBuffer(bytes: number, shared = false): ArrayBufferLike {
+function resultBuffer(bytes: number, shared = false): ArrayBufferLike {
   if (shared) return new SharedArrayBuffer(bytes);
   if (NodeBuffer !== undefined && bytes >= UNZEROED_FROM_BYTES) return NodeBuffer.allocUnsafeSlow(bytes).buffer;
   return new ArrayBuffer(bytes);
@@ -147,19 +149,16 @@ export function resultArray(n: number, shared = false): Float32Array {
 }
 
 /**
- * A new array of `n` elements for a result the library allocates, of the kind the caller's
- * input was given as (check/arrays.ts KIND_*: 0 Float32Array, 1 Uint16Array of half bits,
- * 2 Float16Array), allocated as {@link resultBuffer} says (`shared` likewise). Returns the array the kernel writes
- * (a half result's Uint16Array) and the one the caller gets (the Float16Array over the same
- * bytes, for kind 2).
+ * A new array of `n` elements of dtype `dt` (an abi.ts Dtype code: the array of its facts) for
+ * a result the library allocates, allocated as {@link resultBuffer} says (`shared` likewise).
  */
-export function resultOfKind(kind: number, n: number, shared = false): { placed: Float32Array | Uint16Array; given: Float32Array | Uint16Array | ArrayBufferView } {
-  if (kind === 0) {
-    const a = resultArray(n, shared);
-    return { placed: a, given: a };
-  }
-  const bits = new Uint16Array(resultBuffer(2 * n, shared), 0, n);
-  if (kind === 1) return { placed: bits, given: bits };
-  const F16 = (globalThis as { Float16Array?: new (b: ArrayBufferLike, at: number, n: number) => ArrayBufferView }).Float16Array!;
-  return { placed: bits, given: new F16(bits.buffer, bits.byteOffset, n) };
+export function resultOf(dt: number, n: number, shared = false): Placed {
+  const f = BY_CODE[dt]!;
+  return new (f.Array as new (b: ArrayBufferLike, at: number, n: number) => Placed)(resultBuffer(f.bytes * n, shared), 0, n);
+}
+
+/** JavaScript's own array of dtype `dt` (a Float16Array) over the elements of `a`. */
+export function jsArrayOver(a: Placed, dt: number): ArrayBufferView {
+  const Js = (globalThis as unknown as Record<string, new (b: ArrayBufferLike, at: number, n: number) => ArrayBufferView>)[BY_CODE[dt]!.jsArray!]!;
+  return new Js(a.buffer, a.byteOffset, a.length);
 }

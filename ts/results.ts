@@ -1,16 +1,15 @@
 /**
  * The arrays a call's results are written to and returned as: the caller's (`options.out`,
- * `dx`, `dweight`), or new ones of the caller's kind (Float32Array, Uint16Array of half bits,
- * Float16Array over such bits), allocated as platform.ts says; and a checked call turned into
+ * `dx`, `dweight`), or new ones: the array of their dtype's facts, seen as JavaScript's own
+ * array of it (a Float16Array) when the caller gave those, allocated as platform.ts says; and a checked call turned into
  * its operation's arrays ({@link forwardCall}, {@link backwardCall}). Shared by the sync API and
  * the pool, so that neither spells out an operand order.
  * @module
  */
-import { BY_CODE } from './dtypes.js';
+import { DTYPE_MASK } from './abi.js';
 import { B, BACKWARD, F, FORWARD, type Data, type Op, type Placed } from './ops.js';
 import type { Placement } from './place/placer.js';
-import { resultArray, resultBuffer, resultOfKind } from './platform.js';
-import { KIND_F32 } from './check/arrays.js';
+import { jsArrayOver, resultOf } from './platform.js';
 import type { BackwardArgs, ForwardArgs } from './check/calls.js';
 import type { FloatArray, RmsNormBackwardResult } from './types.js';
 
@@ -22,27 +21,20 @@ import type { FloatArray, RmsNormBackwardResult } from './types.js';
 export function forwardResult(a: ForwardArgs, shared = false): { y: Placed; given: FloatArray | Placed; resident: boolean } {
   const out = a.arrs[F.y] ?? null;
   if (out !== null) return { y: out, given: a.outGiven!, resident: a.outGiven === out };
+  // A new array of the output's dtype: a quantized one's, else the activations' (seen as
+  // JavaScript's own array of it when x was one).
   const q = a.params.out_dtype;
-  if (q !== 0) {
-    // A quantized output: the array of its dtype's facts (1-byte elements).
-    const n = a.x.length;
-    const Type = BY_CODE[q]!.Array as new (b: ArrayBufferLike, at: number, n: number) => Int8Array | Uint8Array;
-    const y = new Type(resultBuffer(n, shared), 0, n);
-    return { y, given: y, resident: true };
-  }
-  if (a.xKind === KIND_F32) {
-    const y = resultArray(a.x.length, shared);
-    return { y, given: y, resident: true };
-  }
-  const r = resultOfKind(a.xKind, a.x.length, shared);
-  return { y: r.placed, given: r.given as FloatArray, resident: false };
+  const y = resultOf(q !== 0 ? q : a.params.dtypes & DTYPE_MASK, a.x.length, shared);
+  if (!a.xJs || q !== 0) return { y, given: y, resident: true };
+  return { y, given: jsArrayOver(y, a.params.dtypes & DTYPE_MASK) as FloatArray, resident: false };
 }
 
-/** An output of the activations' kind: the array given, or a new one (the caller's kind; a half one placed as bits). */
+/** A matrix output of the backward: the array given, or a new one of the activations' dtype (as the caller's kind of array). */
 function matrixOut(a: BackwardArgs, placed: Placed | null, given: FloatArray | null, shared: boolean): { placed: Data; given: FloatArray } {
   if (placed !== null) return { placed: placed as Data, given: given! };
-  const r = resultOfKind(a.xKind, a.x.length, shared);
-  return { placed: r.placed, given: r.given as FloatArray };
+  const act = a.params.dtypes & DTYPE_MASK;
+  const y = resultOf(act, a.x.length, shared) as Data;
+  return { placed: y, given: (a.xJs ? jsArrayOver(y, act) : y) as FloatArray };
 }
 
 /**
@@ -63,10 +55,12 @@ export function backwardResults(a: BackwardArgs, shared = false): {
   const dxIn = arrs[B.dx] as Data | null;
   const dwIn = arrs[B.dweight] as Data | null;
   const dzIn = arrs[B.dz] as Data | null;
-  if (a.xKind === KIND_F32 && a.wKind === KIND_F32 && a.dxGiven === dxIn && a.dweightGiven === dwIn && a.dgateGiven === dzIn) {
-    const dx = dxIn ?? resultArray(a.x.length, shared);
-    const dweight = arrs[B.weight] ? (dwIn ?? new Float32Array(a.dim)) : null;
-    const dgate = arrs[B.z] ? (dzIn ?? resultArray(a.x.length, shared)) : null;
+  if (!a.xJs && !a.wJs && a.dxGiven === dxIn && a.dweightGiven === dwIn && a.dgateGiven === dzIn) {
+    // Every output the caller's or the array of its dtype's facts.
+    const act = a.params.dtypes & DTYPE_MASK;
+    const dx = dxIn ?? (resultOf(act, a.x.length, shared) as Data);
+    const dweight = arrs[B.weight] ? (dwIn ?? (resultOf(a.params.wdt, a.dim) as Data)) : null;
+    const dgate = arrs[B.z] ? (dzIn ?? (resultOf(act, a.x.length, shared) as Data)) : null;
     return { dx, dweight, dgate, result: withGate({ dx, dweight }, dgate), resident: true };
   }
   const dx = matrixOut(a, dxIn, a.dxGiven, shared);
@@ -78,9 +72,8 @@ export function backwardResults(a: BackwardArgs, shared = false): {
       dweight = dwIn;
       dwUser = a.dweightGiven!;
     } else {
-      const r = resultOfKind(a.wKind, a.dim);
-      dweight = r.placed;
-      dwUser = r.given as FloatArray;
+      dweight = resultOf(a.params.wdt, a.dim) as Data;
+      dwUser = (a.wJs ? jsArrayOver(dweight, a.params.wdt) : dweight) as FloatArray;
     }
   }
   const result = withGate({ dx: dx.given, dweight: dwUser }, dgate?.given ?? null);

@@ -8,8 +8,10 @@
  */
 import type { Build, LoadedWasm } from './load.js';
 import { RmsNormLayer, type RmsNormLayerOptions } from './layer.js';
-import { heapOf, Scratch, type Heap, type F32Buffer, type U16Buffer } from './memory.js';
+import { heapOf, Scratch, type DataBuffer, type Heap, type F32Buffer, type U16Buffer } from './memory.js';
 import { type Data, type Params, type Placed } from './ops.js';
+import { BY_CODE } from './dtypes.js';
+import { Dtype as DT } from './abi.js';
 import { CALL_WORDS, CallBlock } from './call-block.js';
 import { ShortBackward } from './short/backward.js';
 import { ShortForward } from './short/forward.js';
@@ -18,7 +20,7 @@ import { backwardCall, backwardResults, forwardCall, forwardResult, type Call } 
 import { Placer, SYNC_WINDOW_FLOATS, type WindowRules } from './place/placer.js';
 import { checkStatus } from './status.js';
 import { resultArray } from './platform.js';
-import { checkConvertInput, KIND_F32, KIND_U16 } from './check/arrays.js';
+import { checkConvertInput } from './check/arrays.js';
 import { convertOut, type ConvertOptions } from './check/convert.js';
 import { checkBackward, checkForward, type BackwardArgs, type ForwardArgs } from './check/calls.js';
 import { halfDtypeCode } from './check/scalars.js';
@@ -200,39 +202,54 @@ export class RmsNorm {
   halfToFloat32(bits: Uint16Array, dtype: HalfDtype, options?: ConvertOptions<Float32Array>): Float32Array {
     const fn = 'halfToFloat32';
     const dt = halfDtypeCode(fn, dtype);
-    const src = checkConvertInput<Uint16Array>(fn, bits, KIND_U16);
-    const out = convertOut<Float32Array>(fn, options, src, KIND_F32) ?? resultArray(src.length);
-    this.convert(src, out, dt, true);
-    return out;
+    const src = checkConvertInput<Uint16Array>(fn, bits, dt);
+    return this.toFloat32(src, dt, convertOut<Float32Array>(fn, options, src, DT.float32) ?? resultArray(src.length), fn);
   }
 
   /** float32 values to half bit patterns, nearest even: see the top-level {@link float32ToHalf}. */
   float32ToHalf(x: Float32Array, dtype: HalfDtype, options?: ConvertOptions<Uint16Array>): Uint16Array {
     const fn = 'float32ToHalf';
     const dt = halfDtypeCode(fn, dtype);
-    const src = checkConvertInput<Float32Array>(fn, x, KIND_F32);
-    const out = convertOut<Uint16Array>(fn, options, src, KIND_U16) ?? new Uint16Array(src.length);
-    this.convert(src, out, dt, false);
+    const src = checkConvertInput<Float32Array>(fn, x, DT.float32);
+    const out = convertOut<Uint16Array>(fn, options, src, dt) ?? new Uint16Array(src.length);
+    return this.fromFloat32(src, dt, out, fn);
+  }
+
+  /**
+   * `src` (elements of storage dtype `dt`, an abi.ts Dtype code, in the array of its facts)
+   * widened into `out` (as many floats, apart from `src`), exactly; returns `out`. Unchecked:
+   * the file functions' conversions, and {@link halfToFloat32}'s after its checks. @internal
+   */
+  toFloat32(src: Data, dt: number, out: Float32Array, fn = 'toFloat32'): Float32Array {
+    this.convert(src, out, dt, true, fn);
     return out;
   }
 
-  /** Converts through the window, a chunk at a time: its first 2/3 for floats, the rest for bits. */
-  private convert(src: Data, dst: Data, dt: number, widen: boolean): void {
+  /** `src` rounded (nearest even) into `out`, elements of dtype `dt`: the inverse of {@link toFloat32}. @internal */
+  fromFloat32<T extends Data>(src: Float32Array, dt: number, out: T, fn = 'fromFloat32'): T {
+    this.convert(src, out, dt, false, fn);
+    return out;
+  }
+
+  /** Converts through the window, a chunk at a time: its first 2/3 for floats, the rest for the elements. */
+  private convert(src: Data, dst: Data, dt: number, widen: boolean, fn: string): void {
     const chunk = Math.floor(SYNC_WINDOW_FLOATS / 3) & ~7;
     const base = this.window.carveOne(SYNC_WINDOW_FLOATS);
-    const bitsAt = base + 8 * chunk; // past 2·chunk floats: room for chunk floats and chunk u16
+    const elemsAt = base + 8 * chunk; // past 2·chunk floats: room for chunk elements of up to 4 bytes
+    const { Array: Type, bytes } = BY_CODE[dt]!;
     const k = this.wasm.exports;
     for (let i = 0; i < src.length; i += chunk) {
       const n = Math.min(chunk, src.length - i);
       const part = src.subarray(i, i + n);
+      const elems = this.#heap.view(Type);
       if (widen) {
-        this.#heap.u16().set(part, bitsAt >>> 1);
-        checkStatus('halfToFloat32', k.widen_half(bitsAt, base, n, dt));
+        elems.set(part, elemsAt / bytes);
+        checkStatus(fn, k.widen(elemsAt, base, n, dt));
         dst.set(this.#heap.f32().subarray(base >>> 2, (base >>> 2) + n), i);
       } else {
         this.#heap.f32().set(part, base >>> 2);
-        checkStatus('float32ToHalf', k.narrow_half(base, bitsAt, n, dt));
-        dst.set(this.#heap.u16().subarray(bitsAt >>> 1, (bitsAt >>> 1) + n), i);
+        checkStatus(fn, k.narrow(base, elemsAt, n, dt));
+        dst.set(elems.subarray(elemsAt / bytes, elemsAt / bytes + n), i);
       }
     }
   }
@@ -244,6 +261,11 @@ export class RmsNorm {
    */
   allocU16(length: number): U16Buffer {
     return this.#heap.allocBuffer16(length);
+  }
+
+  /** `length` elements of storage dtype `dt` (an abi.ts Dtype code) inside this module's memory, viewed as the array of its facts; `fn` names the call in errors. @internal */
+  allocOf(fn: string, dt: number, length: number): DataBuffer<Data> {
+    return this.#heap.allocArray(fn, length, BY_CODE[dt]!.Array) as DataBuffer<Data>;
   }
 }
 

@@ -75,6 +75,9 @@ pub struct DtypeFacts {
     pub half: bool,
     /// The typed array that holds its elements (a half type's bit patterns).
     pub array: &'static str,
+    /// JavaScript's own typed array of this type where the engine may have one
+    /// (`Float16Array`), taken in place of `array` and seen through its bits; `""` for none.
+    pub js_array: &'static str,
     /// NumPy's little-endian `descr`, `""` where NumPy has no such type.
     pub npy: &'static str,
     /// The safetensors header's `dtype`.
@@ -92,6 +95,7 @@ pub const DTYPES: [DtypeFacts; 5] = [
         bytes: 4,
         half: false,
         array: "Float32Array",
+        js_array: "",
         npy: "<f4",
         safetensors: "F32",
         qmax: 0,
@@ -101,6 +105,7 @@ pub const DTYPES: [DtypeFacts; 5] = [
         bytes: 2,
         half: true,
         array: "Uint16Array",
+        js_array: "Float16Array",
         npy: "<f2",
         safetensors: "F16",
         qmax: 0,
@@ -110,6 +115,7 @@ pub const DTYPES: [DtypeFacts; 5] = [
         bytes: 2,
         half: true,
         array: "Uint16Array",
+        js_array: "",
         npy: "",
         safetensors: "BF16",
         qmax: 0,
@@ -119,6 +125,7 @@ pub const DTYPES: [DtypeFacts; 5] = [
         bytes: 1,
         half: false,
         array: "Int8Array",
+        js_array: "",
         npy: "|i1",
         safetensors: "I8",
         qmax: 127,
@@ -128,6 +135,7 @@ pub const DTYPES: [DtypeFacts; 5] = [
         bytes: 1,
         half: false,
         array: "Uint8Array",
+        js_array: "",
         npy: "",
         safetensors: "F8_E4M3",
         qmax: 448,

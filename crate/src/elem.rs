@@ -175,6 +175,22 @@ impl Elem for F16 {
     }
 }
 
+/// Calls `$f::<A>($args)` with `A` the [`Elem`] of the storage code in `$dt`'s low bits (an
+/// `abi::Dtype`; checked before: any other code is f32). The one place a code meets its type;
+/// the entry points (wasm32 only) use it.
+#[cfg_attr(not(target_arch = "wasm32"), allow(unused_macros))]
+macro_rules! by_dtype {
+    ($dt:expr, $f:ident($($arg:expr),*)) => {
+        match $dt & $crate::abi::DTYPE_MASK {
+            c if c == $crate::abi::Dtype::Float16 as u32 => $f::<$crate::elem::F16>($($arg),*),
+            c if c == $crate::abi::Dtype::Bfloat16 as u32 => $f::<$crate::elem::Bf16>($($arg),*),
+            _ => $f::<f32>($($arg),*),
+        }
+    };
+}
+#[cfg(target_arch = "wasm32")]
+pub(crate) use by_dtype;
+
 /// Widens `n` elements at `src` into f32 at `dst` (no overlap).
 ///
 /// # Safety

@@ -1,21 +1,12 @@
 /**
- * What an argument array is: its kind (Float32Array, Uint16Array of half bits, Float16Array),
- * whether it can hold a dtype, whether its buffer is detached, how many rows it holds. Errors
- * name the function, the argument, what it got and what it expected.
+ * What an argument array is: whether it can hold a dtype (the dtype table's arrays), whether it
+ * was given as JavaScript's own array of its dtype (a Float16Array), whether its buffer is
+ * detached, how many rows it holds. Errors name the function, the argument, what it got and
+ * what it expected.
  * @module
  */
-import { DTYPE_FACTS, Dtype as DT } from '../abi.js';
-import { BY_CODE } from '../dtypes.js';
-import type { Data } from '../ops.js';
+import { arrayTag, BY_CODE, listed, type Data } from '../dtypes.js';
 import type { Dtype } from '../types.js';
-
-/**
- * What a checked array was given as: float32, half bits in a Uint16Array, or a Float16Array
- * (placed through its bits; results the library makes for it are Float16Arrays too).
- */
-export const KIND_F32 = 0;
-export const KIND_U16 = 1;
-export const KIND_F16 = 2;
 
 /** A short description of a value for error messages: `Float64Array(12)`, `number -1`, `null`. */
 export function describe(v: unknown): string {
@@ -32,15 +23,10 @@ export function describe(v: unknown): string {
   return (v as object).constructor?.name ?? 'object';
 }
 
-/** Whether `v` is a Float32Array (of this realm or another). */
-function isF32(v: unknown): v is Float32Array {
-  return ArrayBuffer.isView(v) && (v as { [Symbol.toStringTag]?: string })[Symbol.toStringTag] === 'Float32Array';
-}
-
 /** `v` as a Float32Array, attached; a TypeError naming `fn` and `name` otherwise. */
 export function f32(fn: string, name: string, v: unknown): Float32Array {
-  if (!isF32(v)) throw new TypeError(`${fn}: ${name} must be a Float32Array, got ${describe(v)}`);
-  return attached(fn, name, v);
+  if (arrayTag(v) !== 'Float32Array') throw new TypeError(`${fn}: ${name} must be a Float32Array, got ${describe(v)}`);
+  return attached(fn, name, v as Float32Array);
 }
 
 /** `a`, unless it is an (empty) view of a detached buffer: then a TypeError naming `fn` and `name`. */
@@ -80,45 +66,60 @@ export function optF32(fn: string, name: string, v: unknown, length: number, wha
   return a;
 }
 
-/** The names of the dtypes activations and weights may have, indexed by abi.ts's Dtype code (the quantized outputs' codes come after). */
-export const DTYPE_NAMES: readonly Dtype[] = DTYPE_FACTS.filter((d) => d.qmax === 0).map((d) => d.name as Dtype);
+/** The storage types activations and weights may have, by abi.ts's Dtype code (the quantized outputs' codes come after). */
+const STORED = BY_CODE.filter((d) => d.qmax === 0);
 
-/** What arrays hold dtype `dt`, as a message says it: the typed array of its facts (a Float16Array too for float16). */
+/** The names of the dtypes activations and weights may have, indexed by abi.ts's Dtype code. */
+export const DTYPE_NAMES: readonly Dtype[] = STORED.map((d) => d.name as Dtype);
+
+/** Whether the tag `tag` names an array that holds dtype `dt`: its facts' array, or JavaScript's own (seen through its bits). */
+const holds = (dt: number, tag: string | undefined): boolean => tag === BY_CODE[dt]!.array || (tag !== undefined && tag === BY_CODE[dt]!.jsArray);
+
+/** The codes of the dtypes an array with tag `tag` may hold (several for a Uint16Array of bit patterns; none for others). */
+export const dtypesOf = (tag: string | undefined): number[] => STORED.filter((d) => holds(d.code, tag)).map((d) => d.code);
+
+/** Whether `v` is JavaScript's own array of a dtype (a Float16Array): the library's new results for it are too. */
+export const isJsArray = (v: unknown): boolean => {
+  const tag = arrayTag(v);
+  return tag !== undefined && STORED.some((d) => d.jsArray === tag);
+};
+
+/** The array of dtype `dt`'s facts as a message says it: `a Float32Array`, `a Uint16Array of bit patterns` (an array that holds several dtypes). */
+const heldIn = (dt: number): string => `a ${BY_CODE[dt]!.array}${dtypesOf(BY_CODE[dt]!.array).length > 1 ? ' of bit patterns' : ''}`;
+
+/** What arrays hold dtype `dt`, as a message says it: JavaScript's own array of it, or its facts' array. */
 export function takes(dt: number): string {
-  const f = DTYPE_FACTS[dt]!;
-  if (!f.half) return `a ${f.array}`;
-  return `${f.name === 'float16' ? 'a Float16Array or ' : ''}a ${f.array} of bit patterns`;
+  const js = BY_CODE[dt]!.jsArray;
+  return `${js ? `a ${js} or ` : ''}${heldIn(dt)}`;
 }
 
-/** The arrays a float operand may be, as a message lists them (those {@link kindOf} knows). */
-export const ARRAYS_TAKEN = 'a Float32Array, Float16Array or Uint16Array (half bit patterns, with options.dtype)';
-
-/** KIND_* of `v`, or -1 when it is none of the three array types. */
-export function kindOf(v: unknown): number {
-  if (!ArrayBuffer.isView(v)) return -1;
-  const tag = (v as { [Symbol.toStringTag]?: string })[Symbol.toStringTag];
-  return tag === 'Float32Array' ? KIND_F32 : tag === 'Uint16Array' ? KIND_U16 : tag === 'Float16Array' ? KIND_F16 : -1;
-}
+/** The arrays a float operand may be, as a message lists them: an array holding several dtypes needs options.dtype to say which. */
+export const ARRAYS_TAKEN = (() => {
+  const tags = [...new Set(STORED.flatMap((d) => (d.jsArray ? [d.array, d.jsArray] : [d.array])))];
+  const [one, several] = [tags.filter((t) => dtypesOf(t).length === 1), tags.filter((t) => dtypesOf(t).length > 1)];
+  const names = [...one, ...several.map((t) => `${t} (${listed(dtypesOf(t).map((c) => BY_CODE[c]!.name), '')} bit patterns, with options.dtype)`)];
+  return `a ${listed(names, '')}`;
+})();
 
 /**
  * Checks that `v` is an array that can hold dtype `dt` (named by option `dtName` in errors):
- * float32 a Float32Array; float16 a Float16Array or a Uint16Array of bits; bfloat16 a
- * Uint16Array of bits. Returns it as placed: a Float16Array is seen through its bits.
+ * the array of its facts, or JavaScript's own array of it (a Float16Array for float16). Returns
+ * it as placed: JavaScript's own array is seen through its bits, as the facts' array.
  */
 export function typed(fn: string, name: string, v: unknown, dt: number, dtName: string): Data {
-  const k = kindOf(v);
-  if (k === KIND_F32 && dt === DT.float32) return f32(fn, name, v);
-  if (k < 0) {
+  const tag = arrayTag(v);
+  const f = BY_CODE[dt]!;
+  if (tag === f.array) return attached(fn, name, v as Data);
+  if (dtypesOf(tag).length === 0) {
     throw new TypeError(`${fn}: ${name} must be ${ARRAYS_TAKEN}, got ${describe(v)}`);
   }
-  const a = v as Uint16Array;
-  if (k === KIND_F32 || (k === KIND_F16 && dt !== DT.float16) || (k === KIND_U16 && dt === DT.float32)) {
+  if (tag !== f.jsArray) {
     throw new TypeError(
       `${fn}: ${name} is a ${describe(v)} but ${dtName} is '${DTYPE_NAMES[dt]}' (it takes ${takes(dt)})`,
     );
   }
-  attached(fn, name, a);
-  return k === KIND_F16 ? new Uint16Array(a.buffer, a.byteOffset, a.length) : a;
+  const a = attached(fn, name, v as Data);
+  return new (f.Array as new (b: ArrayBufferLike, at: number, n: number) => Data)(a.buffer, a.byteOffset, a.length);
 }
 
 /** An optional {@link typed} array of `length` elements (`what` says why), or null when absent. */
@@ -137,7 +138,7 @@ export function optTyped(fn: string, name: string, v: unknown, length: number, w
 export function optQuantized(fn: string, name: string, v: unknown, length: number, what: string, code: number): Int8Array | Uint8Array | null {
   if (v === undefined) return null;
   const d = BY_CODE[code]!;
-  if (!ArrayBuffer.isView(v) || (v as { [Symbol.toStringTag]?: string })[Symbol.toStringTag] !== d.array) {
+  if (arrayTag(v) !== d.array) {
     throw new TypeError(`${fn}: ${name} must be a${d.array.startsWith('I') ? 'n' : ''} ${d.array} (options.outDtype is '${d.name}'), got ${describe(v)}`);
   }
   const a = attached(fn, name, v as unknown as Data) as unknown as Int8Array | Uint8Array;
@@ -153,10 +154,10 @@ export function rowsOf(fn: string, name: string, x: Data, dim: number): number {
   return x.length / dim;
 }
 
-/** Checks a conversion's input: an array of the given kind (a TypeError naming `fn` otherwise). */
-export function checkConvertInput<T extends Float32Array | Uint16Array>(fn: string, v: unknown, kind: number): T {
-  if (kindOf(v) !== kind) {
-    throw new TypeError(`${fn}: the input must be a ${kind === KIND_F32 ? 'Float32Array' : 'Uint16Array of bit patterns'}, got ${describe(v)}`);
+/** Checks a conversion's input: the array of dtype `dt`'s facts (a TypeError naming `fn` otherwise). */
+export function checkConvertInput<T extends Data>(fn: string, v: unknown, dt: number): T {
+  if (arrayTag(v) !== BY_CODE[dt]!.array) {
+    throw new TypeError(`${fn}: the input must be ${heldIn(dt)}, got ${describe(v)}`);
   }
   return v as T;
 }

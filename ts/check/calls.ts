@@ -9,7 +9,7 @@
 import { Gate } from '../abi.js';
 import { B, BACKWARD, F, FORWARD, MATRIX, PER_ROW, type Data, type Op, type Params, type Placed } from '../ops.js';
 import type { FloatArray } from '../types.js';
-import { kindOf, KIND_F32, optF32, optQuantized, optTyped, rowsOf, typed } from './arrays.js';
+import { isJsArray, optF32, optQuantized, optTyped, rowsOf, typed } from './arrays.js';
 import { NO_EXTRA_KEYS, options } from './options.js';
 import { disjointOrSame, distinctOutputs } from './overlap.js';
 import { BACKWARD_PARAM_KEYS, checkParams, operandKeys, PARAM_KEYS } from './params.js';
@@ -29,8 +29,8 @@ export interface ForwardArgs {
   rows: number;
   dim: number;
   params: Params;
-  /** How `x` was given (KIND_*): the type of a result the library allocates. */
-  xKind: number;
+  /** `x` was given as JavaScript's own array of its dtype (a Float16Array): so is a result the library allocates. */
+  xJs: boolean;
   /**
    * The outputs (out, rstd) are plain arrays that share no memory with the call's other arrays,
    * known without looking (a layer's own outputs, when x is not one of them): placement skips
@@ -52,9 +52,9 @@ export interface BackwardArgs {
   rows: number;
   dim: number;
   params: Params;
-  /** How `dy` and the weight were given (KIND_*): the types of results the library allocates. */
-  xKind: number;
-  wKind: number;
+  /** `dy`, the weight were given as JavaScript's own arrays of their dtypes (Float16Arrays): so are the results the library allocates. */
+  xJs: boolean;
+  wJs: boolean;
   /** The outputs (dx, dweight) are plain arrays apart from the call's other arrays: as ForwardArgs's. */
   outputsApart: boolean;
 }
@@ -126,7 +126,7 @@ export function checkForward(
   const outGiven = out === null ? null : (o.out as FloatArray | Placed);
   const arrs = forwardArrays(xa, residual, w, out, h, rstd, gate, rowScales);
   if (FORWARD_PLAIN.length) plainOperands(fn, FORWARD, FORWARD_PLAIN, arrs, o, { n: xa.length, rows, dim: params.dim, act, dtn: DTN, wdt: params.wdt });
-  return { arrs, x: xa, outGiven, rows, dim: params.dim, params, xKind: kindOf(x), outputsApart: false };
+  return { arrs, x: xa, outGiven, rows, dim: params.dim, params, xJs: isJsArray(x), outputsApart: false };
 }
 
 /** A forward's arrays checked by name, in their slots. */
@@ -238,7 +238,7 @@ export function checkBackward(
     arrs, x: xa,
     dxGiven: dx === null ? null : (o.dx as FloatArray), dweightGiven: dweight === null ? null : (o.dweight as FloatArray),
     dgateGiven: dgate === null ? null : (o.dgate as FloatArray),
-    rows, dim: params.dim, params, xKind: kindOf(dy), wKind: w === null ? KIND_F32 : kindOf(weight), outputsApart: false,
+    rows, dim: params.dim, params, xJs: isJsArray(dy), wJs: isJsArray(weight), outputsApart: false,
   };
 }
 

@@ -1,9 +1,9 @@
 /**
- * The arguments of the half-precision conversions: the input's kind, and `options.out`.
+ * The arguments of the half-precision conversions: `options.out`, of the array the dtype table gives.
  * @module
  */
-import type { Data } from '../ops.js';
-import { describe, KIND_F32, kindOf } from './arrays.js';
+import { arrayTag, BY_CODE, type Data } from '../dtypes.js';
+import { describe } from './arrays.js';
 import { options as checkOptions } from './options.js';
 import { overlaps } from './overlap.js';
 
@@ -14,12 +14,12 @@ export interface ConvertOptions<T extends Float32Array | Uint16Array> {
 }
 const CONVERT_KEYS: readonly string[] = ['out'];
 
-/** A conversion's `options.out`, checked against its input `src` (kind, length, overlap); undefined when absent. */
-export function convertOut<T extends Float32Array | Uint16Array>(fn: string, options: unknown, src: Data, kind: number): T | undefined {
+/** A conversion's `options.out`: the array of dtype `dt`'s facts, checked against its input `src` (length, overlap); undefined when absent. */
+export function convertOut<T extends Data>(fn: string, options: unknown, src: Data, dt: number): T | undefined {
   const out = checkOptions(fn, options, CONVERT_KEYS).out;
   if (out === undefined) return undefined;
-  if (kindOf(out) !== kind) {
-    throw new TypeError(`${fn}: options.out must be a ${kind === KIND_F32 ? 'Float32Array' : 'Uint16Array'}, got ${describe(out)}`);
+  if (arrayTag(out) !== BY_CODE[dt]!.array) {
+    throw new TypeError(`${fn}: options.out must be a ${BY_CODE[dt]!.array}, got ${describe(out)}`);
   }
   const o = out as T;
   if (o.length !== src.length) throw new RangeError(`${fn}: options.out.length must be ${src.length} (the input's), got ${o.length}`);

@@ -4,10 +4,10 @@
  * @module
  */
 import { DTYPE_FACTS, Dtype as DT, LLAMA } from '../abi.js';
-import { listed } from '../dtypes.js';
+import { arrayTag, listed } from '../dtypes.js';
 import type { Data } from '../ops.js';
 import type { CastingMode, Dtype } from '../types.js';
-import { describe, DTYPE_NAMES, kindOf, KIND_F16, KIND_U16, typed } from './arrays.js';
+import { describe, DTYPE_NAMES, dtypesOf, typed } from './arrays.js';
 
 /** eps when none is given. */
 export const DEFAULT_EPS = 1e-6;
@@ -33,27 +33,28 @@ function dtypeOption(fn: string, name: string, v: unknown): number {
 /** The activations' dtype code: options.dtype, or what `first` (x, or dy) says by its type. */
 export function actDtype(fn: string, first: string, v: unknown, opt: unknown): number {
   const d = dtypeOption(fn, 'options.dtype', opt);
-  if (d >= 0) return d;
-  const k = kindOf(v);
-  if (k === KIND_U16) {
-    throw new TypeError(`${fn}: ${first} is a Uint16Array: say what it holds with options.dtype (${HALF_NAMES})`);
-  }
-  // Anything else is float32 here, and typed() reports what is wrong with it.
-  return k === KIND_F16 ? DT.float16 : DT.float32;
+  return d >= 0 ? d : byArray(fn, first, v, 'options.dtype', -1);
 }
 
-/** The weight's dtype code: options.weightDtype, else its type's, else (Uint16Array) the activations' half dtype. */
+/** The weight's dtype code: options.weightDtype, else what its type says (an array of several: the activations' `act`). */
 export function weightDtype(fn: string, w: unknown, opt: unknown, act: number): number {
   const d = dtypeOption(fn, 'options.weightDtype', opt);
-  if (d >= 0 || w === null || w === undefined) return d < 0 ? DT.float32 : d;
-  const k = kindOf(w);
-  if (k === KIND_U16) {
-    if (act === DT.float32) {
-      throw new TypeError(`${fn}: weight is a Uint16Array: say what it holds with options.weightDtype (${HALF_NAMES})`);
-    }
-    return act;
-  }
-  return k === KIND_F16 ? DT.float16 : DT.float32;
+  if (d >= 0) return d;
+  return w === null || w === undefined ? DT.float32 : byArray(fn, 'weight', w, 'options.weightDtype', act);
+}
+
+/**
+ * The dtype array `v` (argument `name`) holds by its type: the one its type holds, or `act`
+ * among several (a Uint16Array of bits), else a TypeError asking for option `opt`. float32 for
+ * an array of no dtype: typed() reports what is wrong with it.
+ */
+function byArray(fn: string, name: string, v: unknown, opt: string, act: number): number {
+  const tag = arrayTag(v);
+  const codes = dtypesOf(tag);
+  if (codes.length === 1) return codes[0]!;
+  if (codes.length === 0) return DT.float32;
+  if (codes.includes(act)) return act;
+  throw new TypeError(`${fn}: ${name} is a ${tag}: say what it holds with ${opt} (${listed(codes.map((c) => DTYPE_NAMES[c]!))})`);
 }
 
 const CASTING_MODES: readonly CastingMode[] = ['none', 'llama', 'gemma'];

@@ -14,8 +14,8 @@
 import type { RmsNorm } from '../index.js';
 import type { Engine } from './engine.js';
 import type { F32Buffer } from '../memory.js';
-import type { Dtype, FloatArray, HalfDtype, RmsNormOptions } from '../types.js';
-import { ALL_DTYPES, DTYPES, isQuant, type FileDtype, type OutDtype } from '../dtypes.js';
+import type { Dtype, FloatArray, RmsNormOptions } from '../types.js';
+import { ALL_DTYPES, DTYPES, isQuant, type Data, type FileDtype, type OutDtype } from '../dtypes.js';
 import { NormalizeError } from './errors.js';
 import type { OutputFile } from './output.js';
 import { shown } from './paths.js';
@@ -55,9 +55,9 @@ export class Regions {
    * A view of `n` elements of `dtype` at the start of region `i`: made anew at each use, since
    * growth of a memory that is not shared detaches the views made before it.
    */
-  view(i: number, dtype: Dtype, n: number): Float32Array | Uint16Array {
+  view(i: number, dtype: Dtype, n: number): Data {
     const f = this.bufs[i]!.view();
-    return new DTYPES[dtype].Array(f.buffer as ArrayBuffer, f.byteOffset, n) as Float32Array | Uint16Array;
+    return new DTYPES[dtype].Array(f.buffer as ArrayBuffer, f.byteOffset, n) as Data;
   }
 
   [Symbol.dispose](): void {
@@ -104,8 +104,8 @@ interface ArrayJob {
 const bytesOf = (a: ArrayBufferView): Uint8Array => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
 
 /** A typed array of `n` elements of `dtype` in JavaScript memory (a staging area). */
-function staging(dtype: FileDtype, n: number): Float64Array | Float32Array | Uint16Array {
-  return new DTYPES[dtype].Array(n) as Float64Array | Float32Array | Uint16Array;
+function staging(dtype: FileDtype, n: number): Float64Array | Data {
+  return new DTYPES[dtype].Array(n) as Float64Array | Data;
 }
 
 /** Rows of `dim` elements that fit a region (at least one; a row longer than a region gets a region of its own size). */
@@ -148,7 +148,7 @@ export async function normalizeArray(j: ArrayJob): Promise<number> {
     const x = regions.view(s, j.computeDtype, n * dim);
     if (slot.stage) {
       if (j.inDtype === 'float64') (x as Float32Array).set(slot.stage.subarray(0, n * dim));
-      else j.sync.halfToFloat32(slot.stage.subarray(0, n * dim) as Uint16Array, j.inDtype as HalfDtype, { out: x as Float32Array });
+      else j.sync.toFloat32(slot.stage.subarray(0, n * dim) as Data, DTYPES[j.inDtype].code, x as Float32Array);
     }
     const rs = slot.rstd?.subarray(0, n);
     const sc = slot.scales?.subarray(0, n);
@@ -157,7 +157,7 @@ export async function normalizeArray(j: ArrayJob): Promise<number> {
       await j.pool.rmsNorm(x, j.weight ? j.weight() : null, { ...j.call, dtype: j.computeDtype, dim, out, rstd: rs, rowScales: sc, signal: j.signal } as RmsNormOptions);
     }
     if (narrows && n > 0) {
-      j.sync.float32ToHalf(regions.view(s, j.computeDtype, n * dim) as Float32Array, j.outDtype as HalfDtype, { out: slot.out!.subarray(0, n * dim) as Uint16Array });
+      j.sync.fromFloat32(regions.view(s, j.computeDtype, n * dim) as Float32Array, DTYPES[j.outDtype as Dtype].code, slot.out!.subarray(0, n * dim) as Data);
     }
     await after;
     if (failure !== null || n === 0) return n;

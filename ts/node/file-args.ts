@@ -3,11 +3,11 @@
  * the option keys (the same for `normalizeDataset`, which adds its own).
  * @module
  */
-import { ARRAYS_TAKEN, describe, kindOf } from '../check/arrays.js';
+import { ARRAYS_TAKEN, describe, dtypesOf } from '../check/arrays.js';
 import { options as checkOptions } from '../check/options.js';
 import { FILE_PARAM_KEYS } from '../check/params.js';
 import type { Dtype } from '../types.js';
-import { KERNEL_DTYPES, listed, OUT_DTYPES, type OutDtype } from '../dtypes.js';
+import { arrayTag, KERNEL_DTYPES, listed, OUT_DTYPES, type OutDtype } from '../dtypes.js';
 import { FORMAT_NAMES, type FormatName } from './formats/index.js';
 import type { FsPath } from './paths.js';
 import type { NormalizeFileOptions } from './types.js';
@@ -79,7 +79,7 @@ export function checkFileOptions(fn: string, options: unknown, keys: readonly st
   for (const k of ['durable', 'checksum', 'inPlace']) booleanOpt(fn, o as Record<string, unknown>, k);
   if (o.onProgress !== undefined && typeof o.onProgress !== 'function') throw new TypeError(`${fn}: options.onProgress must be a function, got ${describe(o.onProgress)}`);
   const w = o.weight;
-  if (w !== undefined && w !== null && !isPath(w) && kindOf(w) < 0) {
+  if (w !== undefined && w !== null && !isPath(w) && dtypesOf(arrayTag(w)).length === 0) {
     throw new TypeError(`${fn}: options.weight must be ${ARRAYS_TAKEN}, or a path, got ${describe(w)}`);
   }
   if (o.rstd !== undefined && !isPath(o.rstd)) throw new TypeError(`${fn}: options.rstd must be a path, got ${describe(o.rstd)}`);

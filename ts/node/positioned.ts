@@ -19,9 +19,9 @@ import type { RmsNorm, RmsNormPool } from '../index.js';
 import { ADDRS_AT, F } from '../ops.js';
 import { CALL_WORDS, writeParams } from '../call-block.js';
 import { checkForward } from '../check/calls.js';
-import { ALL_DTYPES, DTYPES, KERNEL_DTYPES, type FileDtype, type OutDtype } from '../dtypes.js';
+import { ALL_DTYPES, DTYPES, type FileDtype, type OutDtype } from '../dtypes.js';
 import { Dtype as DT } from '../abi.js';
-import type { Dtype, FloatArray, HalfDtype } from '../types.js';
+import type { Dtype, FloatArray } from '../types.js';
 import type { Data } from '../ops.js';
 import type { TaskQueue, TaskResult } from '../pool/task-queue.js';
 import { dtypeIndex, Kind, Outcome, regionBytesFor } from '../pool/tasks.js';
@@ -150,7 +150,7 @@ export async function normalizePositioned(j: PositionedJob): Promise<{ rows: num
       if (weight && wAt === 0) {
         const wb = j.pool.allocF32(weight.length);
         bufs.push(wb);
-        const w32 = a.params.wdt === DT.float32 ? (weight as Float32Array) : j.sync.halfToFloat32(weight as Uint16Array, KERNEL_DTYPES[a.params.wdt] as HalfDtype);
+        const w32 = a.params.wdt === DT.float32 ? (weight as Float32Array) : j.sync.toFloat32(weight, a.params.wdt, new Float32Array(weight.length));
         wb.view().set(w32);
         wAt = wb.view().byteOffset;
       }

@@ -8,7 +8,7 @@
  */
 import { Transform, type TransformCallback } from 'node:stream';
 import { loadRmsNorm, type RmsNorm } from '../index.js';
-import { DTYPES, KERNEL_DTYPES } from '../dtypes.js';
+import { DTYPES, KERNEL_DTYPES, type Data } from '../dtypes.js';
 import { checkForward } from '../check/calls.js';
 import { paramOptions, FILE_PARAM_KEYS } from '../check/params.js';
 import { options as checkOptions } from '../check/options.js';
@@ -23,7 +23,7 @@ export interface NormalizeStreamOptions extends ScalarOptions {
    * Uint16Array of half bit patterns (what it holds: `weightDtype`, else `dtype`).
    */
   weight?: FloatArray | null;
-  /** What the bytes are: `'float32'` (default), `'float16'` or `'bfloat16'`, little-endian. The output is the same. */
+  /** What the bytes are: a {@link Dtype} (default `'float32'`), little-endian. The output is the same. */
   dtype?: Dtype;
   /** The weight's dtype, as the sync API's option (default: from its type). */
   weightDtype?: Dtype;
@@ -62,9 +62,9 @@ class NormalizeStream extends Transform {
       this.carry = Buffer.from(data.subarray(whole));
       if (whole > 0) {
         // A copy aligned for the typed array (a Buffer's offset may be odd), normalized in place.
-        const x = new DTYPES[this.o.dtype].Array(whole / this.item) as Float32Array | Uint16Array;
+        const x = new DTYPES[this.o.dtype].Array(whole / this.item) as Data;
         new Uint8Array(x.buffer).set(data.subarray(0, whole));
-        rn.rmsNorm<Float32Array | Uint16Array>(x, this.o.weight, { ...this.o.params, out: x });
+        rn.rmsNorm<Data>(x, this.o.weight, { ...this.o.params, out: x });
         this.push(Buffer.from(x.buffer, 0, whole));
       }
       done();

@@ -8,7 +8,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { Dtype } from '../types.js';
-import { DTYPES, type FileDtype } from '../dtypes.js';
+import { DTYPES, type Data, type FileDtype } from '../dtypes.js';
 import { NormalizeError } from './errors.js';
 import { FORMATS, type ArrayIn } from './formats/index.js';
 import { shown, type FsPath } from './paths.js';
@@ -17,7 +17,7 @@ import { openSource, type Source } from './source.js';
 /** A weight read from a file. */
 export interface LoadedWeight {
   /** Its elements: float32 values, or half bit patterns. */
-  w: Float32Array | Uint16Array;
+  w: Data;
   /** What `w` holds. */
   dtype: Dtype;
   /** SHA-256 (hex) of `w`'s bytes and its dtype. */
@@ -42,14 +42,14 @@ function pick(arrays: readonly ArrayIn[], tensor: string | undefined, name: stri
 }
 
 /** Reads the elements of `a` as the dtype used for them: float64 becomes float32. */
-async function elements(a: ArrayIn, name: string): Promise<{ w: Float32Array | Uint16Array; dtype: Dtype }> {
+async function elements(a: ArrayIn, name: string): Promise<{ w: Data; dtype: Dtype }> {
   const dtype = a.dtype as FileDtype;
   const n = a.shape.reduce((x, y) => x * y, 1);
   const raw = new DTYPES[dtype].Array(n);
   if ((await a.source.read(new Uint8Array(raw.buffer), a.offset)) !== raw.byteLength) throw new NormalizeError(`${name}: the file ended early`);
   // A type only files hold (float64) is read as float32.
   if (DTYPES[dtype].code < 0) return { w: Float32Array.from(raw), dtype: 'float32' };
-  return { w: raw as Float32Array | Uint16Array, dtype: dtype as Dtype };
+  return { w: raw as Data, dtype: dtype as Dtype };
 }
 
 /** Loads the weight at `path`: see the module doc. `given` (weightDtype) must agree with a header. */
@@ -65,7 +65,7 @@ export async function loadWeight(path: FsPath, given: Dtype | undefined, tensor?
     const head = new Uint8Array(16);
     const n = await src.read(head, 0);
     const known = FORMATS.find((f) => f.detect(head.subarray(0, n)));
-    let loaded: { w: Float32Array | Uint16Array; dtype: Dtype };
+    let loaded: { w: Data; dtype: Dtype };
     if (known) {
       const a = pick((await known.read(src, {})).arrays, tensor, name);
       if (given !== undefined && given !== a.dtype && !(a.dtype === 'float64' && given === 'float32')) {
@@ -78,7 +78,7 @@ export async function loadWeight(path: FsPath, given: Dtype | undefined, tensor?
       const item = DTYPES[dtype].bytes;
       if (src.size === null) throw new NormalizeError(`${name}: a raw weight must be a regular file`);
       if (src.size % item !== 0) throw new NormalizeError(`${name}: a raw weight of ${dtype} must be a multiple of ${item} bytes, got ${src.size} bytes`);
-      const w = new DTYPES[dtype].Array(src.size / item) as Float32Array | Uint16Array;
+      const w = new DTYPES[dtype].Array(src.size / item) as Data;
       await src.read(new Uint8Array(w.buffer), 0);
       loaded = { w, dtype };
     }

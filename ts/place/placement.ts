@@ -4,9 +4,10 @@
  * decisions are the {@link Placer}'s (placer.ts); this module carries them out.
  * @module
  */
-import type { Heap } from '../memory.js';
+import type { ArrayType, Heap } from '../memory.js';
 import { checkStatus } from '../status.js';
 import { Dtype as DT } from '../abi.js';
+import { BY_CODE } from '../dtypes.js';
 import { MATRIX, MAX_ADDRS, PER_ROW, ROW, type Op, type Placed } from '../ops.js';
 
 /** A slot's kind: no array (an absent optional operand). */
@@ -33,7 +34,8 @@ export class Slot {
   kind = ABSENT;
   /** Resident: the array's byte address. Copied: its window region's. */
   base = 0;
-  /** Bytes per element as the kernel reads it (a half matrix: 2; anything converted to float32: 4). */
+  /** The array type the kernel reads it as (a matrix: the caller's array's; anything converted to float32: Float32Array), and its bytes per element. */
+  Type: ArrayType<Placed> = Float32Array;
   es = 4;
   /** The last view of wasm memory this slot held in place, and its byte address (a view's never changes). */
   seen: Placed | null = null;
@@ -46,9 +48,6 @@ export class Slot {
   laidEs = 0;
   laidBase = 0;
 }
-
-/** Floats of a one-row region that holds a half operand: its float32 values, then its bits. */
-export const convertedFloats = (dim: number): number => dim + Math.ceil(dim / 2);
 
 /** A placed call of one operation; the {@link Placer} keeps one per operation and reuses it. */
 export class Placement {
@@ -122,7 +121,7 @@ export class Placement {
       const w = o.shape === MATRIX ? dim : 1;
       const a = t.arr!;
       // A call that fits the window (most small ones) copies whole arrays: no subarray to make.
-      this.heap.view(t.es).set(whole ? a : a.subarray(r0 * w, r1 * w), t.base / t.es + (r0 - this.start) * w);
+      this.heap.view(t.Type).set(whole ? a : a.subarray(r0 * w, r1 * w), t.base / t.es + (r0 - this.start) * w);
     }
   }
 
@@ -146,8 +145,8 @@ export class Placement {
    */
   private windowView(t: Slot, at: number, len: number): Placed {
     const v = t.view;
-    if (v !== null && v.length === len && t.viewAt === at && v.BYTES_PER_ELEMENT === t.es) return v;
-    const nv = this.heap.view(t.es).subarray(at, at + len);
+    if (v !== null && v.length === len && t.viewAt === at && v.constructor === t.Type) return v;
+    const nv = this.heap.view(t.Type).subarray(at, at + len);
     t.view = nv;
     t.viewAt = at;
     return nv;
@@ -163,10 +162,11 @@ export class Placement {
       if (t.kind !== COPIED || !o.out || o.shape !== ROW) continue;
       const a = t.arr!;
       if (this.wdt !== DT.float32) {
-        // A half dweight: the kernel's float32 sums rounded into the region's bits, then out.
-        const bits = t.base + 4 * this.dim;
-        checkStatus(fn, this.heap.wasm.exports.narrow_half(t.base, bits, this.dim, this.wdt));
-        a.set(this.heap.u16().subarray(bits >>> 1, (bits >>> 1) + this.dim));
+        // A dweight of another dtype: the kernel's float32 sums rounded into the region's elements after them, then out.
+        const f = BY_CODE[this.wdt]!;
+        const at = t.base + 4 * this.dim;
+        checkStatus(fn, this.heap.wasm.exports.narrow(t.base, at, this.dim, this.wdt));
+        a.set(this.heap.view(f.Array).subarray(at / f.bytes, at / f.bytes + this.dim));
       } else a.set(this.heap.f32().subarray(t.base >>> 2, (t.base >>> 2) + this.dim));
     }
     // Keep no caller's array (nor snapshot) alive past the call.

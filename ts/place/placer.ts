@@ -12,10 +12,11 @@
  * - An input that an output would overwrite before it is read (a partial overlap; an exact
  *   match is an in-place call the kernel allows) is first copied aside in JavaScript — a
  *   snapshot, then streamed like any plain array.
- * - Half-precision data (Uint16Array bit patterns) is placed like float32 data, two bytes an
- *   element, and the kernel reads it as such — except a one-row operand (the weight, dweight):
- *   the kernel takes those as float32, so a half one always goes through the window, widened
- *   there once per call (`widen_half`) or, for dweight, rounded into the array at the end.
+ * - Data of every storage dtype (float32; half bits in a Uint16Array) is placed as it is, its
+ *   elements' own width, and the kernel reads it as such — except a one-row operand (the
+ *   weight, dweight): the kernel takes those as float32, so one of another dtype always goes
+ *   through the window, widened there once per call (`widen`) or, for dweight, rounded into
+ *   the array at the end.
  *
  * **The one cache.** The placer keeps one {@link Placement} per operation, and each keeps what
  * its last call was placed as. A loop calls with the same shape again and again, often on the
@@ -31,11 +32,12 @@
  *   needed no snapshot.
  * @module
  */
-import { REGION_PAD_FLOATS, type Heap, type Scratch } from '../memory.js';
+import { REGION_PAD_FLOATS, type ArrayType, type Heap, type Scratch } from '../memory.js';
+import { BY_CODE } from '../dtypes.js';
 import { checkStatus } from '../status.js';
 import { Dtype as DT } from '../abi.js';
 import { MATRIX, OPS, PER_ROW, ROW, type Op, type Params, type Placed } from '../ops.js';
-import { ABSENT, COPIED, convertedFloats, EXTERNAL, Placement, RESIDENT, throughWindow } from './placement.js';
+import { ABSENT, COPIED, EXTERNAL, Placement, RESIDENT, throughWindow } from './placement.js';
 
 import type { WindowRules } from './window.js';
 
@@ -105,11 +107,13 @@ export class Placer {
       if (a === null) {
         t.kind = ABSENT;
         t.base = 0; // address 0: the kernel's "absent"
+        t.Type = Float32Array;
         t.es = 4;
         continue;
       }
       const shape = op.operands[i]!.shape;
-      t.es = shape === MATRIX ? a.BYTES_PER_ELEMENT : 4;
+      t.Type = shape === MATRIX ? (a.constructor as ArrayType<Placed>) : Float32Array;
+      t.es = t.Type.BYTES_PER_ELEMENT;
       if (a === t.seen && (shared || a.length !== 0)) {
         t.kind = RESIDENT;
         t.base = t.seenAt;
@@ -175,7 +179,7 @@ export class Placer {
     return p;
   }
 
-  /** One-row inputs (the weight) into the window, once per call; a half one as bits after its region's floats, then widened into them. */
+  /** One-row inputs (the weight) into the window, once per call; one of another dtype than float32 as its elements after its region's floats, then widened into them. */
   private copyRowInputs(fn: string, p: Placement, wdt: number): void {
     const heap = this.heap;
     for (let i = 0; i < p.slots.length; i++) {
@@ -184,9 +188,10 @@ export class Placer {
       if (t.kind !== COPIED || o.out || o.shape !== ROW) continue;
       const a = t.arr!;
       if (wdt !== DT.float32) {
-        const bits = t.base + 4 * p.dim;
-        heap.u16().set(a, bits >>> 1);
-        checkStatus(fn, heap.wasm.exports.widen_half(bits, t.base, p.dim, wdt));
+        const f = BY_CODE[wdt]!;
+        const at = t.base + 4 * p.dim;
+        heap.view(f.Array).set(a, at / f.bytes);
+        checkStatus(fn, heap.wasm.exports.widen(at, t.base, p.dim, wdt));
       } else heap.f32().set(a, t.base >>> 2);
     }
   }
@@ -295,9 +300,11 @@ export class Placer {
   }
 }
 
-/** Floats of a copied one-row operand's region (a half one holds its float32 values and its bits). */
-/** Floats of the window a one-row operand takes: a weight stored as another type than float32 is converted there. */
-const rowFloats = (wdt: number, dim: number): number => (wdt !== DT.float32 ? convertedFloats(dim) : dim);
+/**
+ * Floats of the window a copied one-row operand takes: a weight stored as another type than
+ * float32 is converted there, so its region holds its float32 values, then its elements.
+ */
+const rowFloats = (wdt: number, dim: number): number => (wdt !== DT.float32 ? dim + Math.ceil((dim * BY_CODE[wdt]!.bytes) / 4) : dim);
 
 /** Whether `b` is a SharedArrayBuffer (where there are any). */
 const isShared = (b: ArrayBufferLike): boolean => typeof SharedArrayBuffer !== 'undefined' && b instanceof SharedArrayBuffer;

@@ -216,7 +216,7 @@ function runTask(mem: { buffer: ArrayBufferLike }, f64: Float64Array, r: number,
     if (converts) {
       if (DTYPES[inDt].code < 0) new Float32Array(buf, x, n).set(new Float64Array(buf, stage, n));
       else {
-        const s = k.widen_half(stage, x, n, DTYPES[inDt].code);
+        const s = k.widen(stage, x, n, DTYPES[inDt].code);
         if (s !== 0) {
           outcome = s;
           break run;
@@ -243,7 +243,7 @@ function runTask(mem: { buffer: ArrayBufferLike }, f64: Float64Array, r: number,
     }
     let out = quant ? stage : x;
     if (narrows) {
-      const s2 = k.narrow_half(x, stage, n, DTYPES[outDt as FileDtype].code);
+      const s2 = k.narrow(x, stage, n, DTYPES[outDt as FileDtype].code);
       if (s2 !== 0) {
         outcome = s2;
         break run;

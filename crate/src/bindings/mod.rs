@@ -12,16 +12,12 @@ use crate::abi::{
     BackwardOperand as B, Dtype, Extent, ForwardOperand as F, Gate, Params, Status, DTYPES,
     DTYPE_MASK,
 };
-use crate::elem::{Bf16, Elem, F16};
+use crate::elem::{by_dtype, Elem};
 use crate::kernel::{self, Backward, Forward, Quant, Scalars};
 use crate::simd::Native;
 use core::arch::wasm32::memory_size;
 use std::alloc::{alloc, dealloc, Layout};
 use wasm_bindgen::prelude::*;
-
-/// The storage type codes ([`Dtype`]) as patterns for matching the `dtypes` word.
-const CODE_F16: u32 = Dtype::Float16 as u32;
-const CODE_BF16: u32 = Dtype::Bfloat16 as u32;
 
 /// Address words of each operation's entry points: its operands (and the backward's workspace).
 const FORWARD_ADDRS: usize = F::COUNT;
@@ -172,17 +168,6 @@ fn call<const N: usize>(params: usize, addrs: usize) -> Result<Call<N>, Status> 
         es: elem_size(p.dtypes)?,
         gate,
     })
-}
-
-/// Calls `$f::<A>($args)` with `A` the storage type in `$dt`'s low bits (checked before).
-macro_rules! by_dtype {
-    ($dt:expr, $f:ident($($arg:expr),*)) => {
-        match $dt & DTYPE_MASK {
-            CODE_F16 => $f::<F16>($($arg),*),
-            CODE_BF16 => $f::<Bf16>($($arg),*),
-            _ => $f::<f32>($($arg),*),
-        }
-    };
 }
 
 /// Allocates `len` floats (16-byte aligned) and returns their byte address, or 0 when the
