@@ -201,7 +201,7 @@ export class RmsNormLayer<W extends FloatArray = Float32Array, Q extends QuantDt
     // (a residual's h is the caller's). Arrays the caller gives are checked.
     const xb = xa.buffer;
     const outputsApart = f.outGiven === null && f.arrs[F.residual] === null && xb !== this.y.buffer && xb !== this.rstdOut.buffer && xb !== this.scalesOut.buffer;
-    const xJs = isJsArray(x);
+    const xJs = xa !== x; // typed() saw JavaScript's own array through a view of its bits
     const a = { arrs: f.arrs, x: xa, outGiven: f.outGiven ?? f.arrs[F.y]!, rows, dim, params: f.arrs[F.z] ? this.gated : params, xJs, outputsApart };
     this.rn.forwardChecked(a, 'layer.forward');
     // A quantized output is its own dtype's array whatever x's (no Float16Array over it).
@@ -246,7 +246,7 @@ export class RmsNormLayer<W extends FloatArray = Float32Array, Q extends QuantDt
     const gate = arrs[B.z] ?? null;
     // dx, dweight and dgate are the layer's own: apart unless an input is one of its arrays.
     const outputsApart = !this.owns(dya.buffer) && !this.owns(xa.buffer) && (options === undefined || !this.ownsAny(arrs));
-    const xJs = isJsArray(dy);
+    const xJs = dya !== dy;
     const a = {
       arrs, x: xa, dxGiven: arrs[B.dx] as Data, dweightGiven: dweight, dgateGiven: (arrs[B.dz] ?? null) as Data | null,
       rows, dim, params: gate ? this.gated : this.params, xJs, wJs: false, outputsApart,

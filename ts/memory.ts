@@ -86,6 +86,7 @@ export class Heap {
   private i32view: Int32Array;
   /** The views of all memory as the dtypes' arrays, by constructor ({@link view}). */
   private readonly views = new Map<ArrayType<Held>, Held>();
+  private lastView: Held | null = null;
   // Buffers this memory had before it grew: views on them still address this memory
   // (shared memory), or are detached (non-shared); either way we recognize them.
   private readonly past = new WeakSet<ArrayBufferLike>();
@@ -126,8 +127,11 @@ export class Heap {
    */
   view<T extends Held>(Type: ArrayType<T>): T {
     const buf = this.f32().buffer;
+    // A call asks for the same type again and again: the last one is kept out of the map.
+    if (this.lastView?.constructor === Type && this.lastView.buffer === buf) return this.lastView as T;
     let v = this.views.get(Type) as T | undefined;
     if (v === undefined || v.buffer !== buf) this.views.set(Type, (v = new Type(buf)));
+    this.lastView = v;
     return v;
   }
 

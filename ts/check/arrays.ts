@@ -72,17 +72,19 @@ const STORED = BY_CODE.filter((d) => d.qmax === 0);
 /** The names of the dtypes activations and weights may have, indexed by abi.ts's Dtype code. */
 export const DTYPE_NAMES: readonly Dtype[] = STORED.map((d) => d.name as Dtype);
 
-/** Whether the tag `tag` names an array that holds dtype `dt`: its facts' array, or JavaScript's own (seen through its bits). */
-const holds = (dt: number, tag: string | undefined): boolean => tag === BY_CODE[dt]!.array || (tag !== undefined && tag === BY_CODE[dt]!.jsArray);
+/** The codes of the dtypes each array holds, by the array's tag: its facts' array, or JavaScript's own (seen through its bits). */
+const HELD_BY = new Map<string, readonly number[]>();
+for (const d of STORED) for (const tag of d.jsArray ? [d.array, d.jsArray] : [d.array]) HELD_BY.set(tag, [...(HELD_BY.get(tag) ?? []), d.code]);
+const NONE: readonly number[] = [];
 
 /** The codes of the dtypes an array with tag `tag` may hold (several for a Uint16Array of bit patterns; none for others). */
-export const dtypesOf = (tag: string | undefined): number[] => STORED.filter((d) => holds(d.code, tag)).map((d) => d.code);
+export const dtypesOf = (tag: string | undefined): readonly number[] => (tag === undefined ? NONE : (HELD_BY.get(tag) ?? NONE));
+
+/** The tags of JavaScript's own arrays of a dtype (Float16Array). */
+const JS_ARRAYS = new Set(STORED.flatMap((d) => (d.jsArray ? [d.jsArray] : [])));
 
 /** Whether `v` is JavaScript's own array of a dtype (a Float16Array): the library's new results for it are too. */
-export const isJsArray = (v: unknown): boolean => {
-  const tag = arrayTag(v);
-  return tag !== undefined && STORED.some((d) => d.jsArray === tag);
-};
+export const isJsArray = (v: unknown): boolean => JS_ARRAYS.size !== 0 && JS_ARRAYS.has(arrayTag(v)!);
 
 /** The array of dtype `dt`'s facts as a message says it: `a Float32Array`, `a Uint16Array of bit patterns` (an array that holds several dtypes). */
 const heldIn = (dt: number): string => `a ${BY_CODE[dt]!.array}${dtypesOf(BY_CODE[dt]!.array).length > 1 ? ' of bit patterns' : ''}`;
@@ -95,7 +97,7 @@ export function takes(dt: number): string {
 
 /** The arrays a float operand may be, as a message lists them: an array holding several dtypes needs options.dtype to say which. */
 export const ARRAYS_TAKEN = (() => {
-  const tags = [...new Set(STORED.flatMap((d) => (d.jsArray ? [d.array, d.jsArray] : [d.array])))];
+  const tags = [...HELD_BY.keys()];
   const [one, several] = [tags.filter((t) => dtypesOf(t).length === 1), tags.filter((t) => dtypesOf(t).length > 1)];
   const names = [...one, ...several.map((t) => `${t} (${listed(dtypesOf(t).map((c) => BY_CODE[c]!.name), '')} bit patterns, with options.dtype)`)];
   return `a ${listed(names, '')}`;
@@ -104,7 +106,8 @@ export const ARRAYS_TAKEN = (() => {
 /**
  * Checks that `v` is an array that can hold dtype `dt` (named by option `dtName` in errors):
  * the array of its facts, or JavaScript's own array of it (a Float16Array for float16). Returns
- * it as placed: JavaScript's own array is seen through its bits, as the facts' array.
+ * it as placed: `v` itself, or for JavaScript's own array a new view of its bits as the facts'
+ * array (so a caller tells the two apart by identity).
  */
 export function typed(fn: string, name: string, v: unknown, dt: number, dtName: string): Data {
   const tag = arrayTag(v);

@@ -9,7 +9,7 @@
 import { Gate } from '../abi.js';
 import { B, BACKWARD, F, FORWARD, MATRIX, PER_ROW, type Data, type Op, type Params, type Placed } from '../ops.js';
 import type { FloatArray } from '../types.js';
-import { isJsArray, optF32, optQuantized, optTyped, rowsOf, typed } from './arrays.js';
+import { optF32, optQuantized, optTyped, rowsOf, typed } from './arrays.js';
 import { NO_EXTRA_KEYS, options } from './options.js';
 import { disjointOrSame, distinctOutputs } from './overlap.js';
 import { BACKWARD_PARAM_KEYS, checkParams, operandKeys, PARAM_KEYS } from './params.js';
@@ -126,7 +126,7 @@ export function checkForward(
   const outGiven = out === null ? null : (o.out as FloatArray | Placed);
   const arrs = forwardArrays(xa, residual, w, out, h, rstd, gate, rowScales);
   if (FORWARD_PLAIN.length) plainOperands(fn, FORWARD, FORWARD_PLAIN, arrs, o, { n: xa.length, rows, dim: params.dim, act, dtn: DTN, wdt: params.wdt });
-  return { arrs, x: xa, outGiven, rows, dim: params.dim, params, xJs: isJsArray(x), outputsApart: false };
+  return { arrs, x: xa, outGiven, rows, dim: params.dim, params, xJs: xa !== x, outputsApart: false };
 }
 
 /** A forward's arrays checked by name, in their slots. */
@@ -238,7 +238,7 @@ export function checkBackward(
     arrs, x: xa,
     dxGiven: dx === null ? null : (o.dx as FloatArray), dweightGiven: dweight === null ? null : (o.dweight as FloatArray),
     dgateGiven: dgate === null ? null : (o.dgate as FloatArray),
-    rows, dim: params.dim, params, xJs: isJsArray(dy), wJs: isJsArray(weight), outputsApart: false,
+    rows, dim: params.dim, params, xJs: dya !== dy, wJs: w !== null && w !== weight, outputsApart: false,
   };
 }
 

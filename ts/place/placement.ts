@@ -37,6 +37,8 @@ export class Slot {
   /** The array type the kernel reads it as (a matrix: the caller's array's; anything converted to float32: Float32Array), and its bytes per element. */
   Type: ArrayType<Placed> = Float32Array;
   es = 4;
+  /** A view of all memory as {@link Type} (null when the type changed), kept while the memory's buffer stays: copies in go through it. */
+  mem: Placed | null = null;
   /** The last view of wasm memory this slot held in place, and its byte address (a view's never changes). */
   seen: Placed | null = null;
   seenAt = 0;
@@ -114,14 +116,16 @@ export class Placement {
     if (!this.streams) return;
     const { dim, op, slots } = this;
     const whole = r0 === 0 && r1 === this.rows;
+    const buf = this.heap.f32().buffer;
     for (let i = 0; i < slots.length; i++) {
       const o = op.operands[i]!;
       const t = slots[i]!;
       if (t.kind !== COPIED || o.out || o.shape === ROW) continue;
       const w = o.shape === MATRIX ? dim : 1;
       const a = t.arr!;
+      const mem = t.mem !== null && t.mem.buffer === buf ? t.mem : (t.mem = this.heap.view(t.Type));
       // A call that fits the window (most small ones) copies whole arrays: no subarray to make.
-      this.heap.view(t.Type).set(whole ? a : a.subarray(r0 * w, r1 * w), t.base / t.es + (r0 - this.start) * w);
+      mem.set(whole ? a : a.subarray(r0 * w, r1 * w), t.base / t.es + (r0 - this.start) * w);
     }
   }
 

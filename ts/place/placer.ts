@@ -104,16 +104,19 @@ export class Placer {
       const t = slots[i]!;
       const a = arrs[i]!;
       t.arr = a;
+      const shape = op.operands[i]!.shape;
+      // The type the kernel reads the slot as (an absent one's: float32).
+      const Type = a !== null && shape === MATRIX ? (a.constructor as ArrayType<Placed>) : Float32Array;
+      if (Type !== t.Type) {
+        t.Type = Type;
+        t.es = Type.BYTES_PER_ELEMENT;
+        t.mem = null;
+      }
       if (a === null) {
         t.kind = ABSENT;
         t.base = 0; // address 0: the kernel's "absent"
-        t.Type = Float32Array;
-        t.es = 4;
         continue;
       }
-      const shape = op.operands[i]!.shape;
-      t.Type = shape === MATRIX ? (a.constructor as ArrayType<Placed>) : Float32Array;
-      t.es = t.Type.BYTES_PER_ELEMENT;
       if (a === t.seen && (shared || a.length !== 0)) {
         t.kind = RESIDENT;
         t.base = t.seenAt;
