@@ -8,12 +8,13 @@
  */
 import type { DataBuffer } from './memory.js';
 import { DTYPE_NAMES, isJsArray, rowsOf, typed } from './check/arrays.js';
-import { checkLayerBackward, checkLayerForward, checkLayerOptions, noQuantized, rowScalesOf, type BackwardArgs, type ForwardArgs } from './check/calls.js';
+import { checkLayerBackward, checkLayerForward, checkLayerOptions, noQuantized, rowScalesOf } from './check/calls.js';
 import { Dtype as DT, Gate } from './abi.js';
 import { BY_CODE } from './dtypes.js';
 import { B, BACKWARD, F, type Data, type Params, type Placed } from './ops.js';
 import type { CastingMode, Dtype, FloatArray, GateMode, QuantDtype, RmsNormBackwardResult, RmsNormOutput, ScalarOptions } from './types.js';
 import { Owned } from './owned.js';
+import { backwardCall, forwardCall, type Call } from './results.js';
 import { jsArrayOver } from './platform.js';
 
 /**
@@ -23,9 +24,8 @@ import { jsArrayOver } from './platform.js';
  */
 interface LayerHost {
   allocOf(fn: string, dt: number, length: number): DataBuffer<Data>;
-  forwardChecked(a: ForwardArgs, fn: string): FloatArray | Placed;
+  runChecked<R>(fn: string, c: Call<R>): R;
   windowForward(x: Float32Array, wAt: number, q: Params, y: Float32Array, rstd: Float32Array): boolean;
-  backwardChecked(a: BackwardArgs, fn: string): RmsNormBackwardResult<FloatArray, FloatArray>;
 }
 
 /** Options of {@link RmsNormLayer}'s creation; `Q` the quantized output's dtype, when `outDtype` gives one. */
@@ -203,7 +203,7 @@ export class RmsNormLayer<W extends FloatArray = Float32Array, Q extends QuantDt
     const outputsApart = f.outGiven === null && f.arrs[F.residual] === null && xb !== this.y.buffer && xb !== this.rstdOut.buffer && xb !== this.scalesOut.buffer;
     const xJs = xa !== x; // typed() saw JavaScript's own array through a view of its bits
     const a = { arrs: f.arrs, x: xa, outGiven: f.outGiven ?? f.arrs[F.y]!, rows, dim, params: f.arrs[F.z] ? this.gated : params, xJs, outputsApart };
-    this.rn.forwardChecked(a, 'layer.forward');
+    this.rn.runChecked('layer.forward', forwardCall(a));
     // A quantized output is its own dtype's array whatever x's (no Float16Array over it).
     return (f.outGiven ?? this.y.given(xJs && params.out_dtype === 0)) as RmsNormOutput<T, Q>;
   }
@@ -251,7 +251,7 @@ export class RmsNormLayer<W extends FloatArray = Float32Array, Q extends QuantDt
       arrs, x: xa, dxGiven: arrs[B.dx] as Data, dweightGiven: dweight, dgateGiven: (arrs[B.dz] ?? null) as Data | null,
       rows, dim, params: gate ? this.gated : this.params, xJs, wJs: false, outputsApart,
     };
-    this.rn.backwardChecked(a, 'layer.backward');
+    this.rn.runChecked('layer.backward', backwardCall(a));
     const r: RmsNormBackwardResult<T, W> = { dx: this.dx.given(xJs) as T, dweight: (this.dw?.given ?? null) as W | null };
     if (gate) r.dgate = this.dgate.given(xJs) as T;
     return r;

@@ -53,8 +53,6 @@ export const NO_PARAMS: Params = Object.freeze(Object.fromEntries([...Object.key
 export interface Op {
   /** Index into {@link OPS} and per-operation tables (the placement's remembered views, the pool's opcodes and timings). */
   readonly id: number;
-  /** Its name in the pool's tuning tables. */
-  readonly name: 'forward' | 'backward';
   readonly operands: readonly Operand[];
   /** Address words its kernels read: the operands, then one for the workspace. */
   readonly addrs: number;
@@ -108,7 +106,6 @@ export const B = BackwardOperand;
  */
 export const FORWARD: Op = {
   id: 0,
-  name: 'forward',
   operands: withExtents(FORWARD_EXTENTS, [
     operand('x'),
     operand('options.residual'),
@@ -136,7 +133,6 @@ export const FORWARD: Op = {
  */
 export const BACKWARD: Op = {
   id: 1,
-  name: 'backward',
   operands: withExtents(BACKWARD_EXTENTS, [
     operand('dy'),
     operand('x'),

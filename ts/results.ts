@@ -7,7 +7,7 @@
  * @module
  */
 import { DTYPE_MASK } from './abi.js';
-import { B, BACKWARD, F, FORWARD, type Data, type Op, type Placed } from './ops.js';
+import { B, BACKWARD, F, FORWARD, type Data, type Op, type Params, type Placed } from './ops.js';
 import type { Placement } from './place/placer.js';
 import { jsArrayOver, resultOf } from './platform.js';
 import type { BackwardArgs, ForwardArgs } from './check/calls.js';
@@ -18,7 +18,7 @@ import type { FloatArray, RmsNormBackwardResult } from './types.js';
  * the caller gets. `resident`: `y` is what the caller gets, so a view of wasm memory detached
  * by growth can be re-made (Placement.result); otherwise `given` is final.
  */
-export function forwardResult(a: ForwardArgs, shared = false): { y: Placed; given: FloatArray | Placed; resident: boolean } {
+function forwardResult(a: ForwardArgs, shared = false): { y: Placed; given: FloatArray | Placed; resident: boolean } {
   const out = a.arrs[F.y] ?? null;
   if (out !== null) return { y: out, given: a.outGiven!, resident: a.outGiven === out };
   // A new array of the output's dtype: a quantized one's, else the activations' (seen as
@@ -44,7 +44,7 @@ function matrixOut(a: BackwardArgs, placed: Placed | null, given: FloatArray | n
  * Float32Array or Uint16Array the caller gave or a float32 one made here, so a view detached by
  * growth can be re-made (Placement.result); otherwise `result` is final.
  */
-export function backwardResults(a: BackwardArgs, shared = false): {
+function backwardResults(a: BackwardArgs, shared = false): {
   dx: Data;
   dweight: Data | null;
   dgate: Data | null;
@@ -86,24 +86,41 @@ function withGate<T extends FloatArray>(r: RmsNormBackwardResult<T, FloatArray>,
   return r;
 }
 
-/** A checked call as its operation runs it: the arrays in operand order, and what it returns. */
+/**
+ * A checked call as its operation runs it: the arrays in operand order, and what it returns.
+ * The sync API (rmsnorm.ts `runChecked`), the layer and the pool run any operation's calls
+ * through this alone.
+ */
 export interface Call<R> {
   readonly op: Op;
   readonly arrs: readonly (Placed | null)[];
+  /** The checked call's `x` (its operation's first matrix input): where it is decides how the pool runs it. */
+  readonly x: Data;
+  readonly rows: number;
+  readonly params: Params;
   /** Bit `i` set: operand `i` is an output the library allocated (see Placer.place). */
   readonly fresh: number;
   /** The caller's result, once the placement `p` has run every segment. */
   result(p: Placement): R;
+  /** The caller's result of a call with no rows (nothing to place or run). */
+  empty(): R;
 }
 
 /** A checked forward as {@link FORWARD} runs it (a class: one object per call, no closures). */
 class ForwardCall implements Call<FloatArray | Placed> {
   readonly op = FORWARD;
   readonly arrs: (Placed | null)[];
+  readonly rows: number;
+  readonly params: Params;
   readonly fresh: number;
   private readonly r: ReturnType<typeof forwardResult>;
 
+  readonly x: Data;
+
   constructor(a: ForwardArgs, shared: boolean) {
+    this.x = a.x;
+    this.rows = a.rows;
+    this.params = a.params;
     const r = (this.r = forwardResult(a, shared));
     // The checked call's arrays are this call's (each check makes them anew).
     const arrs = (this.arrs = a.arrs);
@@ -116,16 +133,27 @@ class ForwardCall implements Call<FloatArray | Placed> {
     const { r } = this;
     return r.resident ? p.result(F.y, r.y) : r.given;
   }
+
+  empty(): FloatArray | Placed {
+    return this.r.given;
+  }
 }
 
 /** A checked backward as {@link BACKWARD} runs it. */
 class BackwardCall implements Call<RmsNormBackwardResult<FloatArray, FloatArray>> {
   readonly op = BACKWARD;
   readonly arrs: (Placed | null)[];
+  readonly rows: number;
+  readonly params: Params;
   readonly fresh: number;
   private readonly r: ReturnType<typeof backwardResults>;
 
+  readonly x: Data;
+
   constructor(a: BackwardArgs, shared: boolean) {
+    this.x = a.x;
+    this.rows = a.rows;
+    this.params = a.params;
     const r = (this.r = backwardResults(a, shared));
     const arrs = (this.arrs = a.arrs);
     this.fresh =
@@ -141,6 +169,12 @@ class BackwardCall implements Call<RmsNormBackwardResult<FloatArray, FloatArray>
     const { dx, dweight, dgate, resident, result } = this.r;
     if (!resident) return result;
     return withGate({ dx: p.result(B.dx, dx), dweight: dweight && p.result(B.dweight, dweight) }, dgate && p.result(B.dz, dgate));
+  }
+
+  /** No rows: dweight is a sum of nothing. */
+  empty(): RmsNormBackwardResult<FloatArray, FloatArray> {
+    this.r.dweight?.fill(0);
+    return this.r.result;
   }
 }
 

@@ -16,13 +16,13 @@ import { CALL_WORDS, CallBlock } from './call-block.js';
 import { ShortBackward } from './short/backward.js';
 import { ShortForward } from './short/forward.js';
 import { WindowCalls } from './short/window-calls.js';
-import { backwardCall, backwardResults, forwardCall, forwardResult, type Call } from './results.js';
+import { backwardCall, forwardCall, type Call } from './results.js';
 import { Placer, SYNC_WINDOW_FLOATS, type WindowRules } from './place/placer.js';
 import { checkStatus } from './status.js';
 import { resultArray } from './platform.js';
 import { checkConvertInput } from './check/arrays.js';
 import { convertOut, type ConvertOptions } from './check/convert.js';
-import { checkBackward, checkForward, type BackwardArgs, type ForwardArgs } from './check/calls.js';
+import { checkBackward, checkForward } from './check/calls.js';
 import { halfDtypeCode } from './check/scalars.js';
 import type { FloatArray, HalfDtype, RmsNormBackwardOptions, RmsNormBackwardResult, RmsNormOptions, RmsNormQuantOptions, QuantArray, QuantDtype } from './types.js';
 
@@ -90,7 +90,7 @@ export class RmsNorm {
   rmsNorm(x: FloatArray, weight: FloatArray | null, options?: RmsNormOptions<FloatArray> | RmsNormQuantOptions): FloatArray | Placed {
     const y = this.#shortForward.run('rmsNorm', x, weight, options);
     if (y !== undefined) return y;
-    return this.forwardChecked(checkForward('rmsNorm', x, weight, options));
+    return this.runChecked('rmsNorm', forwardCall(checkForward('rmsNorm', x, weight, options)));
   }
 
   /**
@@ -105,12 +105,6 @@ export class RmsNorm {
   /** The backward's short way (short/backward.ts), as {@link shortForward}. @internal */
   shortBackward(fn: string, dy: unknown, x: unknown, weight: unknown, options: unknown, shared: boolean): RmsNormBackwardResult<Float32Array, Float32Array> | undefined {
     return this.#shortBackward.run(fn, dy, x, weight, options, shared);
-  }
-
-  /** The forward of arguments already checked by checkForward (the pool's inline path; `shared`: new results in SharedArrayBuffers). @internal */
-  forwardChecked(a: ForwardArgs, fn = 'rmsNorm', shared = false): FloatArray | Placed {
-    if (a.rows === 0) return forwardResult(a, shared).given;
-    return this.run(fn, forwardCall(a, shared), a.rows, a.params);
   }
 
   /**
@@ -134,17 +128,15 @@ export class RmsNorm {
   ): RmsNormBackwardResult<T, W> {
     const r = this.#shortBackward.run('rmsNormBackward', dy, x, weight, options);
     if (r !== undefined) return r as RmsNormBackwardResult<T, W>;
-    return this.backwardChecked(checkBackward('rmsNormBackward', dy, x, weight, options)) as RmsNormBackwardResult<T, W>;
+    return this.runChecked('rmsNormBackward', backwardCall(checkBackward('rmsNormBackward', dy, x, weight, options))) as RmsNormBackwardResult<T, W>;
   }
 
-  /** The backward of arguments already checked by checkBackward (the pool's inline path). @internal */
-  backwardChecked(a: BackwardArgs, fn = 'rmsNormBackward', shared = false): RmsNormBackwardResult<FloatArray, FloatArray> {
-    if (a.rows === 0) {
-      const r = backwardResults(a, shared);
-      r.dweight?.fill(0);
-      return r.result;
-    }
-    return this.run(fn, backwardCall(a, shared), a.rows, a.params);
+  /**
+   * A checked call of any operation (results.ts's `Call`), run on this thread: the sync API's
+   * calls, the layer's and the pool's inline ones; `fn` names the call in errors. @internal
+   */
+  runChecked<R>(fn: string, c: Call<R>): R {
+    return c.rows === 0 ? c.empty() : this.run(fn, c);
   }
 
   /**
@@ -157,8 +149,8 @@ export class RmsNorm {
   }
 
   /** Places a checked call and runs its operation on each segment of rows: copy in, kernel, copy out. */
-  private run<R>(fn: string, c: Call<R>, rows: number, q: Params): R {
-    const { op } = c;
+  private run<R>(fn: string, c: Call<R>): R {
+    const { op, rows, params: q } = c;
     const p = this.placer.place(fn, op, c.arrs, rows, q, c.fresh);
     const k = this.wasm.exports;
     const b = this.block;

@@ -14,49 +14,44 @@ import { NO_EXTRA_KEYS, options } from './options.js';
 import { disjointOrSame, distinctOutputs } from './overlap.js';
 import { BACKWARD_PARAM_KEYS, checkParams, operandKeys, PARAM_KEYS } from './params.js';
 
-/** A checked forward call. */
-export interface ForwardArgs {
-  /**
-   * The arrays in {@link FORWARD}'s operand order (null: absent): `arrs[F.y]` is where y goes
-   * (a quantized output's bytes with params.out_dtype), or null: a new array; `arrs[F.h]` where
-   * h goes (residualOut, or the residual itself) with a residual.
-   */
+/** What every checked call has: its arrays in its operation's operand order, its rows, its parameters. */
+export interface CheckedArgs {
+  /** The arrays in the operation's operand order (null: absent; an output null: a new array). */
   arrs: (Placed | null)[];
-  /** `arrs[F.x]`: what the call's placement follows. */
+  /** The operation's first matrix input (x): what the call's placement follows. */
   x: Data;
-  /** `options.out` as the caller gave it (returned as is). */
-  outGiven: FloatArray | Placed | null;
   rows: number;
   dim: number;
   params: Params;
-  /** `x` was given as JavaScript's own array of its dtype (a Float16Array): so is a result the library allocates. */
-  xJs: boolean;
   /**
-   * The outputs (out, rstd) are plain arrays that share no memory with the call's other arrays,
-   * known without looking (a layer's own outputs, when x is not one of them): placement skips
+   * The outputs are plain arrays that share no memory with the call's other arrays, known
+   * without looking (a layer's own outputs, when no input is one of them): placement skips
    * their address lookup and the overlap check.
    */
   outputsApart: boolean;
 }
 
-/** A checked backward call. */
-export interface BackwardArgs {
-  /** The arrays in {@link BACKWARD}'s operand order (null: absent); the outputs dx, dweight and dz: given, or null: new arrays. */
-  arrs: (Placed | null)[];
-  /** `arrs[B.x]`: what the call's placement follows. */
-  x: Data;
+/**
+ * A checked forward call: `arrs[F.y]` is where y goes (a quantized output's bytes with
+ * params.out_dtype), or null: a new array; `arrs[F.h]` where h goes (residualOut, or the
+ * residual itself) with a residual.
+ */
+export interface ForwardArgs extends CheckedArgs {
+  /** `options.out` as the caller gave it (returned as is). */
+  outGiven: FloatArray | Placed | null;
+  /** `x` was given as JavaScript's own array of its dtype (a Float16Array): so is a result the library allocates. */
+  xJs: boolean;
+}
+
+/** A checked backward call (its x: the backward's `x`); the outputs dx, dweight and dz: given, or null: new arrays. */
+export interface BackwardArgs extends CheckedArgs {
   /** The outputs as the caller gave them (returned as they are), or null. */
   dxGiven: FloatArray | null;
   dweightGiven: FloatArray | null;
   dgateGiven: FloatArray | null;
-  rows: number;
-  dim: number;
-  params: Params;
   /** `dy`, the weight were given as JavaScript's own arrays of their dtypes (Float16Arrays): so are the results the library allocates. */
   xJs: boolean;
   wJs: boolean;
-  /** The outputs (dx, dweight) are plain arrays apart from the call's other arrays: as ForwardArgs's. */
-  outputsApart: boolean;
 }
 
 const FORWARD_KEYS: readonly string[] = [...PARAM_KEYS, ...operandKeys(FORWARD)];

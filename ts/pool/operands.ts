@@ -8,18 +8,11 @@
  * @module
  */
 import type { Heap, Scratch } from '../memory.js';
-import type { Params, Placed } from '../ops.js';
-import { backwardCall, forwardCall, type Call } from '../results.js';
-import type { BackwardArgs, ForwardArgs } from '../check/calls.js';
-import type { FloatArray, RmsNormBackwardResult } from '../types.js';
+import type { Call } from '../results.js';
 import { Placer, POOL_WINDOW_FLOATS, type Placement } from '../place/placer.js';
 import { EXTERNAL } from '../place/placement.js';
 import type { Dispatcher } from './dispatch.js';
 import { KERNEL0 } from './control.js';
-
-/** The names pool calls give in their errors. */
-export const FN_FORWARD = 'pool.rmsNorm';
-export const FN_BACKWARD = 'pool.rmsNormBackward';
 
 /** Places and runs the pool's sharded calls (one at a time). */
 export class PoolCalls {
@@ -37,22 +30,13 @@ export class PoolCalls {
     });
   }
 
-  /** A checked forward, sharded; `streamChunks` as for {@link run}; `shared`: new results in SharedArrayBuffers. */
-  forward(d: Dispatcher, a: ForwardArgs, streamChunks: boolean, shared: boolean): Promise<FloatArray | Placed> {
-    return this.run(d, FN_FORWARD, forwardCall(a, shared), a.rows, a.params, streamChunks);
-  }
-
-  /** A checked backward, sharded. */
-  backward(d: Dispatcher, a: BackwardArgs, streamChunks: boolean, shared: boolean): Promise<RmsNormBackwardResult<FloatArray, FloatArray>> {
-    return this.run(d, FN_BACKWARD, backwardCall(a, shared), a.rows, a.params, streamChunks);
-  }
-
   /**
-   * Runs call `c` over `rows × params.dim`, one job per segment of rows; `streamChunks`: copy by
-   * chunks while the job runs (the calling thread may block). Returns the caller's result.
+   * Runs checked call `c` (of any operation) over its rows, one job per segment of rows;
+   * `streamChunks`: copy by chunks while the job runs (the calling thread may block); `fn`
+   * names the call in errors. Returns the caller's result.
    */
-  async run<R>(d: Dispatcher, fn: string, c: Call<R>, rows: number, params: Params, streamChunks: boolean): Promise<R> {
-    const { op } = c;
+  async run<R>(d: Dispatcher, fn: string, c: Call<R>, streamChunks: boolean): Promise<R> {
+    const { op, rows, params } = c;
     const p = this.placer.place(fn, op, c.arrs, rows, params, c.fresh);
     const byChunk = p.streams && streamChunks;
     const sabs = p.external ? this.buffersOf(p) : undefined;

@@ -14,12 +14,13 @@ import { canBlock, yieldToEventLoop } from '../platform.js';
 import type { RmsNorm } from '../rmsnorm.js';
 import type { Build } from '../load.js';
 import { heapOf, Scratch, type F32Buffer, type Heap, type U16Buffer } from '../memory.js';
-import { checkBackward, checkForward, type BackwardArgs, type ForwardArgs } from '../check/calls.js';
+import { checkBackward, checkForward, type CheckedArgs } from '../check/calls.js';
+import { backwardCall, forwardCall, type Call } from '../results.js';
 import type { FloatArray, RmsNormBackwardOptions, RmsNormBackwardResult, RmsNormOptions, RmsNormQuantOptions, QuantArray, QuantDtype } from '../types.js';
-import { BACKWARD, FORWARD, NO_PARAMS, type Op, type Placed } from '../ops.js';
+import { BACKWARD, FORWARD, NO_PARAMS, type Data, type Op, type Placed } from '../ops.js';
 import * as C from './control.js';
 import { Dispatcher } from './dispatch.js';
-import { FN_BACKWARD, FN_FORWARD, PoolCalls } from './operands.js';
+import { PoolCalls } from './operands.js';
 import { Choice, type ArrayKind } from './choice.js';
 import { CallQueue, abortReason, type Settle } from './queue.js';
 import { INLINE_BELOW, SLICE_MS } from './tuning.js';
@@ -31,8 +32,9 @@ import { checkSignal, POOL_KEYS, type PoolCallOptions, type RmsNormPool } from '
 
 type Job =
   | { kind: 'tasks'; settle: Settle<void>; signal?: undefined }
-  | { kind: 'forward'; check: () => ForwardArgs; settle: Settle<FloatArray | Placed>; signal?: AbortSignal }
-  | { kind: 'backward'; check: () => BackwardArgs; settle: Settle<RmsNormBackwardResult<FloatArray, FloatArray>>; signal?: AbortSignal }
+  // A kernel call of any operation: `make` checks its arguments again when it runs (an input
+  // may have been detached while it was queued) and makes its Call (results.ts).
+  | { kind: 'call'; fn: string; make: () => Call<unknown>; settle: Settle<unknown>; signal?: AbortSignal }
   | { kind: 'ping'; settle: Settle<void>; signal?: undefined }
   | { kind: 'fail'; worker: number; settle: Settle<void>; signal?: undefined };
 
@@ -64,7 +66,7 @@ export class Pool implements RmsNormPool {
   /** hooks.ts's forceWay: true sharded, false on this thread alone, null as `choice` decides. */
   #forcedWay: boolean | null = null;
   /** INLINE_BELOW, changeable through hooks.ts (to measure the threshold). */
-  #inlineBelow: { forward: number; backward: number } = INLINE_BELOW[canBlock() ? 'join' : 'async'];
+  #inlineBelow: number = INLINE_BELOW[canBlock() ? 'join' : 'async'];
 
   constructor(rn: RmsNorm, plain: RmsNorm, threads: number, private readonly cores: number) {
     this.rn = rn;
@@ -108,23 +110,15 @@ export class Pool implements RmsNormPool {
   rmsNorm<T extends FloatArray = Float32Array>(x: T, weight: FloatArray | null, options?: RmsNormOptions<T> & PoolCallOptions): Promise<T>;
   rmsNorm<Q extends QuantDtype>(x: FloatArray, weight: FloatArray | null, options: RmsNormQuantOptions<Q> & PoolCallOptions): Promise<QuantArray<Q>>;
   rmsNorm(x: FloatArray, weight: FloatArray | null, options?: (RmsNormOptions<FloatArray> | RmsNormQuantOptions) & PoolCallOptions): Promise<FloatArray | Placed> {
-    const fn = FN_FORWARD;
+    const fn = 'pool.rmsNorm';
     try {
       // A small float32 call with nothing ahead of it: the sync API's short way, now.
-      if (this.idle() && x instanceof Float32Array && this.small(x.length, FORWARD)) {
+      if (this.idle() && x instanceof Float32Array && this.small(x.length)) {
         const kind = this.kindOf(x);
         const y = this.instanceFor(kind).shortForward(fn, x, weight, options, kind === 'shared');
         if (y !== undefined) return Promise.resolve(y);
       }
-      const a = checkForward(fn, x, weight, options, POOL_KEYS);
-      const signal = checkSignal(fn, options);
-      // A call too small to shard, with nothing ahead of it, runs now: no queue round trip.
-      if (this.idle() && !signal?.aborted && this.inline(a.rows, a.rows * a.dim, FORWARD)) {
-        return Promise.resolve(this.inlineFor(a).forwardChecked(a, fn, this.kindOf(a.x) === 'shared'));
-      }
-      // Checked again when it runs: an input may have been detached while it was queued.
-      const check = () => checkForward(fn, x, weight, options, POOL_KEYS);
-      return this.enqueue<FloatArray | Placed>((settle) => ({ kind: 'forward', check, settle, signal }), signal);
+      return this.submit(fn, FORWARD, () => checkForward(fn, x, weight, options, POOL_KEYS), forwardCall, options);
     } catch (e) {
       return Promise.reject(e);
     }
@@ -136,32 +130,43 @@ export class Pool implements RmsNormPool {
     weight: W | null,
     options?: RmsNormBackwardOptions<T, W> & PoolCallOptions,
   ): Promise<RmsNormBackwardResult<T, W>> {
-    const fn = FN_BACKWARD;
+    const fn = 'pool.rmsNormBackward';
     try {
-      if (this.idle() && dy instanceof Float32Array && this.small(dy.length, BACKWARD)) {
+      if (this.idle() && dy instanceof Float32Array && this.small(dy.length)) {
         const kind = this.kindOf(dy);
         const r = this.instanceFor(kind).shortBackward(fn, dy, x, weight, options, kind === 'shared');
         if (r !== undefined) return Promise.resolve(r as RmsNormBackwardResult<T, W>);
       }
-      const a = checkBackward(fn, dy, x, weight, options, POOL_KEYS);
-      const signal = checkSignal(fn, options);
-      if (this.idle() && !signal?.aborted && this.inline(a.rows, a.rows * a.dim, BACKWARD)) {
-        return Promise.resolve(this.inlineFor(a).backwardChecked(a, fn, this.kindOf(a.x) === 'shared') as RmsNormBackwardResult<T, W>);
-      }
-      const check = () => checkBackward(fn, dy, x, weight, options, POOL_KEYS);
-      type R = RmsNormBackwardResult<FloatArray, FloatArray>;
-      return this.enqueue<R>((settle) => ({ kind: 'backward', check, settle, signal }), signal) as Promise<RmsNormBackwardResult<T, W>>;
+      return this.submit(fn, BACKWARD, () => checkBackward(fn, dy, x, weight, options, POOL_KEYS), backwardCall, options) as Promise<RmsNormBackwardResult<T, W>>;
     } catch (e) {
       return Promise.reject(e);
     }
   }
 
   /**
-   * The instance an inline call runs on: the shared one when its input is a view of the shared
+   * A call of operation `op` (`check` checks its arguments, `callOf` makes its {@link Call}):
+   * one too small to shard, with nothing ahead of it, runs now (no queue round trip); any other
+   * is queued and checked again when it runs. Throws what the check throws.
+   */
+  private submit<A extends CheckedArgs, R>(fn: string, op: Op, check: () => A, callOf: (a: A, shared: boolean) => Call<R>, options: unknown): Promise<R> {
+    const a = check();
+    const signal = checkSignal(fn, options);
+    if (this.idle() && !signal?.aborted && this.inline(a.rows, a.rows * a.dim, op)) {
+      return Promise.resolve(this.inlineFor(a.x).runChecked(fn, callOf(a, this.kindOf(a.x) === 'shared')));
+    }
+    const make = (): Call<R> => {
+      const b = check();
+      return callOf(b, this.kindOf(b.x) === 'shared');
+    };
+    return this.enqueue<R>((settle) => ({ kind: 'call', fn, make, settle: settle as Settle<unknown>, signal }), signal);
+  }
+
+  /**
+   * The instance an inline call on `x` runs on: the shared one when it is a view of the shared
    * memory (used in place), else the non-shared one.
    */
-  private inlineFor(a: ForwardArgs | BackwardArgs): RmsNorm {
-    return this.instanceFor(this.kindOf(a.x));
+  private inlineFor(x: Data): RmsNorm {
+    return this.instanceFor(this.kindOf(x));
   }
 
   /** The instance for calls on arrays of `kind`: see {@link inlineFor}. */
@@ -190,14 +195,14 @@ export class Pool implements RmsNormPool {
     return !this.busy && this.queue.length === 0 && !this.destroyed;
   }
 
-  /** Whether a call of `elems` elements of operation `op` runs on the calling thread whatever its rows. */
-  private small(elems: number, op: Op): boolean {
-    return this.threads === 0 || elems < this.#inlineBelow[op.name];
+  /** Whether a call of `elems` elements runs on the calling thread whatever its rows. */
+  private small(elems: number): boolean {
+    return this.threads === 0 || elems < this.#inlineBelow;
   }
 
   /** Whether a call of operation `op` runs on the calling thread rather than being sharded. */
   private inline(rows: number, elems: number, op: Op): boolean {
-    if (this.small(elems, op)) return true;
+    if (this.small(elems)) return true;
     // Chunks of whole dweight blocks (the backward): one block cannot be shared.
     return op.blockAligned ? rows <= this.blockRows : rows < 2;
   }
@@ -257,27 +262,21 @@ export class Pool implements RmsNormPool {
       job.settle.resolve();
       return;
     }
-    if (job.kind === 'forward') {
-      const a = job.check();
-      const shared = this.kindOf(a.x) === 'shared';
-      job.settle.resolve(await this.call(a, FORWARD, () => this.inlineFor(a).forwardChecked(a, FN_FORWARD, shared), () => this.calls.forward(this.dispatcher!, a, this.joinAllowed, shared)));
-    } else {
-      const a = job.check();
-      const shared = this.kindOf(a.x) === 'shared';
-      job.settle.resolve(await this.call(a, BACKWARD, () => this.inlineFor(a).backwardChecked(a, FN_BACKWARD, shared), () => this.calls.backward(this.dispatcher!, a, this.joinAllowed, shared)));
-    }
+    const c = job.make();
+    job.settle.resolve(await this.call(c, () => this.inlineFor(c.x).runChecked(job.fn, c), () => this.calls.run(this.dispatcher!, job.fn, c, this.joinAllowed)));
   }
 
   /**
    * One checked call: inline when too small to shard, else sharded or (where this thread may
    * block) on this thread alone, as `choice` decides from recent timings of calls of its kind.
    */
-  private async call<R>(a: ForwardArgs | BackwardArgs, op: Op, alone: () => R, sharded: () => Promise<R>): Promise<R> {
-    const elems = a.rows * a.dim;
-    if (this.inline(a.rows, elems, op)) return alone();
+  private async call<R>(c: Call<unknown>, alone: () => R, sharded: () => Promise<R>): Promise<R> {
+    const { op, rows } = c;
+    const elems = rows * c.params.dim;
+    if (this.inline(rows, elems, op)) return alone();
     if (this.#forcedWay !== null) return this.#forcedWay ? sharded() : alone();
     // A page's main thread keeps sharding: keeping the page responsive is the point there.
-    const pick = this.joinAllowed ? this.choice.pick(op.id, this.kindOf(a.x), elems, op.cost * elems) : null;
+    const pick = this.joinAllowed ? this.choice.pick(op.id, this.kindOf(c.x), elems, op.cost * elems) : null;
     const r = !pick || pick.sharded ? await sharded() : alone();
     if (pick) this.choice.record(pick);
     return r;
@@ -314,7 +313,7 @@ export class Pool implements RmsNormPool {
           (e: unknown) => e,
         ),
       setInlineBelow: (elems: number): void => {
-        this.#inlineBelow = { forward: elems, backward: elems };
+        this.#inlineBelow = elems;
       },
       forceWay: (way: 'sharded' | 'alone' | null): void => {
         this.#forcedWay = way === null ? null : way === 'sharded';

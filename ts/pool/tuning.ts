@@ -5,16 +5,16 @@
  */
 
 /**
- * Below these sizes (elements) a call runs inline on the calling thread: a dispatch costs more
- * than the threads save. Measured with `npm run bench:pool` (bench/pool.ts) on the 2-core
+ * Below these sizes (elements of the call's input, whatever its operation) a call runs inline
+ * on the calling thread: a dispatch costs more than the threads save. Measured with `npm run bench:pool` (bench/pool.ts) on the 2-core
  * machine: where the caller takes part (Node), the pool was ≥ 5% faster than the sync call
  * from 64Ki elements (dim 1024) in most runs but not all, and from 128Ki in every run, which
  * is the threshold used. A browser's main thread cannot take part or wait synchronously, and
  * `npm run bench:browser` put the crossover between 1.5Mi and 2Mi elements both ways.
  */
 export const INLINE_BELOW = {
-  join: { forward: 128 * 1024, backward: 128 * 1024 },
-  async: { forward: 2 * 1024 * 1024, backward: 2 * 1024 * 1024 },
+  join: 128 * 1024,
+  async: 2 * 1024 * 1024,
 } as const;
 
 /**
