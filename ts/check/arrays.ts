@@ -84,7 +84,7 @@ export const dtypesOf = (tag: string | undefined): readonly number[] => (tag ===
 const JS_ARRAYS = new Set(STORED.flatMap((d) => (d.jsArray ? [d.jsArray] : [])));
 
 /** Whether `v` is JavaScript's own array of a dtype (a Float16Array): the library's new results for it are too. */
-export const isJsArray = (v: unknown): boolean => JS_ARRAYS.size !== 0 && JS_ARRAYS.has(arrayTag(v)!);
+export const isJsArray = (v: unknown): boolean => JS_ARRAYS.has(arrayTag(v) ?? '');
 
 /** The array of dtype `dt`'s facts as a message says it: `a Float32Array`, `a Uint16Array of bit patterns` (an array that holds several dtypes). */
 const heldIn = (dt: number): string => `a ${BY_CODE[dt]!.array}${dtypesOf(BY_CODE[dt]!.array).length > 1 ? ' of bit patterns' : ''}`;
