@@ -11,25 +11,10 @@
 export type { Build, KernelExports, LoadedWasm, WasmClass, WasmMemory, WasmMemoryLike, WasmModule, WithWasm } from './load.js';
 export type { F32Buffer, U16Buffer } from './memory.js';
 export type { ConvertOptions } from './check/convert.js';
-export type {
-  CastingMode,
-  Dtype,
-  Float16ArrayLike,
-  FloatArray,
-  GateMode,
-  HalfDtype,
-  QuantArray,
-  QuantDtype,
-  RmsNormBackwardOptions,
-  RmsNormBackwardResult,
-  RmsNormOptions,
-  RmsNormOutput,
-  RmsNormQuantOptions,
-  ScalarOptions,
-} from './types.js';
+export type * from './types.js';
 export { RmsNorm } from './rmsnorm.js';
 export type { RmsNormLayer, RmsNormLayerBackwardOptions, RmsNormLayerForwardOptions, RmsNormLayerOptions } from './layer.js';
 export { relaxedSimdSupported, simdSupported, threadsAvailable } from './platform.js';
 export { DEFAULT_EPS, statOf } from './check/scalars.js';
 export type { PoolCallOptions, PoolOptions, RmsNormPool } from './pool/api.js';
-export { loadRmsNorm, init, instance, rmsNorm, rmsNormBackward, createRmsNorm, allocF32, allocU16, halfToFloat32, float32ToHalf, createPool } from './default-instance.js';
+export * from './default-instance.js';

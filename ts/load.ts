@@ -85,6 +85,12 @@ export interface KernelExports {
   rms_norm_backward_rows(params: number, addrs: number, row0: number, row1: number, rows: number): number;
   /** Adds a pool job's dweight partials in block order into dweight (onto it when `accumulate` is 1). */
   rms_norm_backward_reduce(params: number, addrs: number, rows: number, accumulate: number): number;
+  /**
+   * Any other operation's entry points (crate/src/bindings/mod.rs names them `rms_norm_*`): the
+   * call block's parameters and addresses, then row numbers; a status back. Only the operation
+   * records of ops.ts call them.
+   */
+  readonly [entry: `rms_norm_${string}`]: (params: number, addrs: number, ...rows: number[]) => number;
   /** `n` elements of storage dtype `dtype` (an abi.ts Dtype code) at `src` widened to float32 at `dst`. */
   widen(src: number, dst: number, n: number, dtype: number): number;
   /** `n` floats at `src` rounded (nearest even) to elements of storage dtype `dtype` at `dst`. */
