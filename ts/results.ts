@@ -94,7 +94,7 @@ function withGate<T extends FloatArray>(r: RmsNormBackwardResult<T, FloatArray>,
 export interface Call<R> {
   readonly op: Op;
   readonly arrs: readonly (Placed | null)[];
-  /** The checked call's `x` (its operation's first matrix input): where it is decides how the pool runs it. */
+  /** The checked call's `x`: where it is decides how the pool runs it. */
   readonly x: Data;
   readonly rows: number;
   readonly params: Params;

@@ -18,7 +18,7 @@ import { BACKWARD_PARAM_KEYS, checkParams, operandKeys, PARAM_KEYS } from './par
 export interface CheckedArgs {
   /** The arrays in the operation's operand order (null: absent; an output null: a new array). */
   arrs: (Placed | null)[];
-  /** The operation's first matrix input (x): what the call's placement follows. */
+  /** The matrix input named `x` (the forward's and the backward's): what the call's placement follows and the pool asks where it is. */
   x: Data;
   rows: number;
   dim: number;
