@@ -34,10 +34,9 @@ export class Slot {
   kind = ABSENT;
   /** Resident: the array's byte address. Copied: its window region's. */
   base = 0;
-  /** The array type the kernel reads it as (a matrix: the caller's array's; anything converted to float32: Float32Array), and its bytes per element. */
-  Type: ArrayType<Placed> = Float32Array;
+  /** Bytes per element as the kernel reads it (a matrix: its array's; anything converted to float32: 4). */
   es = 4;
-  /** A view of all memory as {@link Type} (null when the type changed), kept while the memory's buffer stays: copies in go through it. */
+  /** A view of all memory as the type of the array copied in (copies in go through it), kept while that type and the memory's buffer stay. */
   mem: Placed | null = null;
   /** The last view of wasm memory this slot held in place, and its byte address (a view's never changes). */
   seen: Placed | null = null;
@@ -123,7 +122,8 @@ export class Placement {
       if (t.kind !== COPIED || o.out || o.shape === ROW) continue;
       const w = o.shape === MATRIX ? dim : 1;
       const a = t.arr!;
-      const mem = t.mem !== null && t.mem.buffer === buf ? t.mem : (t.mem = this.heap.view(t.Type));
+      const Type = a.constructor as ArrayType<Placed>;
+      const mem = t.mem !== null && t.mem.buffer === buf && t.mem.constructor === Type ? t.mem : (t.mem = this.heap.view(Type));
       // A call that fits the window (most small ones) copies whole arrays: no subarray to make.
       mem.set(whole ? a : a.subarray(r0 * w, r1 * w), t.base / t.es + (r0 - this.start) * w);
     }
@@ -149,8 +149,9 @@ export class Placement {
    */
   private windowView(t: Slot, at: number, len: number): Placed {
     const v = t.view;
-    if (v !== null && v.length === len && t.viewAt === at && v.constructor === t.Type) return v;
-    const nv = this.heap.view(t.Type).subarray(at, at + len);
+    const Type = t.arr!.constructor as ArrayType<Placed>;
+    if (v !== null && v.length === len && t.viewAt === at && v.constructor === Type) return v;
+    const nv = this.heap.view(Type).subarray(at, at + len);
     t.view = nv;
     t.viewAt = at;
     return nv;

@@ -32,7 +32,7 @@
  *   needed no snapshot.
  * @module
  */
-import { REGION_PAD_FLOATS, type ArrayType, type Heap, type Scratch } from '../memory.js';
+import { REGION_PAD_FLOATS, type Heap, type Scratch } from '../memory.js';
 import { BY_CODE } from '../dtypes.js';
 import { checkStatus } from '../status.js';
 import { Dtype as DT } from '../abi.js';
@@ -104,19 +104,14 @@ export class Placer {
       const t = slots[i]!;
       const a = arrs[i]!;
       t.arr = a;
-      const shape = op.operands[i]!.shape;
-      // The type the kernel reads the slot as (an absent one's: float32).
-      const Type = a !== null && shape === MATRIX ? (a.constructor as ArrayType<Placed>) : Float32Array;
-      if (Type !== t.Type) {
-        t.Type = Type;
-        t.es = Type.BYTES_PER_ELEMENT;
-        t.mem = null;
-      }
       if (a === null) {
         t.kind = ABSENT;
         t.base = 0; // address 0: the kernel's "absent"
+        t.es = 4;
         continue;
       }
+      const shape = op.operands[i]!.shape;
+      t.es = shape === MATRIX ? a.BYTES_PER_ELEMENT : 4;
       if (a === t.seen && (shared || a.length !== 0)) {
         t.kind = RESIDENT;
         t.base = t.seenAt;
