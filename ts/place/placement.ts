@@ -36,7 +36,7 @@ export class Slot {
   base = 0;
   /** Bytes per element as the kernel reads it (a matrix: its array's; anything converted to float32: 4). */
   es = 4;
-  /** A view of all memory as the type of the array copied in (copies in go through it), kept while that type and the memory's buffer stay. */
+  /** A view of all memory as the array copied in is (copies in go through it), kept while its element size and the memory's buffer stay. */
   mem: Placed | null = null;
   /** The last view of wasm memory this slot held in place, and its byte address (a view's never changes). */
   seen: Placed | null = null;
@@ -122,8 +122,8 @@ export class Placement {
       if (t.kind !== COPIED || o.out || o.shape === ROW) continue;
       const w = o.shape === MATRIX ? dim : 1;
       const a = t.arr!;
-      const Type = a.constructor as ArrayType<Placed>;
-      const mem = t.mem !== null && t.mem.buffer === buf && t.mem.constructor === Type ? t.mem : (t.mem = this.heap.view(Type));
+      // (A kept view of another array type of the same width takes the elements with their bits.)
+      const mem = t.mem !== null && t.mem.buffer === buf && t.mem.BYTES_PER_ELEMENT === t.es ? t.mem : (t.mem = this.heap.view(a.constructor as ArrayType<Placed>));
       // A call that fits the window (most small ones) copies whole arrays: no subarray to make.
       mem.set(whole ? a : a.subarray(r0 * w, r1 * w), t.base / t.es + (r0 - this.start) * w);
     }
@@ -149,9 +149,8 @@ export class Placement {
    */
   private windowView(t: Slot, at: number, len: number): Placed {
     const v = t.view;
-    const Type = t.arr!.constructor as ArrayType<Placed>;
-    if (v !== null && v.length === len && t.viewAt === at && v.constructor === Type) return v;
-    const nv = this.heap.view(Type).subarray(at, at + len);
+    if (v !== null && v.length === len && t.viewAt === at && v.BYTES_PER_ELEMENT === t.es) return v;
+    const nv = this.heap.view(t.arr!.constructor as ArrayType<Placed>).subarray(at, at + len);
     t.view = nv;
     t.viewAt = at;
     return nv;
