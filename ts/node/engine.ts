@@ -43,6 +43,10 @@ async function threadEngine(): Promise<Engine> {
   };
 }
 
+let callingThread: Promise<Engine> | null = null;
+/** The calling thread as an {@link Engine}, made once. */
+export const callingThreadEngine = (): Promise<Engine> => (callingThread ??= threadEngine());
+
 /** A pool as an {@link Engine}. */
 const poolEngine = (pool: RmsNormPool): Engine => ({
   threads: pool.threads,

@@ -14,13 +14,13 @@
  * @module
  */
 import { loadRmsNorm } from '../index.js';
-import { startEngine, type Engine } from './engine.js';
+import { callingThreadEngine, startEngine, type Engine } from './engine.js';
 import { checkForward } from '../check/calls.js';
 import { paramOptions } from '../check/params.js';
 import type { Dtype, FloatArray } from '../types.js';
 import { isQuant, KERNEL_DTYPES, DTYPES } from '../dtypes.js';
 import { AtomicFile, removeStrays } from './atomic.js';
-import { CHUNK_BYTES, copyArray, normalizeArray, Regions, SLOTS, type ChunkCall } from './chunks.js';
+import { CHUNK_BYTES, copyArray, normalizeArray, Regions, REGIONS_MAX_BYTES, SLOTS, type ChunkCall } from './chunks.js';
 import { NormalizeError } from './errors.js';
 import { checkFileOptions, FILE_KEYS, isPath, type FileArgs } from './file-args.js';
 import { formatNamed, formatOf } from './formats/index.js';
@@ -33,6 +33,7 @@ import { unlink } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { codeOf, fsError } from './errors.js';
 import { fitsRegions, normalizePositioned } from './positioned.js';
+import { checkOutputPlace } from './confined.js';
 import { taskQueueOf } from '../pool/task-queue.js';
 import * as zlib from 'node:zlib';
 import type { NormalizeFileOptions, NormalizeSummary } from './types.js';
@@ -50,12 +51,21 @@ interface FileContext {
   cleared?: boolean;
   /** What the run normalizes with (its pool, or the calling thread for a small dataset). */
   engine?: Engine;
-  /** Makes the output's directory (a dataset's, once per directory) before the output is opened. */
-  makeDir?: (dir: FsPath) => Promise<void>;
+  /**
+   * A dataset's: makes the output's directory below the output directory (once per directory;
+   * a link on the way refused); its outputs are then never written through what sits in their
+   * place (confined.ts).
+   */
+  makeDir?: () => Promise<void>;
 }
 
 /** The outputs' plans, checked against each other and the input: nothing is written over the input unless `inPlace`. */
-async function planOutputs(input: FsPath, output: FsPath, a: FileArgs): Promise<{ out: OutputPlan; rstd: OutputPlan | null }> {
+async function planOutputs(input: FsPath, output: FsPath, a: FileArgs, ctx: FileContext): Promise<{ out: OutputPlan; rstd: OutputPlan | null }> {
+  if (ctx.makeDir) {
+    // Its folders are checked when made (before the output is opened, after every check of the file).
+    await checkOutputPlace(output);
+    return { out: { kind: 'file', target: output }, rstd: null };
+  }
   const out = await planOutput(output, 'the output');
   const rstd = a.o.rstd !== undefined ? await planOutput(a.o.rstd, 'options.rstd') : null;
   const files = (p: OutputPlan | null) => (p && p.kind === 'file' ? p.target : null);
@@ -130,7 +140,7 @@ export async function normalizeFileWith(input: FsPath, output: FsPath, options: 
   }
   const a = checkFileOptions('normalizeFile', options, FILE_KEYS);
   const { o } = a;
-  const plans = await planOutputs(input, output, a);
+  const plans = await planOutputs(input, output, a, ctx);
   const weight = await weightOf(a, ctx);
   const src = await openSource(input);
   // Started now, so that its workers start while the header is read.
@@ -144,7 +154,7 @@ export async function normalizeFileWith(input: FsPath, output: FsPath, options: 
     const writer = format.writer(arrays.map((p) => p.out), contents.meta, shown(output));
     const rstdWriter = plans.rstd ? format.writer(rowArrays(arrays), undefined, shown(o.rstd!)) : null;
     // A one-array file's row scales go to a file of their own beside it (a container holds them).
-    const scalesPlan = !formatNamed(contents.format).several && arrays[0]!.norm?.rowScales ? await planScales(plans, input, output, o) : null;
+    const scalesPlan = !formatNamed(contents.format).several && arrays[0]!.norm?.rowScales ? await planScales(plans, input, output, o, ctx) : null;
     const scalesWriter = scalesPlan ? format.writer(rowArrays(arrays), undefined, shown(scalesPlan.target)) : null;
     const signal = o.signal;
     const order = writer.order ?? arrays.map((_, k) => k);
@@ -154,12 +164,11 @@ export async function normalizeFileWith(input: FsPath, output: FsPath, options: 
 
     if (plans.out.kind === 'file' && !ctx.cleared) await removeStrays(dirOf(plans.out.target), [baseOf(plans.out.target)]);
     if (scalesPlan && !ctx.cleared) await removeStrays(dirOf(scalesPlan.target), [baseOf(scalesPlan.target)]);
-    if (plans.out.kind === 'file') await ctx.makeDir?.(dirOf(plans.out.target));
+    await ctx.makeDir?.();
     await using out = await openSink(plans.out);
     await using rstdOut = plans.rstd ? await openSink(plans.rstd) : null;
     await using scalesOut = scalesPlan ? await openSink(scalesPlan) : null;
     const engine = ctx.engine ?? (await engineStart!.get());
-    const pool = engine;
     const sync = await loadRmsNorm();
     const total = arrays.reduce((s, p) => s + (p.norm?.rows ?? 0), 0);
     const totalBytes = arrays.reduce((s, q) => s + (q.norm ? (q.norm.rows ?? NaN) * q.norm.dim * DTYPES[q.norm.inDtype].bytes : 0), 0);
@@ -194,8 +203,11 @@ export async function normalizeFileWith(input: FsPath, output: FsPath, options: 
       }
       signal?.throwIfAborted();
       await publish([out, rstdOut, scalesOut], plans.out, o.durable !== false, input);
-      return summaryOf(input, output, contents.format, arrays, r.rows, { at: r.bytes, sha256: r.sha256, scales: scalesPlan?.target }, pool, t0);
+      return summaryOf(input, output, contents.format, arrays, r.rows, { at: r.bytes, sha256: r.sha256, scales: scalesPlan?.target }, engine, t0);
     }
+    // A dataset holds its pool's task job for the whole run (its workers serve only the ring):
+    // the rows that do not fit a worker's region go through the calling thread instead.
+    const pool = ctx.engine && queue ? await callingThreadEngine() : engine;
     const outFile = new OutputFile(out, writer, o.checksum === true);
     const rstdFile = rstdOut ? new OutputFile(rstdOut, rstdWriter!, false) : null;
     const scalesFile = scalesOut ? new OutputFile(scalesOut, scalesWriter!, false) : null;
@@ -229,7 +241,10 @@ export async function normalizeFileWith(input: FsPath, output: FsPath, options: 
         const n = p.norm;
         const rowBytes = Math.max(DTYPES[n.inDtype].bytes, DTYPES[n.computeDtype].bytes) * n.dim;
         const want = Math.min(a.chunkBytes ?? CHUNK_BYTES, (n.rows ?? Infinity) * rowBytes);
-        using regions = Regions.alloc(pool, Math.min(SLOTS, Math.ceil(((n.rows ?? Infinity) * rowBytes) / want)), Math.max(want, rowBytes));
+        const regionBytes = Math.max(want, rowBytes);
+        // Rows up to a GiB: fewer chunks in flight rather than more memory than wasm has.
+        const count = Math.max(1, Math.min(SLOTS, Math.ceil(((n.rows ?? Infinity) * rowBytes) / want), Math.floor(REGIONS_MAX_BYTES / regionBytes)));
+        using regions = Regions.alloc(pool, count, regionBytes);
         const kept: Uint8Array[] = [];
         const scales: Uint8Array[] = [];
         const done = await normalizeArray({
@@ -269,9 +284,13 @@ export async function normalizeFileWith(input: FsPath, output: FsPath, options: 
  * (paths.ts scalesPathOf). A NormalizeError when the output is a stream (there is no file to put
  * them beside), or when that file is the input or the rstd file.
  */
-async function planScales(plans: { out: OutputPlan; rstd: OutputPlan | null }, input: FsPath, output: FsPath, o: NormalizeFileOptions): Promise<OutputPlan> {
+async function planScales(plans: { out: OutputPlan; rstd: OutputPlan | null }, input: FsPath, output: FsPath, o: NormalizeFileOptions, ctx: FileContext): Promise<OutputPlan> {
   if (plans.out.kind !== 'file') {
     throw new NormalizeError(`the rows' scales of a quantized output go to a file beside it, but the output ${shown(output)} is a stream: write it to a file, or give options.quantScale`);
+  }
+  if (ctx.makeDir) {
+    await checkOutputPlace(scalesPathOf(output));
+    return { kind: 'file', target: scalesPathOf(output) };
   }
   const plan = await planOutput(scalesPathOf(output), 'the file of the scales');
   if (plan.kind === 'file' && input !== '-' && (await samePath(input, plan.target))) {

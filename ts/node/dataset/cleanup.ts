@@ -8,6 +8,7 @@
  */
 import { readdir, realpath, unlink } from 'node:fs/promises';
 import { removeStrays } from '../atomic.js';
+import { realDirsBelow } from '../confined.js';
 import { NormalizeError } from '../errors.js';
 import { baseOf, bytesOf, dirOf, fromBytes, joinPath, scalesPathOf, shown, stemOf, type FsPath } from '../paths.js';
 import type { DatasetFile } from './inputs.js';
@@ -21,15 +22,19 @@ const originOf = (f: DatasetFile): FsPath => f.origin ?? f.rel;
  * directory: an output's is made when it is written.
  */
 export async function removeTemps(outDir: string, files: readonly DatasetFile[], scales: boolean): Promise<void> {
-  const byDir = new Map<string, { dir: FsPath; names: FsPath[] }>();
+  const byDir = new Map<string, { rel: FsPath; names: FsPath[] }>();
   for (const f of files) {
-    const out = joinPath(outDir, f.rel);
-    const d = dirOf(out);
+    const d = dirOf(f.rel);
     const key = bytesOf(d).toString('latin1');
-    if (!byDir.has(key)) byDir.set(key, { dir: d, names: [] });
-    byDir.get(key)!.names.push(baseOf(out), ...(scales ? [baseOf(scalesPathOf(out))] : []));
+    if (!byDir.has(key)) byDir.set(key, { rel: d, names: [] });
+    byDir.get(key)!.names.push(baseOf(f.rel), ...(scales ? [baseOf(scalesPathOf(f.rel))] : []));
   }
-  await Promise.all([...byDir.values()].map(({ dir, names }) => removeStrays(dir, names, true)));
+  // Only in real directories of the output directory: nothing is removed through a link.
+  await Promise.all(
+    [...byDir.values()].map(async ({ rel, names }) => {
+      if (await realDirsBelow(outDir, rel)) await removeStrays(joinPath(outDir, rel), names, true);
+    }),
+  );
 }
 
 /**
@@ -45,7 +50,8 @@ export async function removeStale(outDir: string, plan: readonly DatasetFile[], 
     const origin = originOf(f);
     const dir = dirOf(joinPath(outDir, origin));
     const key = bytesOf(dir).toString('latin1');
-    if (!listed.has(key)) listed.set(key, await readdir(dir, { encoding: 'buffer' }).catch(() => []));
+    // Only in real directories of the output directory: nothing is removed through a link.
+    if (!listed.has(key)) listed.set(key, (await realDirsBelow(outDir, dirOf(origin))) ? await readdir(dir, { encoding: 'buffer' }).catch(() => []) : []);
     const [stem, ext] = stemOf(baseOf(origin));
     // The whole output, the parts, and the row scales of each (a quantized run's).
     const whole = [bytesOf(baseOf(origin)), bytesOf(baseOf(scalesPathOf(origin)))];

@@ -4,14 +4,17 @@
  *
  * Names are read as bytes, so a name that is not UTF-8 is found and written like any other.
  * Symbolic links are followed by default — each real file once (a second link to it is
- * skipped with a warning), a link back to a directory above it is a loop, skipped with a
- * warning — and each output is named by the path of the link, as the Hugging Face cache's
- * `snapshots/` folders of links want; with `followSymlinks: false` links are skipped, each
- * with a warning. The output directory is never read as input, whatever path names it.
+ * skipped with a warning), a link to a file wherever it leads (the Hugging Face cache's
+ * `snapshots/` folders are links into `../../blobs`), a link to a directory only when that
+ * directory is inside the walked one (a link out of it, or back to a directory above it, is
+ * skipped with a warning naming the link) — and each output is named by the path of the
+ * link; with `followSymlinks: false` links are skipped, each with a warning. Only regular
+ * files are inputs: a FIFO, a socket or a device in a walked directory is skipped. The output
+ * directory is never read as input, whatever path names it.
  * @module
  */
 import type { Dirent, Stats } from 'node:fs';
-import { readdir, stat } from 'node:fs/promises';
+import { readdir, realpath, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { fsError, NormalizeError } from '../errors.js';
 import { baseOf, bytesOf, fromBytes, joinPath, shown, type FsPath } from '../paths.js';
@@ -85,6 +88,8 @@ interface WalkRules {
   follow: boolean;
   /** The output directory's identity (`dev:ino`), never entered. */
   skip: string | null;
+  /** The real path of the directory walked, its bytes as latin1 (set by {@link walk}): a link to a directory outside it is not followed. */
+  root?: string;
   warn: (message: string) => void;
 }
 
@@ -119,6 +124,13 @@ async function walk(dir: FsPath, rules: WalkRules): Promise<FsPath[]> {
         }
         isDir = st.isDirectory();
         if (!isDir && !st.isFile()) continue;
+        if (isDir) {
+          const real = await realpath(path, { encoding: 'buffer' }).then((b) => b.toString('latin1'), () => null);
+          if (real === null || !(real === rules.root || real.startsWith(rules.root === '/' ? '/' : `${rules.root}/`))) {
+            rules.warn(`skipped the symbolic link ${shown(path)}: it leads to a directory outside ${shown(dir)} (links to directories are followed only within it)`);
+            continue;
+          }
+        }
       } else if (!isDir && !e.isFile()) continue;
       if (isDir) {
         const st = await stat(path).catch(() => null);
@@ -134,6 +146,7 @@ async function walk(dir: FsPath, rules: WalkRules): Promise<FsPath[]> {
     }
   };
   const top = await stat(dir);
+  rules = { ...rules, root: (await realpath(dir, { encoding: 'buffer' })).toString('latin1') };
   await visit(dir, '', new Set([idOf(top)]));
   return out;
 }

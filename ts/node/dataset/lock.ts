@@ -14,7 +14,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { readFileSync, readlinkSync } from 'node:fs';
-import { link, open, readdir, readFile, rename, unlink, writeFile, type FileHandle } from 'node:fs/promises';
+import { link, open, readdir, rename, unlink, writeFile, type FileHandle } from 'node:fs/promises';
+import { readSmallFile } from '../confined.js';
 import { hostname } from 'node:os';
 import { codeOf, fsError, NormalizeError } from '../errors.js';
 import { alive } from '../atomic.js';
@@ -42,6 +43,10 @@ interface LockOwner {
   /** When the lock was taken (ISO time). */
   since: string;
   beat: number;
+  /** This boot (`/proc/sys/kernel/random/boot_id`): the same kernel, so the same clock, whatever the PID namespace. */
+  boot?: string;
+  /** When the last heartbeat was written (ms since the epoch, this machine's clock). */
+  beatAt?: number;
 }
 
 /** The start time of process `pid` in clock ticks since boot (`/proc/PID/stat`, field 22), or null. */
@@ -52,6 +57,14 @@ function startOf(pid: number): number | null {
   } catch {
     return null;
   }
+}
+
+/** On the same kernel, a lock whose heartbeat is this much older than now is stale: three missed beats. */
+const OWN_KERNEL_STALE_MS = 3 * HEARTBEAT_S * 1000;
+
+/** This boot's id (empty where /proc lacks it). */
+function bootId(): string {
+  return machine().split('/')[0]!;
 }
 
 let machineId: string | null = null;
@@ -86,6 +99,28 @@ function ownerOf(text: string): LockOwner | null {
 /** `process N on HOST (shard I/N, since TIME)`: an owner as messages name it (no shard for an unsharded run). */
 export const describeOwner = (o: LockOwner): string => `process ${o.pid} on ${o.host} (${o.shard === '0/1' ? '' : `shard ${o.shard}, `}since ${o.since})`;
 
+/** Whether `o` ran on this kernel: same machine (boot and PID namespace), or same boot seen from another namespace. */
+const where = (o: LockOwner): 'here' | 'kernel' | 'elsewhere' =>
+  o.machine === machine() && o.host === hostname() ? 'here' : o.boot && o.boot === bootId() && typeof o.beatAt === 'number' ? 'kernel' : 'elsewhere';
+
+/** How a waiting run tells that `o` died, in words. */
+function judgedBy(o: LockOwner, staleS: number): string {
+  const w = where(o);
+  if (w === 'here') return 'it is taken over as soon as its process is gone';
+  if (w === 'kernel') return `it runs on this machine in another PID namespace: it is presumed dead once its heartbeat has missed ${OWN_KERNEL_STALE_MS / 1000} s`;
+  return `it runs on another machine: it is presumed dead once its heartbeat has been still for ${staleS} s (--lock-stale)`;
+}
+
+/** Why the dead owner `o` (null: a lock that did not parse) was presumed dead, in words. */
+function deadBecause(o: LockOwner | null, staleS: number): string {
+  if (!o) return `its lock did not parse and stayed unchanged for ${staleS} s`;
+  const w = where(o);
+  const last = typeof o.beatAt === 'number' ? `, last heartbeat ${new Date(o.beatAt).toISOString()}` : '';
+  if (w === 'here') return `its process is gone${last}`;
+  if (w === 'kernel') return `its heartbeat stopped${last} (same machine, another PID namespace)`;
+  return `its heartbeat was still for ${staleS} s${last}`;
+}
+
 /** How long the lock's liveness checks watch, and what they saw. */
 class Watch {
   private seen = new Map<string, { text: string; at: number }>();
@@ -96,6 +131,10 @@ class Watch {
     if (o && o.machine === machine() && o.host === hostname()) {
       return alive(o.pid) && (o.started === null || startOf(o.pid) === null || startOf(o.pid) === o.started);
     }
+    // The same kernel seen from another PID namespace (a pod retried on the same node): its pid
+    // cannot be checked from here, but its clock is this one, so a heartbeat missed for three
+    // beats tells.
+    if (o && o.boot && o.boot === bootId() && typeof o.beatAt === 'number') return Date.now() - o.beatAt < OWN_KERNEL_STALE_MS;
     // Another machine (or a lock that does not parse): alive while its text keeps changing.
     const last = this.seen.get(path);
     const now = Date.now();
@@ -125,11 +164,14 @@ export class ShardLock {
    * lives); takes over a dead owner's. A NormalizeError naming the owner when the wait ends, or
    * when a live run of another shard count writes the directory.
    */
-  static async acquire(outDir: string, index: number, count: number, o: { waitS: number; staleS: number; signal?: AbortSignal; onWait?: (owner: LockOwner) => void }): Promise<ShardLock> {
+  static async acquire(
+    outDir: string, index: number, count: number,
+    o: { waitS: number; staleS: number; signal?: AbortSignal; onWait?: (owner: LockOwner, how: string) => void; onTakeOver?: (owner: LockOwner | null, why: string) => void },
+  ): Promise<ShardLock> {
     const path = join(outDir, lockName(index, count));
     const me: LockOwner = {
       pid: process.pid, host: hostname(), machine: machine(), started: startOf(process.pid), nonce: randomBytes(8).toString('hex'),
-      shard: `${index}/${count}`, since: new Date().toISOString(), beat: 0,
+      shard: `${index}/${count}`, since: new Date().toISOString(), beat: 0, boot: bootId() || undefined, beatAt: Date.now(),
     };
     const watch = new Watch(o.staleS * 1000);
     const t0 = Date.now();
@@ -137,7 +179,7 @@ export class ShardLock {
     for (;;) {
       o.signal?.throwIfAborted();
       const mine = join(outDir, `.${lockName(index, count)}.${me.nonce}`);
-      await writeFile(mine, text(me)).catch((e: unknown) => {
+      await writeFile(mine, text(me), { flag: 'wx' }).catch((e: unknown) => {
         throw fsError(e, 'write in', outDir);
       });
       const got = await link(mine, path).then(() => true, (e: unknown) => {
@@ -154,17 +196,18 @@ export class ShardLock {
         lock.timer.unref?.();
         return lock;
       }
-      const held = await readFile(path, 'utf8').catch(() => null);
+      const held = await readLock(path);
       if (held === null) continue; // released meanwhile
       const owner = ownerOf(held);
       if (!watch.alive(path, held, owner)) {
         await takeOver(path, held);
+        o.onTakeOver?.(owner, deadBecause(owner, o.staleS));
         continue;
       }
       if (Date.now() - t0 >= o.waitS * 1000) {
         throw new NormalizeError(`${count === 1 ? '' : `shard ${me.shard} of `}${shown(outDir)} is being written by ${owner ? describeOwner(owner) : 'another run'}; try again when it ends`, 'EBUSY');
       }
-      if (!told && owner) o.onWait?.(owner);
+      if (!told && owner) o.onWait?.(owner, judgedBy(owner, o.staleS));
       told = true;
       await new Promise((r) => setTimeout(r, 500));
     }
@@ -176,7 +219,7 @@ export class ShardLock {
       const m = /^rmsnorm(?:\.shard-\d+-of-(\d+))?\.lock$/.exec(n);
       if (!m || Number(m[1] ?? 1) === count) continue;
       const p = join(outDir, n);
-      const held = await readFile(p, 'utf8').catch(() => null);
+      const held = await readLock(p);
       const owner = held === null ? null : ownerOf(held);
       if (held !== null && owner && watch.alive(p, held, owner)) {
         throw new NormalizeError(
@@ -189,8 +232,9 @@ export class ShardLock {
   /** Rewrites the lock with the next beat; notes a takeover. */
   private async beat(): Promise<void> {
     this.me.beat++;
+    this.me.beatAt = Date.now();
     await this.fh.write(text(this.me), 0, 'utf8').catch(() => {});
-    const held = await readFile(this.path, 'utf8').catch(() => null);
+    const held = await readLockOrNull(this.path);
     const owner = held === null ? null : ownerOf(held);
     if (owner && owner.nonce !== this.me.nonce) this.lost = owner;
   }
@@ -200,10 +244,20 @@ export class ShardLock {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
     await this.fh.close().catch(() => {});
-    const held = await readFile(this.path, 'utf8').catch(() => null);
+    const held = await readLockOrNull(this.path);
     if (held !== null && ownerOf(held)?.nonce === this.me.nonce) await unlink(this.path).catch(() => {});
   }
 }
+
+/**
+ * The text of the lock file at `path`, or null when it is not there. A link, or anything but a
+ * small regular file, is a NormalizeError (this tool's locks are never either): it is neither
+ * followed nor read whole, and the run is refused rather than left waiting on it.
+ */
+const readLock = (path: string): Promise<string | null> => readSmallFile(path, 4 * LOCK_BYTES, 'the lock').then((b) => b?.toString('utf8') ?? null);
+
+/** {@link readLock}, null for whatever cannot be read (checks after the lock was taken). */
+const readLockOrNull = (path: string): Promise<string | null> => readLock(path).catch(() => null);
 
 /** A lock's text: its owner's JSON, padded to a fixed size. */
 const text = (o: LockOwner): string => JSON.stringify(o).padEnd(LOCK_BYTES - 1, ' ') + '\n';
@@ -219,7 +273,7 @@ async function takeOver(path: string, held: string): Promise<void> {
   } catch {
     return; // gone already
   }
-  const moved = await readFile(aside, 'utf8').catch(() => null);
+  const moved = await readLockOrNull(aside);
   if (moved !== null && moved !== held) await link(aside, path).catch(() => {});
   await unlink(aside).catch(() => {});
 }

@@ -8,17 +8,23 @@
  * cannot vouch for a file another run has since rewritten.
  * @module
  */
-import { constants } from 'node:fs';
-import { open, readdir, readFile, type FileHandle } from 'node:fs/promises';
+import { open, readdir, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { writeAll } from '../atomic.js';
-import { fsError, meaningOf, NormalizeError } from '../errors.js';
+import { codeOf, fsError, meaningOf, NormalizeError } from '../errors.js';
+import { NO_FOLLOW_RW, readSmallFile } from '../confined.js';
 import type { DatasetRecord } from './types.js';
 
 /** The manifest's file name for shard `index` of `count`. */
 export function manifestName(index: number, count: number): string {
   return count === 1 ? 'manifest.jsonl' : `manifest.shard-${index}-of-${count}.jsonl`;
 }
+
+/**
+ * The largest manifest read: 1 GiB, some two million records. A manifest is read whole to
+ * resume, so a larger one (or a file put in its place) is refused, not buffered.
+ */
+const MANIFEST_MAX_BYTES = 1 << 30;
 
 /** The key of a record: its output path, or (a name that is not UTF-8) the bytes of it. */
 export const recordKey = (r: Pick<DatasetRecord, 'output' | 'outputBase64'>): string => (r.outputBase64 !== undefined ? `\0${r.outputBase64}` : r.output);
@@ -36,7 +42,8 @@ export async function readManifests(outDir: string): Promise<Map<string, Dataset
     return done;
   }
   for (const name of names) {
-    for (const line of (await readFile(join(outDir, name), 'utf8')).split('\n')) {
+    const text = await readSmallFile(join(outDir, name), MANIFEST_MAX_BYTES, 'the manifest');
+    for (const line of (text?.toString('utf8') ?? '').split('\n')) {
       let r: DatasetRecord;
       try {
         r = JSON.parse(line) as DatasetRecord;
@@ -67,11 +74,17 @@ export class ManifestWriter {
   static async open(path: string): Promise<ManifestWriter> {
     let fh: FileHandle;
     try {
-      fh = await open(path, constants.O_RDWR | constants.O_CREAT, 0o644);
+      fh = await open(path, NO_FOLLOW_RW, 0o644);
     } catch (e) {
+      if (codeOf(e) === 'ELOOP') throw new NormalizeError(`the manifest ${path} is a symbolic link: refused (links in an output directory are not followed)`);
       throw fsError(e, 'write the manifest', path);
     }
-    let { size } = await fh.stat();
+    const st = await fh.stat();
+    if (!st.isFile()) {
+      await fh.close();
+      throw new NormalizeError(`the manifest ${path} is not a regular file: refused`);
+    }
+    let { size } = st;
     if (size > 0) {
       // Back to just after the last newline: whatever follows it is a cut line.
       const tail = Buffer.alloc(Math.min(size, 1 << 16));

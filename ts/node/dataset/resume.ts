@@ -5,7 +5,7 @@
  * @module
  */
 import { createHash } from 'node:crypto';
-import { stat } from 'node:fs/promises';
+import { lstat } from 'node:fs/promises';
 import { PARAM_DEFAULTS, FILE_PARAM_KEYS } from '../../check/params.js';
 import { isQuant } from '../../dtypes.js';
 import { formatNamed } from '../formats/index.js';
@@ -55,9 +55,9 @@ export async function isDone(r: DatasetRecord | undefined, f: DatasetFile, out: 
   return (await isFile(out, r.outputSize, r.outputMtimeMs)) && (!r.scales || (await isFile(scalesPathOf(out), r.scales.outputSize, r.scales.outputMtimeMs)));
 }
 
-/** Whether `path` is a file of `size` bytes modified at `mtimeMs` (the very file a record vouches for). */
+/** Whether `path` is a regular file (not a link) of `size` bytes modified at `mtimeMs` (the very file a record vouches for). */
 export async function isFile(path: FsPath, size: number, mtimeMs: number): Promise<boolean> {
-  const st = await stat(path).catch(() => null);
+  const st = await lstat(path).catch(() => null);
   return st !== null && st.isFile() && st.size === size && st.mtimeMs === mtimeMs;
 }
 

@@ -13,7 +13,7 @@
  * what is not recorded.
  * @module
  */
-import { stat, unlink } from 'node:fs/promises';
+import { lstat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { startEngine } from '../engine.js';
 import { taskQueueOf } from '../../pool/task-queue.js';
@@ -22,11 +22,12 @@ import { paramOptions } from '../../check/params.js';
 import { DTYPES, isQuant } from '../../dtypes.js';
 import { NormalizeError } from '../errors.js';
 import { makeDirs } from '../sink.js';
+import { makeDirsBelow } from '../confined.js';
 import { CHUNK_BYTES, SLOTS } from '../chunks.js';
 import { checkFileOptions, FILE_KEYS, isPath } from '../file-args.js';
 import { normalizeFileWith } from '../file.js';
 import { FORMATS, formatNamed, formatOf, takenNames, takesName, type FormatName } from '../formats/index.js';
-import { baseOf, byteLength, bytesOf, joinPath, NAME_MAX, scalesPathOf, shown, type FsPath } from '../paths.js';
+import { baseOf, byteLength, bytesOf, dirOf, joinPath, NAME_MAX, scalesPathOf, shown, type FsPath } from '../paths.js';
 import { openSource } from '../source.js';
 import type { NormalizeFileOptions } from '../types.js';
 import { loadWeight, type LoadedWeight } from '../weight.js';
@@ -51,8 +52,11 @@ const FLIGHT_BYTES = 2 * SLOTS * CHUNK_BYTES;
 const RUN_KEYS = ['shard', 'splitBytes', 'force', 'keepGoing', 'filesInFlight', 'followSymlinks', 'lockWait', 'lockStale', 'onProgress', 'onFile', 'onWarning'];
 const KEYS = [...FILE_KEYS.filter((k) => !['rstd', 'range', 'inPlace', 'onProgress'].includes(k)), ...RUN_KEYS];
 
-/** The run's options, checked where normalizeFile would not check them. */
-function checkRun(inputs: unknown, outDir: unknown, options: unknown): { list: string[]; o: NormalizeDatasetOptions; index: number; count: number } {
+/**
+ * The arguments of {@link normalizeDataset}, checked before anything is read or made: its own
+ * options, and every file's options once (a TypeError or RangeError naming the option).
+ */
+export function checkRun(inputs: unknown, outDir: unknown, options: unknown): { list: string[]; o: NormalizeDatasetOptions; index: number; count: number } {
   const list = typeof inputs === 'string' ? [inputs] : inputs;
   if (!Array.isArray(list) || list.length === 0 || list.some((s) => typeof s !== 'string' || s === '')) {
     throw new TypeError(`normalizeDataset: inputs must be a path or a non-empty array of paths, got ${describe(inputs)}`);
@@ -154,7 +158,6 @@ function refuseScalesOverOutputs(files: readonly DatasetFile[], format: FormatNa
  *   and recorded).
  */
 export async function normalizeDataset(inputs: string | readonly string[], outDir: string, options?: NormalizeDatasetOptions): Promise<DatasetSummary> {
-  const t0 = performance.now();
   const { list, o, index, count } = checkRun(inputs, outDir, options);
   o.signal?.throwIfAborted();
   const warnings: string[] = [];
@@ -168,8 +171,11 @@ export async function normalizeDataset(inputs: string | readonly string[], outDi
   await makeDirs(outDir, 'the output directory');
   const lock = await ShardLock.acquire(outDir, index, count, {
     waitS: o.lockWait ?? Infinity, staleS: o.lockStale ?? STALE_S, signal: o.signal,
-    onWait: (owner) => warn(`waiting for ${describeOwner(owner)}, which is writing ${count === 1 ? '' : `shard ${index}/${count} of `}${outDir}`),
+    onWait: (owner, how) => warn(`waiting for ${describeOwner(owner)}, which is writing ${count === 1 ? '' : `shard ${index}/${count} of `}${outDir}; ${how}`),
+    onTakeOver: (owner, why) => warn(`took over the lock of ${owner ? describeOwner(owner) : 'an earlier run'}, presumed dead: ${why}`),
   });
+  // The rate counts the work, not the wait for another run.
+  const t0 = performance.now();
   try {
     return await runLocked(listed, outDir, o, index, count, lock, warn, warnings, t0);
   } finally {
@@ -235,12 +241,12 @@ async function runLocked(
   // Opened at the first output recorded: a run that writes nothing leaves no manifest.
   let manifestOpen: Promise<ManifestWriter> | null = null;
   const manifest = () => (manifestOpen ??= ManifestWriter.open(summary.manifest));
-  // Each output's directory is made when its file is written, once.
+  // Each output's directory (relative to outDir) is made when its file is written, once, through no link.
   const dirsMade = new Map<string, Promise<void>>();
   const makeDir = (d: FsPath): Promise<void> => {
     const key = bytesOf(d).toString('latin1');
     let p = dirsMade.get(key);
-    if (!p) dirsMade.set(key, (p = makeDirs(d)));
+    if (!p) dirsMade.set(key, (p = makeDirsBelow(outDir, d)));
     return p;
   };
   // One task job for the whole run, not one per file (pool/task-queue.ts).
@@ -273,10 +279,10 @@ async function runLocked(
                 progress();
               },
             },
-            { weight: weight ?? undefined, cleared: true, engine: engine!, makeDir },
+            { weight: weight ?? undefined, cleared: true, engine: engine!, makeDir: () => makeDir(dirOf(f.rel)) },
           );
-          const st = await stat(output);
-          const sc = s.scales !== undefined ? await stat(scalesPathOf(output)) : null;
+          const st = await lstat(output);
+          const sc = s.scales !== undefined ? await lstat(scalesPathOf(output)) : null;
           if (!sc) await removeRecordedScales(records.get(keyOf(f)), output);
           const record = recordOf(f, s, settings, st.mtimeMs, (performance.now() - t) / 1000, sc);
           await (await manifest()).append(record);
