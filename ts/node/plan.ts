@@ -18,7 +18,7 @@ const MAX_DIM = 0xffffffff;
  * written): a row is normalized whole, in one piece of wasm memory, which holds at most 2 GiB
  * on the threads build.
  */
-const MAX_ROW_BYTES = 1 << 30;
+export const MAX_ROW_BYTES = 1 << 30;
 
 /** One array of the input, and what becomes of it. */
 export interface ArrayPlan {

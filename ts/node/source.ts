@@ -35,6 +35,12 @@ export interface Source {
   close(): Promise<void>;
 }
 
+/**
+ * The most bytes one system read asks for: Node's `fs.read` aborts the process (not a thrown
+ * error) for a length of 2^31 or more, so a larger read is made of several.
+ */
+const MAX_READ = 1 << 30;
+
 /** Reads of one descriptor: `pos` null reads on from where the last read ended. */
 type RawRead = (into: Uint8Array, off: number, len: number, pos: number | null) => Promise<number>;
 
@@ -55,7 +61,7 @@ class FileSource implements Source {
   async read(into: Uint8Array, pos: number): Promise<number> {
     let got = 0;
     while (got < into.length) {
-      const n = await this.raw(into, got, into.length - got, pos + got);
+      const n = await this.raw(into, got, Math.min(into.length - got, MAX_READ), pos + got);
       if (n === 0) break;
       got += n;
     }
@@ -153,7 +159,7 @@ class StreamSource extends Sequential {
   protected async pull(into: Uint8Array, off: number, len: number): Promise<number> {
     for (;;) {
       try {
-        return await this.raw(into, off, len, null);
+        return await this.raw(into, off, Math.min(len, MAX_READ), null);
       } catch (e) {
         if (codeOf(e) !== 'EAGAIN') throw fsError(e, 'read', this.path);
         await new Promise((r) => setTimeout(r, 5));

@@ -13,6 +13,7 @@ import { NormalizeError } from './errors.js';
 import { FORMATS, type ArrayIn } from './formats/index.js';
 import { shown, type FsPath } from './paths.js';
 import { openSource, type Source } from './source.js';
+import { MAX_ROW_BYTES } from './plan.js';
 
 /** A weight read from a file. */
 export interface LoadedWeight {
@@ -41,10 +42,16 @@ function pick(arrays: readonly ArrayIn[], tensor: string | undefined, name: stri
   return floats[0]!;
 }
 
+/** A weight is one row: more than a row's {@link MAX_ROW_BYTES} is refused before anything is allocated. */
+function refuseLarge(bytes: number, name: string): void {
+  if (bytes > MAX_ROW_BYTES) throw new NormalizeError(`${name} holds ${bytes} bytes; a weight is one row, at most ${MAX_ROW_BYTES} bytes`);
+}
+
 /** Reads the elements of `a` as the dtype used for them: float64 becomes float32. */
 async function elements(a: ArrayIn, name: string): Promise<{ w: Data; dtype: Dtype }> {
   const dtype = a.dtype as FileDtype;
   const n = a.shape.reduce((x, y) => x * y, 1);
+  refuseLarge(n * DTYPES[dtype].bytes, name);
   const raw = new DTYPES[dtype].Array(n);
   if ((await a.source.read(new Uint8Array(raw.buffer), a.offset)) !== raw.byteLength) throw new NormalizeError(`${name}: the file ended early`);
   // A type only files hold (float64) is read as float32.
@@ -78,6 +85,7 @@ export async function loadWeight(path: FsPath, given: Dtype | undefined, tensor?
       const item = DTYPES[dtype].bytes;
       if (src.size === null) throw new NormalizeError(`${name}: a raw weight must be a regular file`);
       if (src.size % item !== 0) throw new NormalizeError(`${name}: a raw weight of ${dtype} must be a multiple of ${item} bytes, got ${src.size} bytes`);
+      refuseLarge(src.size, name);
       const w = new DTYPES[dtype].Array(src.size / item) as Data;
       await src.read(new Uint8Array(w.buffer), 0);
       loaded = { w, dtype };

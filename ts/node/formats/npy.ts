@@ -48,6 +48,8 @@ export interface NpyHeader {
 
 
 const MAGIC = [0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59]; // \x93NUMPY
+/** NumPy's default `max_header_size`: np.load refuses longer headers as unsafe to parse. */
+const MAX_HEADER_CHARS = 10_000;
 /** Bytes to read to be sure of having the prefix (magic, version, length). */
 export const NPY_PREFIX_BYTES = 12;
 
@@ -66,9 +68,10 @@ const REFUSED: Record<string, string> = {
  * prefix is not an `.npy` one, or of a version NumPy does not read (1.0, 2.0 and 3.0 only).
  */
 export function npyDataOffset(prefix: Uint8Array, name: string): number {
-  if (prefix.length < 10 || MAGIC.some((b, i) => prefix[i] !== b)) {
+  if (MAGIC.some((b, i) => prefix[i] !== b)) {
     throw new NpyError(`${name}: not a NumPy .npy file (it does not start with \\x93NUMPY)`);
   }
+  if (prefix.length < 10) throw new NpyError(`${name}: truncated .npy header (the file ends after ${prefix.length} bytes)`);
   const major = prefix[6]!;
   const minor = prefix[7]!;
   if (minor !== 0 || major < 1 || major > 3) {
@@ -77,11 +80,12 @@ export function npyDataOffset(prefix: Uint8Array, name: string): number {
   const dv = new DataView(prefix.buffer, prefix.byteOffset, prefix.byteLength);
   if (major === 1) return 10 + dv.getUint16(8, true);
   if (prefix.length < 12) throw new NpyError(`${name}: truncated .npy header`);
-  return 12 + dv.getUint32(8, true);
+  const length = dv.getUint32(8, true);
+  // A UTF-8 character is at most 4 bytes: a longer header cannot be within NumPy's cap.
+  if (length > 4 * MAX_HEADER_CHARS) throw new NpyError(`${name}: .npy header of ${length} bytes (NumPy refuses headers over ${MAX_HEADER_CHARS} characters)`);
+  return 12 + length;
 }
 
-/** NumPy's default `max_header_size`: np.load refuses longer headers as unsafe to parse. */
-const MAX_HEADER_CHARS = 10_000;
 
 /** A header as its text says, before this package's limits: any `descr`, any order, the shape exact. */
 interface RawNpyHeader {

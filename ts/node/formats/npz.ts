@@ -11,7 +11,7 @@ import { shown } from '../paths.js';
 import type { Source } from '../source.js';
 import { floatHeader, isFloatDescr, npyHeaderOf, NpyError, readNpyDict, readNpyHeaderBytes } from './npy.js';
 import type { ArrayIn, ArrayOut, Contents, Format, FormatWriter } from './types.js';
-import { dataStart, InflateSource, readMembers, ZipWriter } from './zip.js';
+import { checkStoredCrc, dataStart, InflateSource, readMembers, ZipWriter } from './zip.js';
 
 /** Reads the members of `src`: see the module doc. */
 async function read(src: Source): Promise<Contents> {
@@ -22,7 +22,8 @@ async function read(src: Source): Promise<Contents> {
   for (const m of await readMembers(src, name)) {
     if (seen.has(m.name)) throw new NormalizeError(`${name}: two members named ${JSON.stringify(m.name)}`);
     seen.add(m.name);
-    const start = await dataStart(src, m, name);
+    const start = dataStart(m, name);
+    if (m.method === 0) await checkStoredCrc(src, m, name);
     const where = `${name}: member ${JSON.stringify(m.name)}`;
     // A deflated member is read twice from its start: its header, then its data.
     const open = (): { source: Source; base: number } => (m.method === 0 ? { source: src, base: start } : { source: new InflateSource(src, start, m, where), base: 0 });
