@@ -89,9 +89,19 @@ ${Object.values(SCALAR_FLAGS).join('\n')}
   --lock-stale S      with --out-dir: take over a lock from another machine whose heartbeat
                       stopped S seconds ago (default 60)
   --verbose           with --out-dir: a line per file on stderr
-  --quiet             print nothing but errors
+  --progress M        auto, tty, log or none: a live line on a terminal (tty); a line every
+                      --progress-interval seconds, for logs (log: files, bytes, percent,
+                      rate, ETA); auto (default): tty on a terminal, else log
+  --progress-interval S  seconds between log lines (default 10)
+  --quiet             print nothing but errors (--progress none)
   --json              print the summary as JSON
-  --help, --version`;
+  --help, --version
+
+Exit codes: 0 done; 1 a bad file or a failed run (the message names the file); 2 bad usage
+or a bad option value, found before anything is read or made; 75 another run holds the
+shard (with --lock-wait); 130, 143 or 129 stopped by SIGINT, SIGTERM or SIGHUP: temporary
+files are removed, and with --out-dir the outputs completed so far are kept and recorded
+(run the same command again to resume).`;
 
 /** The flag of scalar option `key` (see {@link SCALAR_FLAGS}). */
 const flagOf = (key: string): string => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
@@ -121,7 +131,7 @@ function oneOf<T extends string>(name: string, v: string | undefined, allowed: r
 /** The flags that take a value (a value may start with '-': `--eps -1e-3`, `--offset -1`). */
 const VALUED = [
   'dtype', 'out-dtype', 'quant-scale', 'weight-dtype', 'weight-tensor', 'tensor', 'casting-mode', 'weight', ...Object.keys(SCALAR_FLAGS).map(flagOf), 'dim', 'threads', 'rstd', 'format',
-  'out-dir', 'shard', 'lock-wait', 'lock-stale',
+  'out-dir', 'shard', 'lock-wait', 'lock-stale', 'progress', 'progress-interval',
 ];
 
 /**
@@ -197,6 +207,8 @@ const FLAGS = {
   'lock-wait': { type: 'string' },
   'lock-stale': { type: 'string' },
   verbose: { type: 'boolean' },
+  progress: { type: 'string' },
+  'progress-interval': { type: 'string' },
   'no-fsync': { type: 'boolean' },
   quiet: { type: 'boolean' },
   json: { type: 'boolean' },
@@ -224,7 +236,14 @@ export interface Command {
   quiet: boolean;
   json: boolean;
   verbose: boolean;
+  /** How progress is shown (auto settled by whether stderr is a terminal). */
+  progress: 'auto' | 'tty' | 'log' | 'none';
+  /** Seconds between progress lines in `log` mode. */
+  progressInterval: number;
 }
+
+/** The ways progress is shown: a live line on a terminal, a line at an interval for logs, none. */
+const PROGRESS_MODES: readonly Command['progress'][] = ['auto', 'tty', 'log', 'none'];
 
 /** Parses `argv` (a UsageError for anything wrong in it). */
 export function parseCommand(argv: readonly string[]): Command {
@@ -239,7 +258,10 @@ export function parseCommand(argv: readonly string[]): Command {
   const cmd: Command = {
     help: values.help === true, version: values.version === true, inputs: [], output: undefined, outDir: str('out-dir'),
     common: {}, file: {}, dataset: {}, quiet: values.quiet === true, json: values.json === true, verbose: values.verbose === true,
+    progress: oneOf('progress', values.progress as string | undefined, PROGRESS_MODES) ?? 'auto',
+    progressInterval: num('progress-interval', str('progress-interval')) ?? 10,
   };
+  if (!(cmd.progressInterval > 0)) throw new UsageError(`--progress-interval must be a number of seconds > 0, got ${JSON.stringify(str('progress-interval'))}`);
   if (cmd.help || cmd.version) return cmd;
   if (positionals[0] !== 'normalize') {
     throw new UsageError(positionals.length === 0 ? 'no command given' : `unknown command ${JSON.stringify(positionals[0])} (the command is normalize)`);

@@ -65,6 +65,11 @@ export function datasetProgressLine(p: DatasetProgress): string {
   return `${p.files}/${p.totalFiles} files  ${p.rows.toLocaleString('en-US')} rows  ${pace(p)}`;
 }
 
+/** A progress line for a log (not a terminal): its time, then what the live line says. */
+export function logLine(line: string, seconds: number): string {
+  return `rmsnorm-wasm: progress after ${duration(seconds)}: ${line.replace(/ {2,}/g, ', ')}`;
+}
+
 /** The one-line summary of a dataset run. */
 export function datasetSummaryLine(s: DatasetSummary, outDir: string): string {
   if (s.written === 0 && s.failed.length === 0) return `nothing to do: ${s.skipped} of ${count(s.files, 'file')} already done → ${outDir}`;

@@ -1,7 +1,7 @@
 /**
  * The `rmsnorm-wasm` command (bin.ts runs it): `rmsnorm-wasm normalize IN OUT [options]` (see {@link USAGE}),
  * a thin shell over {@link normalizeFile} and {@link normalizeDataset}: argument parsing, a
- * progress line on a terminal, the summary, warnings, exit codes, and signals. Exit codes: 0
+ * progress line (live on a terminal, at an interval in a log), the summary, warnings, exit codes, and signals. Exit codes: 0
  * done, 1 a bad file or failed run, 2 bad usage or a bad option value, 75 another run holds
  * the shard (with --lock-wait), 128 + the signal's number when stopped by SIGINT (130),
  * SIGTERM (143) or SIGHUP (129) — the temporary outputs are removed.
@@ -11,9 +11,11 @@ import { fstatSync, readFileSync, statSync } from 'node:fs';
 import { clearLine, cursorTo } from 'node:readline';
 import { constants } from 'node:os';
 import { normalizeFile } from './file.js';
-import { normalizeDataset } from './dataset/run.js';
+import { checkRun, normalizeDataset } from './dataset/run.js';
+import { checkFileOptions, FILE_KEYS } from './file-args.js';
+import { shown } from './paths.js';
 import { asFlags, parseCommand, SEE_HELP, USAGE, UsageError, type Command } from './cli-args.js';
-import { datasetProgressLine, datasetSummaryLine, jsonLine, progressLine, summaryLine } from './cli-text.js';
+import { datasetProgressLine, datasetSummaryLine, jsonLine, logLine, progressLine, summaryLine } from './cli-text.js';
 import type { NormalizeDatasetOptions } from './dataset/types.js';
 import type { NormalizeFileOptions } from './types.js';
 
@@ -36,12 +38,23 @@ const BUSY = 75;
 
 /** Runs a parsed command; `out` takes what goes to standard output (stderr when OUT is `-`). */
 async function run(cmd: Command, signal: AbortSignal, out: NodeJS.WriteStream): Promise<number> {
-  const tty = process.stderr.isTTY && !cmd.quiet && !cmd.json;
-  const live = (line: string): void => {
+  const mode = cmd.quiet ? 'none' : cmd.progress === 'auto' ? (cmd.json ? 'none' : process.stderr.isTTY ? 'tty' : 'log') : cmd.progress;
+  const tty = mode === 'tty' && process.stderr.isTTY === true;
+  let lastLog = performance.now();
+  const live = (line: string, seconds: number): void => {
+    if (mode === 'log') {
+      // A line at an interval: what a scheduler's log (kubectl logs, a Slurm output file) can follow.
+      if (performance.now() - lastLog < cmd.progressInterval * 1000) return;
+      lastLog = performance.now();
+      process.stderr.write(logLine(line, seconds) + '\n');
+      return;
+    }
+    if (!tty) return;
     cursorTo(process.stderr, 0);
     process.stderr.write(line);
     clearLine(process.stderr, 1);
   };
+  const showing = mode === 'log' || tty;
   const say = (line: string) => {
     if (tty) clearStatus();
     process.stderr.write(line);
@@ -49,7 +62,7 @@ async function run(cmd: Command, signal: AbortSignal, out: NodeJS.WriteStream): 
   if (cmd.outDir !== undefined) {
     const s = await normalizeDataset(cmd.inputs, cmd.outDir, {
       ...cmd.common, ...cmd.dataset, signal,
-      onProgress: tty ? (p) => live(datasetProgressLine(p)) : undefined,
+      onProgress: showing ? (p) => live(datasetProgressLine(p), p.seconds) : undefined,
       onWarning: cmd.quiet ? undefined : (m) => say(`rmsnorm-wasm: warning: ${asFlags(m)}\n`),
       onFile: cmd.verbose ? (e) => say(e.status === 'failed' ? `failed  ${asFlags(e.error.message)}\n` : `${e.status} ${e.record.output}\n`) : undefined,
     } as NormalizeDatasetOptions);
@@ -61,7 +74,7 @@ async function run(cmd: Command, signal: AbortSignal, out: NodeJS.WriteStream): 
   }
   const summary = await normalizeFile(cmd.inputs[0]!, cmd.output!, {
     ...cmd.common, ...cmd.file, signal,
-    onProgress: tty ? (p) => live(progressLine(p)) : undefined,
+    onProgress: showing ? (p) => live(progressLine(p), p.seconds) : undefined,
   } as NormalizeFileOptions);
   if (tty) clearStatus();
   if (cmd.json) out.write(jsonLine(summary) + '\n');
@@ -128,7 +141,16 @@ export async function main(argv: string[]): Promise<number> {
   let cmd: Command;
   try {
     cmd = parseCommand(argv);
+    // Every option checked once, before anything is read or made: a bad value is a usage error.
+    if (!cmd.help && !cmd.version) {
+      if (cmd.outDir !== undefined) checkRun(cmd.inputs, cmd.outDir, { ...cmd.common, ...cmd.dataset });
+      else checkFileOptions('normalizeFile', { ...cmd.common, ...cmd.file }, FILE_KEYS);
+    }
   } catch (e) {
+    if (e instanceof TypeError || e instanceof RangeError) {
+      process.stderr.write(`rmsnorm-wasm: ${asFlags((e as Error).message)} ${SEE_HELP}\n`);
+      return 2;
+    }
     process.stderr.write(`rmsnorm-wasm: ${(e as Error).message} ${SEE_HELP}\n`);
     return 2;
   }
@@ -166,12 +188,16 @@ export async function main(argv: string[]): Promise<number> {
       return 128 + constants.signals[stoppedBy];
     }
     const msg = (e as Error).message ?? String(e);
-    if (e instanceof UsageError || e instanceof TypeError || e instanceof RangeError) {
+    if (e instanceof UsageError) {
       process.stderr.write(`rmsnorm-wasm: ${asFlags(msg)} ${SEE_HELP}\n`);
       return 2;
     }
-    // Bad files and failed runs: a message, never a stack trace.
-    process.stderr.write(`rmsnorm-wasm: error: ${asFlags(msg)}\n`);
+    // Bad files and failed runs (the options were checked before the run: an argument error now
+    // is one a file's content made, such as a weight that does not fit its rows): a message
+    // naming the file, never a stack trace.
+    const fromFile = cmd.outDir === undefined && (e instanceof TypeError || e instanceof RangeError);
+    const named = fromFile ? `${shown(cmd.inputs[0]!)}: ${asFlags(msg)}` : asFlags(msg);
+    process.stderr.write(`rmsnorm-wasm: error: ${named}\n`);
     return (e as { code?: string }).code === 'EBUSY' ? BUSY : 1;
   } finally {
     for (const [sig, h] of handlers) process.off(sig, h);

@@ -336,7 +336,10 @@ class Follower {
   complete(pos: number, bytes: number): void {
     if (bytes === 0) return;
     this.ready.set(pos, bytes);
-    this.running = this.running.then(() => this.advance());
+    const next = this.running.then(() => this.advance());
+    // Its error is {@link finish}'s; a run stopped before that (its file closed under a read) must not end the process as an unhandled rejection.
+    next.catch(() => {});
+    this.running = next;
   }
 
   private async advance(): Promise<void> {

@@ -8,7 +8,8 @@
  */
 import { Transform, type TransformCallback } from 'node:stream';
 import { loadRmsNorm, type RmsNorm } from '../index.js';
-import { DTYPES, KERNEL_DTYPES, type Data } from '../dtypes.js';
+import { DTYPES, KERNEL_DTYPES, listed, type Data } from '../dtypes.js';
+import { describe } from '../check/arrays.js';
 import { checkForward } from '../check/calls.js';
 import { paramOptions, FILE_PARAM_KEYS } from '../check/params.js';
 import { options as checkOptions } from '../check/options.js';
@@ -106,6 +107,7 @@ export function createNormalizeStream(options: NormalizeStreamOptions): Transfor
   const weight = o.weight ?? null;
   // The sync API's checks (dtype and weightDtype among them), on no rows.
   const dtype = o.dtype ?? 'float32';
+  if (!KERNEL_DTYPES.includes(dtype)) throw new TypeError(`createNormalizeStream: options.dtype must be ${listed(KERNEL_DTYPES)}, got ${describe(dtype)}`);
   const given = { ...paramOptions(o as Record<string, unknown>), dtype };
   const a = checkForward('createNormalizeStream', new DTYPES[dtype].Array(0) as FloatArray, weight, given);
   return new NormalizeStream({ dim: a.dim, weight, dtype, params: { ...given, dim: a.dim, weightDtype: KERNEL_DTYPES[a.params.wdt]! } });

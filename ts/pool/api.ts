@@ -91,6 +91,9 @@ export function checkSignal(fn: string, o: unknown): AbortSignal | undefined {
   return s as AbortSignal;
 }
 
+/** The most workers a pool may have. */
+export const MAX_THREADS = 256;
+
 /**
  * createPool's options, checked (unknown keys and wrong types are TypeErrors): the thread
  * count and the threads build, each undefined when not given.
@@ -101,8 +104,8 @@ export function checkCreateOptions(options: unknown): { threads?: number; build?
   const b = o.build;
   if (t !== undefined) {
     if (typeof t !== 'number') throw new TypeError(`createPool: options.threads must be a number, got ${describe(t)}`);
-    if (!Number.isInteger(t) || t < 1 || t > 256) {
-      throw new RangeError(`createPool: options.threads must be an integer from 1 to 256, got ${t}`);
+    if (!Number.isInteger(t) || t < 1 || t > MAX_THREADS) {
+      throw new RangeError(`createPool: options.threads must be an integer from 1 to ${MAX_THREADS}, got ${t}`);
     }
   }
   if (b !== undefined) {
