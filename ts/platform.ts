@@ -3,6 +3,7 @@
  * are allocated here.
  * @module
  */
+import { cpuQuota } from './cpu-quota.js';
 import { BY_CODE, type Placed } from './dtypes.js';
 
 /** True under Node.js (worker_threads, fs), false in browsers and Web Workers. */
@@ -87,11 +88,20 @@ export function relaxedSimdSupported(): boolean {
   return validates(RELAXED_SIMD_PROBE);
 }
 
-/** Logical cores: `os.availableParallelism()` in Node, `navigator.hardwareConcurrency` elsewhere. */
+/**
+ * The cores this process was granted: in Node, `os.availableParallelism()` (the CPU affinity)
+ * bounded by a CPU quota — cgroup v2 `cpu.max` or v1 `cpu.cfs_quota_us` of this process's
+ * cgroup and those above it (a Kubernetes `limits.cpu`, Docker's `--cpus`), rounded up — and by
+ * Slurm's `SLURM_CPUS_PER_TASK`; `navigator.hardwareConcurrency` elsewhere.
+ */
 export async function coreCount(): Promise<number> {
   if (isNode) {
     const os = await import(/* @vite-ignore */ 'node:os');
-    return typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length;
+    const fs = await import(/* @vite-ignore */ 'node:fs');
+    const cores = typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length;
+    const slurm = Number(process.env.SLURM_CPUS_PER_TASK);
+    const granted = Math.min(cores, cpuQuota((f) => fs.readFileSync(f, 'latin1')), Number.isInteger(slurm) && slurm > 0 ? slurm : Infinity);
+    return Math.max(1, granted);
   }
   const n = (globalThis as { navigator?: { hardwareConcurrency?: number } }).navigator?.hardwareConcurrency;
   return typeof n === 'number' && n > 0 ? n : 1;
