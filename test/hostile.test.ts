@@ -1,0 +1,523 @@
+/**
+ * The batch tool against files and folders an attacker (or a messy shared cluster) hands it,
+ * with real files, real links, real processes and signals. Each case asserts what must hold:
+ * the trees outside the given folders byte-identical before and after (hashed), the exit code
+ * and the file named, no abort (exit 134), no hang (a time cap), memory under a cap. A
+ * generator of damaged headers (`.npy`, `.npz`, safetensors) adds cases of its own through the
+ * API in this process: whatever the bytes, a call resolves or rejects with a NormalizeError,
+ * TypeError or RangeError, never anything else, and never kills the process.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import {
+  closeSync, existsSync, ftruncateSync, lstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { crc32, deflateRawSync } from 'node:zlib';
+import fc from 'fast-check';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createNormalizeStream, normalizeDataset, normalizeFile, NormalizeError, npyHeader } from '../dist/node/index.js';
+import { cpuQuota } from '../ts/cpu-quota.js';
+
+const BIN = new URL('../bundle/node/bin.js', import.meta.url).pathname;
+const root = mkdtempSync(join(tmpdir(), 'rmsnorm-hostile-'));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+let n = 0;
+/** A new empty folder for one case. */
+function caseDir(): string {
+  const d = join(root, `c${n++}`);
+  mkdirSync(d);
+  return d;
+}
+
+/** A float32 `.npy` of `rows` × `dim`. */
+function npy(rows: number, dim: number): Buffer {
+  const x = new Float32Array(rows * dim).map((_, k) => Math.sin(k * 0.37) + 0.25);
+  return Buffer.concat([npyHeader([rows, dim]), Buffer.from(x.buffer)]);
+}
+
+/** Every path under `dir` (links as links, not followed) with a hash of what it is. */
+function treeHash(dir: string): string {
+  const h = createHash('sha256');
+  const visit = (d: string): void => {
+    for (const name of readdirSync(d).sort()) {
+      const p = join(d, name);
+      const st = lstatSync(p);
+      h.update(`${p}\0${st.mode}\0`);
+      if (st.isSymbolicLink()) h.update('link');
+      else if (st.isDirectory()) visit(p);
+      else if (st.isFile()) h.update(readFileSync(p));
+    }
+  };
+  visit(dir);
+  return h.digest('hex');
+}
+
+interface Ran {
+  code: number | null;
+  signal: string | null;
+  stderr: string;
+  stdout: string;
+  ms: number;
+}
+
+/** Runs the command to its end (killed past `timeoutMs`: a hang fails the case). */
+function cli(args: string[], o: { cwd?: string; input?: Buffer; timeoutMs?: number; env?: NodeJS.ProcessEnv } = {}): Ran {
+  const t0 = Date.now();
+  const r = spawnSync(process.execPath, ['--max-old-space-size=512', BIN, ...args], {
+    cwd: o.cwd, input: o.input, encoding: 'utf8', timeout: o.timeoutMs ?? 60_000, killSignal: 'SIGKILL', env: { ...process.env, ...o.env },
+  });
+  return { code: r.status, signal: r.signal, stderr: r.stderr, stdout: r.stdout, ms: Date.now() - t0 };
+}
+
+/** A run that ended by itself, with `code`, in a message naming `named`. */
+function expectExit(r: Ran, code: number, named?: string | RegExp): void {
+  expect(r.signal, `not killed (a hang or a crash): ${r.stderr}`).toBe(null);
+  expect(r.code, r.stderr).toBe(code);
+  if (named !== undefined) expect(r.stderr).toMatch(named);
+  expect(r.stderr).not.toMatch(/Assertion failed|FATAL|at \w+ \(|node:internal/);
+}
+
+// ---- crafted containers ----
+
+interface Member {
+  name: string;
+  data: Buffer;
+  deflate?: boolean;
+  /** Overrides of the central directory entry. */
+  cdName?: string;
+  crc?: number;
+}
+
+/** A zip of `members` (local headers, data, central directory), with what a case overrides. */
+function zip(members: Member[], o: { extraEntries?: (local: number, m: Member, crc: number, size: number) => Buffer[] } = {}): Buffer {
+  const parts: Buffer[] = [];
+  const cd: Buffer[] = [];
+  let at = 0;
+  for (const m of members) {
+    const body = m.deflate ? deflateRawSync(m.data) : m.data;
+    const crc = m.crc ?? crc32(m.data);
+    const name = Buffer.from(m.name);
+    const h = Buffer.alloc(30);
+    h.writeUInt32LE(0x04034b50, 0);
+    h.writeUInt16LE(20, 4);
+    h.writeUInt16LE(m.deflate ? 8 : 0, 8);
+    h.writeUInt32LE(crc >>> 0, 14);
+    h.writeUInt32LE(body.length, 18);
+    h.writeUInt32LE(m.data.length, 22);
+    h.writeUInt16LE(name.length, 26);
+    const local = at;
+    parts.push(h, name, body);
+    at += 30 + name.length + body.length;
+    const entry = (cdName: Buffer) => {
+      const c = Buffer.alloc(46);
+      c.writeUInt32LE(0x02014b50, 0);
+      c.writeUInt16LE(20, 4);
+      c.writeUInt16LE(20, 6);
+      c.writeUInt16LE(m.deflate ? 8 : 0, 10);
+      c.writeUInt32LE(crc >>> 0, 16);
+      c.writeUInt32LE(body.length, 20);
+      c.writeUInt32LE(m.data.length, 24);
+      c.writeUInt16LE(cdName.length, 28);
+      c.writeUInt32LE(local, 42);
+      return Buffer.concat([c, cdName]);
+    };
+    cd.push(entry(Buffer.from(m.cdName ?? m.name)));
+    for (const e of o.extraEntries?.(local, m, crc, body.length) ?? []) cd.push(e);
+  }
+  const dir = Buffer.concat(cd);
+  const end = Buffer.alloc(22);
+  end.writeUInt32LE(0x06054b50, 0);
+  end.writeUInt16LE(cd.length, 8);
+  end.writeUInt16LE(cd.length, 10);
+  end.writeUInt32LE(dir.length, 12);
+  end.writeUInt32LE(at, 16);
+  return Buffer.concat([...parts, dir, end]);
+}
+
+/** A safetensors file of one float32 tensor with the header text `json` may rewrite. */
+function safetensors(rows: number, dim: number, edit: (json: string) => string = (j) => j): Buffer {
+  const data = npy(rows, dim).subarray(npyHeader([rows, dim]).length);
+  const json = edit(JSON.stringify({ x: { dtype: 'F32', shape: [rows, dim], data_offsets: [0, data.length] } }));
+  const text = Buffer.from(json.padEnd(Math.ceil(json.length / 8) * 8, ' '));
+  const len = Buffer.alloc(8);
+  len.writeBigUInt64LE(BigInt(text.length));
+  return Buffer.concat([len, text, data]);
+}
+
+describe('nothing outside the given folders is written or read', () => {
+  it('links planted in the output directory are refused, never written through (outputs, subfolders, manifest, lock)', () => {
+    const d = caseDir();
+    mkdirSync(join(d, 'clean/sub'), { recursive: true });
+    writeFileSync(join(d, 'clean/a.npy'), npy(4, 8));
+    writeFileSync(join(d, 'clean/sub/c.npy'), npy(4, 8));
+    mkdirSync(join(d, 'outside/vdir'), { recursive: true });
+    writeFileSync(join(d, 'outside/victim'), 'precious');
+    writeFileSync(join(d, 'outside/vm'), 'manifest victim');
+    mkdirSync(join(d, 'P'));
+    symlinkSync('../outside/victim', join(d, 'P/a.npy'));
+    symlinkSync('../outside/vdir', join(d, 'P/sub'));
+    const before = treeHash(join(d, 'outside'));
+    const r = cli(['normalize', 'clean', '--out-dir', 'P', '--keep-going'], { cwd: d });
+    expectExit(r, 1, /P\/a\.npy.*symbolic link/);
+    expect(r.stderr).toMatch(/P\/sub.*symbolic link/);
+    expect(treeHash(join(d, 'outside'))).toBe(before);
+    // The manifest and the lock as links: refused before any output is written.
+    for (const [name, rm] of [['manifest.jsonl', true], ['rmsnorm.lock', true]] as const) {
+      const q = join(d, `Q-${name}`);
+      mkdirSync(q);
+      symlinkSync('../outside/vm', join(q, name));
+      const r2 = cli(['normalize', 'clean', '--out-dir', `Q-${name}`], { cwd: d, timeoutMs: 20_000 });
+      expectExit(r2, 1, new RegExp(`${name.replace('.', '\\.')}.*symbolic link`));
+      expect(treeHash(join(d, 'outside'))).toBe(before);
+      expect(existsSync(join(q, 'a.npy'))).toBe(!rm);
+    }
+  });
+
+  it('the API refuses the same links (normalizeDataset)', async () => {
+    const d = caseDir();
+    mkdirSync(join(d, 'in'));
+    writeFileSync(join(d, 'in/a.npy'), npy(2, 8));
+    writeFileSync(join(d, 'victim'), 'x');
+    mkdirSync(join(d, 'out'));
+    symlinkSync('../victim', join(d, 'out/a.npy'));
+    const s = await normalizeDataset(join(d, 'in'), join(d, 'out'), { keepGoing: true, threads: 1 });
+    expect(s.failed.map((f) => f.error).join()).toMatch(/symbolic link/);
+    expect(readFileSync(join(d, 'victim'), 'utf8')).toBe('x');
+  });
+
+  it('a FIFO or a device where an output goes is refused, not written through (no hang)', () => {
+    const d = caseDir();
+    mkdirSync(join(d, 'in'));
+    writeFileSync(join(d, 'in/a.npy'), npy(2, 8));
+    mkdirSync(join(d, 'out'));
+    expect(spawnSync('mkfifo', [join(d, 'out/a.npy')]).status).toBe(0);
+    const r = cli(['normalize', 'in', '--out-dir', 'out'], { cwd: d, timeoutMs: 20_000 });
+    expectExit(r, 1, /a\.npy.*FIFO/);
+  });
+
+  it('a link to a directory out of the input tree is skipped, with a warning naming it; file links are followed', () => {
+    const d = caseDir();
+    mkdirSync(join(d, 'top/in/real'), { recursive: true });
+    writeFileSync(join(d, 'top/secret.npy'), npy(2, 8));
+    writeFileSync(join(d, 'top/in/real/a.npy'), npy(2, 8));
+    symlinkSync('..', join(d, 'top/in/up'));
+    symlinkSync('/', join(d, 'top/in/rootdir'));
+    symlinkSync('real', join(d, 'top/in/inside'));
+    symlinkSync('../secret.npy', join(d, 'top/in/blob.npy')); // a file link: followed (a Hugging Face cache)
+    const r = cli(['normalize', 'top/in', '--out-dir', 'o'], { cwd: d });
+    expectExit(r, 0, /up.*outside/);
+    expect(r.stderr).toMatch(/rootdir.*outside/);
+    expect(existsSync(join(d, 'o/up'))).toBe(false);
+    expect(existsSync(join(d, 'o/rootdir'))).toBe(false);
+    expect(existsSync(join(d, 'o/inside/a.npy')) || existsSync(join(d, 'o/real/a.npy'))).toBe(true);
+    expect(existsSync(join(d, 'o/blob.npy'))).toBe(true);
+  });
+});
+
+describe('sizes read from a file are checked before use: no abort, no unbounded memory', () => {
+  it('an .npy v2 header length in [2^31, 2^32) is a data error (exit 1), not an abort', () => {
+    const d = caseDir();
+    const b = Buffer.concat([Buffer.from([0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59, 2, 0]), Buffer.alloc(4), Buffer.alloc(8000, 0x20)]);
+    b.writeUInt32LE(3 << 30 >>> 0, 8);
+    writeFileSync(join(d, 'x.npy'), b);
+    expectExit(cli(['normalize', 'x.npy', 'y.npy'], { cwd: d }), 1, /x\.npy.*header/);
+    expect(existsSync(join(d, 'y.npy'))).toBe(false);
+    // The same file in a dataset run with --keep-going: the run ends, no temporary or lock left.
+    mkdirSync(join(d, 'data'));
+    writeFileSync(join(d, 'data/x.npy'), b);
+    writeFileSync(join(d, 'data/ok.npy'), npy(2, 8));
+    expectExit(cli(['normalize', 'data', '--out-dir', 'o', '--keep-going'], { cwd: d }), 1, /x\.npy/);
+    expect(readdirSync(join(d, 'o')).sort()).toEqual(['manifest.jsonl', 'ok.npy']);
+  });
+
+  it('the same header on standard input is refused at its length, not buffered', () => {
+    const d = caseDir();
+    const b = Buffer.concat([Buffer.from([0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59, 2, 0]), Buffer.alloc(4), Buffer.alloc(1 << 20, 0x20)]);
+    b.writeUInt32LE(1 << 30, 8);
+    expectExit(cli(['normalize', '-', 'y.npy'], { cwd: d, input: b }), 1, /header of \d+ bytes/);
+  });
+
+  it('a ZIP64 directory size, a stored member size and a --weight length past 2^31 are data errors', () => {
+    const d = caseDir();
+    // ZIP64 end record claiming a 3 GiB central directory.
+    const z = zip([{ name: 'x.npy', data: npy(2, 8) }]);
+    const eocd = z.subarray(z.length - 22);
+    const z64 = Buffer.alloc(56 + 20);
+    z64.writeUInt32LE(0x06064b50, 0);
+    z64.writeBigUInt64LE(44n, 4);
+    z64.writeBigUInt64LE(1n, 24);
+    z64.writeBigUInt64LE(1n, 32);
+    z64.writeBigUInt64LE(3n << 30n, 40);
+    z64.writeBigUInt64LE(BigInt(eocd.readUInt32LE(16)), 48);
+    z64.writeUInt32LE(0x07064b50, 56);
+    z64.writeBigUInt64LE(BigInt(z.length - 22), 64);
+    z64.writeUInt32LE(1, 72);
+    const e2 = Buffer.from(eocd);
+    e2.writeUInt32LE(0xffffffff, 12);
+    writeFileSync(join(d, 'a.npz'), Buffer.concat([z.subarray(0, z.length - 22), z64, e2]));
+    expectExit(cli(['normalize', 'a.npz', 'b.npz'], { cwd: d }), 1, /a\.npz.*(damaged|central directory)/);
+    // A stored member said to be 3 GiB.
+    const s = zip([{ name: 'x.npy', data: npy(2, 8) }]);
+    const cdAt = s.readUInt32LE(s.length - 22 + 16);
+    s.writeUInt32LE(3 << 30 >>> 0, cdAt + 20);
+    s.writeUInt32LE(3 << 30 >>> 0, cdAt + 24);
+    writeFileSync(join(d, 'c.npz'), s);
+    expectExit(cli(['normalize', 'c.npz', 'b.npz'], { cwd: d }), 1, /c\.npz.*damaged/);
+    // A raw weight of 3 GiB (a sparse file).
+    writeFileSync(join(d, 'x.npy'), npy(2, 8));
+    const fd = openSync(join(d, 'w.bin'), 'w');
+    ftruncateSync(fd, 3 * 2 ** 30);
+    closeSync(fd);
+    expectExit(cli(['normalize', 'x.npy', 'y.npy', '--weight', 'w.bin'], { cwd: d }), 1, /w\.bin.*at most/);
+  });
+
+  it('safetensors: integer offsets and shapes only, the header cap, the header against the file', () => {
+    const d = caseDir();
+    writeFileSync(join(d, 'f.safetensors'), safetensors(2, 8, (j) => j.replace(/"data_offsets":\[0,(\d+)\]/, '"data_offsets":[0.0,$1.0]')));
+    expectExit(cli(['normalize', 'f.safetensors', 'o.safetensors'], { cwd: d }), 1, /f\.safetensors.*integers/);
+    const big = Buffer.concat([Buffer.alloc(8), Buffer.from('{"x": {"dtype": "F32"}}')]);
+    big.writeBigUInt64LE(200_000_000n);
+    writeFileSync(join(d, 'h.safetensors'), big);
+    expectExit(cli(['normalize', 'h.safetensors', 'o.safetensors'], { cwd: d }), 1, /h\.safetensors.*at most/);
+  });
+
+  it('zip: overlapping members, a name the local header contradicts, and a bad CRC-32 (stored and deflated) are refused', () => {
+    const d = caseDir();
+    const data = npy(64, 256); // 64 KiB: well past a deflate block
+    // 2,000 directory entries over one member's data.
+    const bomb = zip([{ name: 'x.npy', data }], {
+      extraEntries: (local, m, crc, size) =>
+        Array.from({ length: 2000 }, (_, i) => {
+          const name = Buffer.from(`y${i}.npy`);
+          const c = Buffer.alloc(46);
+          c.writeUInt32LE(0x02014b50, 0);
+          c.writeUInt32LE(crc >>> 0, 16);
+          c.writeUInt32LE(size, 20);
+          c.writeUInt32LE(m.data.length, 24);
+          c.writeUInt16LE(name.length, 28);
+          c.writeUInt32LE(local, 42);
+          return Buffer.concat([c, name]);
+        }),
+    });
+    writeFileSync(join(d, 'bomb.npz'), bomb);
+    const r = cli(['normalize', 'bomb.npz', 'o.npz'], { cwd: d });
+    expectExit(r, 1, /bomb\.npz.*overlaps/);
+    expect(existsSync(join(d, 'o.npz'))).toBe(false);
+    writeFileSync(join(d, 'name.npz'), zip([{ name: 'x.npy', data, cdName: 'z.npy' }]));
+    expectExit(cli(['normalize', 'name.npz', 'o.npz'], { cwd: d }), 1, /name\.npz.*local header/);
+    for (const deflate of [false, true]) {
+      const bad = Buffer.from(data);
+      bad[bad.length - 100] = bad[bad.length - 100]! ^ 1; // past the first 4 KB
+      writeFileSync(join(d, 'crc.npz'), zip([{ name: 'x.npy', data: bad, deflate, crc: crc32(data) }]));
+      expectExit(cli(['normalize', 'crc.npz', 'o.npz'], { cwd: d }), 1, /crc\.npz.*CRC-32/);
+      expect(existsSync(join(d, 'o.npz'))).toBe(false);
+    }
+  });
+
+  it('short and absurd .npy headers are named for what they are', () => {
+    const d = caseDir();
+    writeFileSync(join(d, 's.npy'), Buffer.from([0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59, 1, 0, 0]));
+    expectExit(cli(['normalize', 's.npy', 'o.npy'], { cwd: d }), 1, /s\.npy.*truncated/);
+    const dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (18446744073709551616, 0, 16), }";
+    const h = Buffer.alloc(128, 0x20);
+    Buffer.from([0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59, 1, 0]).copy(h);
+    h.writeUInt16LE(118, 8);
+    Buffer.from(dict).copy(h, 10);
+    h[127] = 0x0a;
+    writeFileSync(join(d, 'z.npy'), h);
+    const r = cli(['normalize', 'z.npy', 'o.npy'], { cwd: d });
+    expectExit(r, 1, /z\.npy/);
+    expect(r.stderr).not.toMatch(/too large \(0 bytes\)/);
+  });
+});
+
+describe('rows of any size go through every mode', () => {
+  it('a dataset of rows of 4 MiB, and of 16 MiB, finishes (it hung)', () => {
+    const d = caseDir();
+    mkdirSync(join(d, 'a'));
+    writeFileSync(join(d, 'a/x.npy'), npy(9, 1 << 20));
+    mkdirSync(join(d, 'b'));
+    writeFileSync(join(d, 'b/x.npy'), npy(1, 4_200_000));
+    writeFileSync(join(d, 'b/y.npy'), npy(1, 4_200_000));
+    for (const dir of ['a', 'b']) {
+      const r = cli(['normalize', dir, '--out-dir', `o${dir}`], { cwd: d, timeoutMs: 60_000 });
+      expectExit(r, 0);
+    }
+    expect(readFileSync(join(d, 'ob/x.npy')).equals(readFileSync(join(d, 'ob/y.npy')))).toBe(true);
+  });
+});
+
+describe('options are checked once, before anything is made', () => {
+  it.each([
+    [['--eps', '-1'], /--eps/],
+    [['--partial', '2'], /--partial/],
+    [['--threads', '0'], /--threads/],
+    [['--quant-scale', '2'], /--quant-scale|--out-dtype/],
+  ])('%j: exit 2, one message in the command\'s words, no folder', (flags, re) => {
+    const d = caseDir();
+    mkdirSync(join(d, 'data'));
+    for (const f of ['a', 'b', 'c']) writeFileSync(join(d, `data/${f}.npy`), npy(2, 8));
+    const r = cli(['normalize', 'data', '--out-dir', 'o', '--keep-going', ...flags], { cwd: d });
+    expectExit(r, 2, re);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).not.toMatch(/normalize(File|Dataset)|options\./);
+    expect(existsSync(join(d, 'o'))).toBe(false);
+  });
+
+  it('a file-dependent mistake is a data error naming the file (exit 1)', () => {
+    const d = caseDir();
+    writeFileSync(join(d, 'x.npy'), npy(2, 8));
+    writeFileSync(join(d, 'w.npy'), npy(1, 4));
+    expectExit(cli(['normalize', 'x.npy', 'y.npy', '--weight', 'w.npy'], { cwd: d }), 1, /x\.npy/);
+  });
+
+  it('createNormalizeStream with a bad dtype is a TypeError naming it', () => {
+    expect(() => createNormalizeStream({ dim: 4, dtype: 'x' as never })).toThrow(TypeError);
+    expect(() => createNormalizeStream({ dim: 4, dtype: 'x' as never })).toThrow(/dtype/);
+  });
+});
+
+describe('a stop is a stop', () => {
+  it('SIGTERM during a --checksum dataset run: exit 143, no temporary, no lock', async () => {
+    const d = caseDir();
+    mkdirSync(join(d, 'data'));
+    for (let i = 0; i < 40; i++) writeFileSync(join(d, `data/f${i}.npy`), npy(1024, 1024));
+    const p = spawn(process.execPath, [BIN, 'normalize', 'data', '--out-dir', 'o', '--checksum', '--threads', '1'], { cwd: d, stdio: ['ignore', 'pipe', 'pipe'] });
+    let err = '';
+    p.stderr.on('data', (b: Buffer) => (err += b));
+    const done = new Promise<{ code: number | null; signal: string | null }>((ok) => p.on('exit', (code, signal) => ok({ code, signal })));
+    // Stopped once outputs are being written.
+    const t0 = Date.now();
+    while (!(existsSync(join(d, 'o')) && readdirSync(join(d, 'o')).some((f) => f.includes('.tmp-'))) && Date.now() - t0 < 30_000) await new Promise((r) => setTimeout(r, 2));
+    const tStop = Date.now();
+    p.kill('SIGTERM');
+    const r = await done;
+    expect(r.code, err).toBe(143);
+    expect(Date.now() - tStop).toBeLessThan(5_000);
+    expect(err).toMatch(/stopped by SIGTERM/);
+    expect(err).not.toMatch(/EBADF|Error:/);
+    expect(readdirSync(join(d, 'o')).filter((f) => f.includes('.tmp-') || f.endsWith('.lock'))).toEqual([]);
+  }, 60_000);
+});
+
+describe('logs and threads for schedulers', () => {
+  it('without a terminal, a progress line at an interval (files, bytes, rate, ETA); --progress none prints none', () => {
+    const d = caseDir();
+    mkdirSync(join(d, 'data'));
+    for (let i = 0; i < 12; i++) writeFileSync(join(d, `data/f${i}.npy`), npy(256, 1024));
+    const r = cli(['normalize', 'data', '--out-dir', 'o', '--progress-interval', '0.001', '--threads', '1'], { cwd: d });
+    expectExit(r, 0);
+    const lines = r.stderr.split('\n').filter((l) => l.startsWith('rmsnorm-wasm: progress'));
+    expect(lines.length).toBeGreaterThan(0);
+    expect(lines.at(-1)).toMatch(/progress after .*: \d+\/12 files, .* rows, [\d.]+%, .*B\/s, ETA \d+ s$/);
+    const q = cli(['normalize', 'data', '--out-dir', 'o2', '--progress', 'none', '--progress-interval', '0.001'], { cwd: d });
+    expect(q.stderr).toBe('');
+    expectExit(cli(['normalize', 'data', '--out-dir', 'o3', '--progress', 'sometimes'], { cwd: d }), 2, /--progress must be/);
+  });
+
+  it('--help lists the exit codes and the signals', () => {
+    const h = cli(['--help']);
+    expect(h.stdout).toMatch(/Exit codes: 0 done; 1 .*; 2 .*; 75 .*; 130, 143 or 129 stopped by SIGINT, SIGTERM or SIGHUP/s);
+  });
+
+  it('the default thread count follows a cgroup CPU quota (v2 and v1) and SLURM_CPUS_PER_TASK', () => {
+    const files = (m: Record<string, string>) => (p: string) => {
+      if (p in m) return m[p]!;
+      throw new Error('ENOENT');
+    };
+    expect(cpuQuota(files({ '/proc/self/cgroup': '0::/\n', '/sys/fs/cgroup/cpu.max': '50000 100000\n' }))).toBe(1);
+    expect(cpuQuota(files({ '/proc/self/cgroup': '0::/kubepods/pod1/c1\n', '/sys/fs/cgroup/kubepods/pod1/cpu.max': '400000 100000', '/sys/fs/cgroup/kubepods/pod1/c1/cpu.max': 'max 100000' }))).toBe(4);
+    expect(cpuQuota(files({ '/proc/self/cgroup': '4:cpu,cpuacct:/docker/abc\n', '/sys/fs/cgroup/cpu/docker/abc/cpu.cfs_quota_us': '150000', '/sys/fs/cgroup/cpu/docker/abc/cpu.cfs_period_us': '100000' }))).toBe(2);
+    expect(cpuQuota(files({ '/proc/self/cgroup': '0::/\n', '/sys/fs/cgroup/cpu.max': 'max 100000' }))).toBe(Infinity);
+    expect(cpuQuota(files({}))).toBe(Infinity);
+    // Through the command: SLURM_CPUS_PER_TASK=1 gives one thread.
+    const d = caseDir();
+    writeFileSync(join(d, 'x.npy'), npy(8192, 1024)); // 32 MiB: a pool is started
+    const r = cli(['normalize', 'x.npy', 'y.npy', '--json'], { cwd: d, env: { SLURM_CPUS_PER_TASK: '1' } });
+    expectExit(r, 0);
+    expect(JSON.parse(r.stdout).threads).toBe(1);
+  });
+
+  it('a retried pod on the same node (same boot, another PID namespace) takes a dead lock over within a few heartbeats, saying why', () => {
+    const d = caseDir();
+    mkdirSync(join(d, 'data'));
+    writeFileSync(join(d, 'data/a.npy'), npy(2, 8));
+    mkdirSync(join(d, 'o'));
+    const boot = readFileSync('/proc/sys/kernel/random/boot_id', 'latin1').trim();
+    const owner = {
+      pid: 1, host: 'pod-0-abcde', machine: `${boot}/pid:[1]`, started: 5, nonce: 'deadbeef', shard: '0/1', since: '2026-01-01T00:00:00.000Z', beat: 3, boot, beatAt: Date.now() - 60_000,
+    };
+    writeFileSync(join(d, 'o/rmsnorm.lock'), JSON.stringify(owner).padEnd(1023, ' ') + '\n');
+    const r = cli(['normalize', 'data', '--out-dir', 'o'], { cwd: d, timeoutMs: 30_000 });
+    expectExit(r, 0, /took over the lock of process 1 on pod-0-abcde .*presumed dead: its heartbeat stopped/);
+    expect(r.ms).toBeLessThan(20_000);
+  });
+});
+
+describe('a generator of damaged headers', () => {
+  const d = mkdtempSync(join(root, 'gen-'));
+  /** Runs normalizeFile on `bytes`: it resolves, or rejects with one of the documented errors. */
+  async function survives(bytes: Uint8Array, name: string): Promise<void> {
+    const input = join(d, name);
+    writeFileSync(input, bytes);
+    try {
+      await normalizeFile(input, join(d, `out-${name}`), { threads: 1 });
+    } catch (e) {
+      if (!(e instanceof NormalizeError || e instanceof TypeError || e instanceof RangeError)) throw e;
+      expect((e as Error).message.length).toBeGreaterThan(0);
+    }
+  }
+  /** `base` with bytes at random positions of its first `within` set to random values. */
+  const mutated = (base: Buffer, within: number) =>
+    fc.array(fc.tuple(fc.nat({ max: within - 1 }), fc.integer({ min: 0, max: 255 })), { minLength: 1, maxLength: 6 }).map((edits) => {
+      const b = Buffer.from(base);
+      for (const [i, v] of edits) b[i] = v;
+      return b;
+    });
+
+  it('.npy headers: 150 mutations of the prefix and the dict', async () => {
+    const base = npy(3, 16);
+    await fc.assert(fc.asyncProperty(mutated(base, 128), (b) => survives(b, 'g.npy')), { numRuns: 150, seed: 7 });
+  }, 60_000);
+
+  it('.npz directories and local headers: 150 mutations', async () => {
+    const base = zip([{ name: 'a.npy', data: npy(3, 16) }, { name: 'b.npy', data: npy(2, 16), deflate: true }]);
+    const cdAt = base.readUInt32LE(base.length - 22 + 16);
+    // Mutations in the central directory, the end record, and the first local header.
+    const inTail = fc.array(fc.tuple(fc.nat({ max: base.length - cdAt - 1 }), fc.integer({ min: 0, max: 255 })), { minLength: 1, maxLength: 6 }).map((edits) => {
+      const b = Buffer.from(base);
+      for (const [i, v] of edits) b[cdAt + i] = v;
+      return b;
+    });
+    await fc.assert(fc.asyncProperty(fc.oneof(inTail, mutated(base, 40)), (b) => survives(b, 'g.npz')), { numRuns: 150, seed: 11 });
+  }, 60_000);
+
+  it('safetensors headers: 150 mutations of the length and the JSON', async () => {
+    const base = safetensors(3, 16);
+    await fc.assert(fc.asyncProperty(mutated(base, 8 + 80), (b) => survives(b, 'g.safetensors')), { numRuns: 150, seed: 13 });
+  }, 60_000);
+
+  it('safetensors headers with JSON values swapped for odd ones: 100 cases', async () => {
+    const odd = fc.constantFrom('-1', '1e300', '0.5', '"8"', 'null', '[]', '{}', '9007199254740993', '4294967296', '2147483648', '[1,2,3]');
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom('shape0', 'shape1', 'off0', 'off1', 'dtype'), odd, async (slot, v) => {
+        const b = safetensors(3, 16, (j) => {
+          const o = JSON.parse(j) as { x: { dtype: unknown; shape: unknown[]; data_offsets: unknown[] } };
+          const x = o.x;
+          const val = JSON.parse(v) as unknown;
+          if (slot === 'shape0') x.shape[0] = val;
+          if (slot === 'shape1') x.shape[1] = val;
+          if (slot === 'off0') x.data_offsets[0] = val;
+          if (slot === 'off1') x.data_offsets[1] = val;
+          if (slot === 'dtype') x.dtype = val;
+          return JSON.stringify(o);
+        });
+        await survives(b, 'v.safetensors');
+      }),
+      { numRuns: 100, seed: 17 },
+    );
+  }, 60_000);
+});
