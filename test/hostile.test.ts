@@ -330,7 +330,7 @@ describe('sizes read from a file are checked before use: no abort, no unbounded 
     writeFileSync(join(d, 'z.npy'), h);
     const r = cli(['normalize', 'z.npy', 'o.npy'], { cwd: d });
     expectExit(r, 1, /z\.npy/);
-    expect(r.stderr).not.toMatch(/too large \(0 bytes\)/);
+    expect(r.stderr).toMatch(/an axis of 18446744073709551616, more than an array can have/);
   });
 });
 
@@ -348,6 +348,36 @@ describe('rows of any size go through every mode', () => {
     }
     expect(readFileSync(join(d, 'ob/x.npy')).equals(readFileSync(join(d, 'ob/y.npy')))).toBe(true);
   });
+
+  it('the longest row taken (256 MiB, a sparse file) goes through one file, a dataset, a pipe and the API; one longer is refused by name', async () => {
+    const d = caseDir();
+    mkdirSync(join(d, 'in'));
+    const dim = 2 ** 26;
+    const head = npyHeader([1, dim]);
+    const make = (path: string, n: number) => {
+      writeFileSync(path, npyHeader([1, n]));
+      const fd = openSync(path, 'r+');
+      ftruncateSync(fd, npyHeader([1, n]).length + n * 4);
+      closeSync(fd);
+    };
+    make(join(d, 'in/big.npy'), dim);
+    expectExit(cli(['normalize', 'in/big.npy', 'one.npy'], { cwd: d }), 0);
+    expectExit(cli(['normalize', 'in', '--out-dir', 'o'], { cwd: d }), 0);
+    expectExit(cli(['normalize', '-', 'piped.npy'], { cwd: d, input: readFileSync(join(d, 'in/big.npy')) }), 0);
+    const s = await normalizeFile(join(d, 'in/big.npy'), join(d, 'api.npy'), { threads: 2 });
+    expect(s.rows).toBe(1);
+    // Zeros in, zeros out (eps keeps rstd finite): every output is the header and zeros.
+    for (const f of ['one.npy', 'o/big.npy', 'piped.npy', 'api.npy']) {
+      const b = readFileSync(join(d, f));
+      expect(b.length, f).toBe(head.length + dim * 4);
+      expect(b.subarray(head.length).every((v) => v === 0), f).toBe(true);
+      rmSync(join(d, f));
+    }
+    make(join(d, 'longer.npy'), dim * 2);
+    const r = cli(['normalize', 'longer.npy', 'x.npy'], { cwd: d });
+    expectExit(r, 1, /longer\.npy: its rows have 134217728 elements .* at most 268435456 bytes/);
+    expect(r.stderr).not.toMatch(/rmsnorm-wasm: .*rmsnorm-wasm:/);
+  }, 120_000);
 });
 
 describe('options are checked once, before anything is made', () => {

@@ -26,11 +26,10 @@ export const SLOTS = 3;
 /** Default bytes per chunk: 16 MiB, several pool jobs' worth, small next to the page cache. */
 export const CHUNK_BYTES = 16 << 20;
 /**
- * The most memory a file's chunks take at once: a row is read whole, so rows of a GiB (the
- * largest taken) get one chunk in flight instead of {@link SLOTS}, within the 2 GiB a threads
- * build's memory holds.
+ * The most memory a file's chunks take at once: a row is read whole, so the longest rows get
+ * fewer chunks in flight than {@link SLOTS}, within the 2 GiB a threads build's memory holds.
  */
-export const REGIONS_MAX_BYTES = 3 << 29;
+export const REGIONS_MAX_BYTES = 1 << 30;
 
 /** Pool memory for the chunks of a file (or of many files, one after another): {@link SLOTS} regions of `bytes`. */
 export class Regions {

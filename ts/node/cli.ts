@@ -187,7 +187,8 @@ export async function main(argv: string[]): Promise<number> {
       );
       return 128 + constants.signals[stoppedBy];
     }
-    const msg = (e as Error).message ?? String(e);
+    // The library's own messages may start with its name: the command says it once.
+    const msg = ((e as Error).message ?? String(e)).replace(/^rmsnorm-wasm: /, '');
     if (e instanceof UsageError) {
       process.stderr.write(`rmsnorm-wasm: ${asFlags(msg)} ${SEE_HELP}\n`);
       return 2;

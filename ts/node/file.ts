@@ -242,7 +242,7 @@ export async function normalizeFileWith(input: FsPath, output: FsPath, options: 
         const rowBytes = Math.max(DTYPES[n.inDtype].bytes, DTYPES[n.computeDtype].bytes) * n.dim;
         const want = Math.min(a.chunkBytes ?? CHUNK_BYTES, (n.rows ?? Infinity) * rowBytes);
         const regionBytes = Math.max(want, rowBytes);
-        // Rows up to a GiB: fewer chunks in flight rather than more memory than wasm has.
+        // The longest rows: fewer chunks in flight rather than more memory than wasm has.
         const count = Math.max(1, Math.min(SLOTS, Math.ceil(((n.rows ?? Infinity) * rowBytes) / want), Math.floor(REGIONS_MAX_BYTES / regionBytes)));
         using regions = Regions.alloc(pool, count, regionBytes);
         const kept: Uint8Array[] = [];

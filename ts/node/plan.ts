@@ -15,10 +15,11 @@ import { FORMATS, formatNamed, type ArrayIn, type ArrayOut, type Contents, type 
 const MAX_DIM = 0xffffffff;
 /**
  * The most bytes a row may take in memory (the largest of its dtypes read, computed in and
- * written): a row is normalized whole, in one piece of wasm memory, which holds at most 2 GiB
- * on the threads build.
+ * written): 256 MiB. A row is normalized whole, in one piece of wasm memory, which holds at
+ * most 2 GiB on the threads build; the chunks in flight and the kernel's float32 row of the
+ * gain for each thread normalizing such a row must fit beside it (a 512 MiB row does not).
  */
-export const MAX_ROW_BYTES = 1 << 30;
+export const MAX_ROW_BYTES = 1 << 28;
 
 /** One array of the input, and what becomes of it. */
 export interface ArrayPlan {

@@ -153,7 +153,9 @@ export function floatHeader(h: RawNpyHeader, fileSize: number | null, name: stri
   const shown = h.shape.join(', ');
   const item = BigInt(NPY_ITEM_BYTES[dtype]);
   const dataBytes = h.shape.reduce((a, b) => a * b, 1n) * item;
-  if (BigInt(h.dataOffset) + dataBytes > BigInt(Number.MAX_SAFE_INTEGER) || h.shape.some((n) => n > BigInt(Number.MAX_SAFE_INTEGER))) {
+  const huge = h.shape.find((n) => n > BigInt(Number.MAX_SAFE_INTEGER));
+  if (huge !== undefined) throw new NpyError(`${name}: the header's shape (${shown}) has an axis of ${huge}, more than an array can have (at most ${Number.MAX_SAFE_INTEGER})`);
+  if (BigInt(h.dataOffset) + dataBytes > BigInt(Number.MAX_SAFE_INTEGER)) {
     throw new NpyError(`${name}: the header's shape (${shown}) is too large (${dataBytes} bytes of data)`);
   }
   const data = Number(dataBytes);
