@@ -425,11 +425,38 @@ describe('a stop is a stop', () => {
     const tStop = Date.now();
     p.kill('SIGTERM');
     const r = await done;
-    expect(r.code, err).toBe(143);
-    expect(Date.now() - tStop).toBeLessThan(5_000);
+    expect(r.code === 143 || r.signal === 'SIGTERM', `${JSON.stringify(r)} ${err}`).toBe(true);
+    expect(Date.now() - tStop).toBeLessThan(500 + 250);
     expect(err).toMatch(/stopped by SIGTERM/);
     expect(err).not.toMatch(/EBADF|Error:/);
     expect(readdirSync(join(d, 'o')).filter((f) => f.includes('.tmp-') || f.endsWith('.lock'))).toEqual([]);
+  }, 60_000);
+});
+
+describe('a stop does not wait for reads in flight', () => {
+  it('SIGTERM while a read from a stalled FIFO is in flight: exit 143 within half a second (after the signal), no temporary', async () => {
+    const d = caseDir();
+    const whole = npy(64, 1024);
+    writeFileSync(join(d, 'part.npy'), whole.subarray(0, whole.length / 2)); // a header and half the rows, then nothing
+    expect(spawnSync('mkfifo', [join(d, 'in.fifo')]).status).toBe(0);
+    const writer = spawn('sh', ['-c', 'cat part.npy; exec sleep 60'], { cwd: d, stdio: ['ignore', openSync(join(d, 'in.fifo'), 'r+'), 'ignore'] });
+    const p = spawn(process.execPath, [BIN, 'normalize', 'in.fifo', 'out.npy'], { cwd: d, stdio: ['ignore', 'pipe', 'pipe'] });
+    let err = '';
+    p.stderr.on('data', (b: Buffer) => (err += b));
+    const done = new Promise<{ code: number | null; signal: string | null }>((ok) => p.on('exit', (code, signal) => ok({ code, signal })));
+    const t0 = Date.now();
+    while (!readdirSync(d).some((f) => f.includes('.tmp-')) && Date.now() - t0 < 20_000) await new Promise((r) => setTimeout(r, 5));
+    await new Promise((r) => setTimeout(r, 100)); // the read of the missing rows is in flight
+    const tStop = Date.now();
+    p.kill('SIGTERM');
+    const r = await done;
+    const took = Date.now() - tStop;
+    writer.kill('SIGKILL');
+    // Ended by SIGTERM itself (a shell's $? and Kubernetes report 143), not by a later SIGKILL.
+    expect(r.code === 143 || r.signal === 'SIGTERM', `${JSON.stringify(r)} ${err}`).toBe(true);
+    expect(took).toBeLessThan(500 + 250); // the grace, and the process's own exit on a busy machine
+    expect(err).toMatch(/stopped by SIGTERM; no output was written/);
+    expect(readdirSync(d).filter((f) => f.includes('.tmp-') || f === 'out.npy')).toEqual([]);
   }, 60_000);
 });
 

@@ -4,10 +4,13 @@
  * `scancel` (SIGTERM, as Slurm stops jobs) while it waits for its shard's lock, and the same
  * array is submitted again. Checked: the cancelled task stopped with its SIGTERM message and no
  * process of the command outlived any job; together the two submissions wrote every output
- * once, each the bytes normalizeFile gives, recorded in the shards' manifests. Slurm that does
- * not start fails the test.
+ * once, each the bytes normalizeFile gives, recorded in the shards' manifests. With
+ * `--checksum`, a task cancelled mid-normalization stops cleanly, and one killed with SIGKILL
+ * (what Slurm sends after KillWait) is resumed by the next submission. Slurm that does not
+ * start fails the test.
  */
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -175,6 +178,57 @@ describe('the Slurm job array of docs/files.md, under Slurm', () => {
       expect(readFileSync(join(out, rel)).equals(readFileSync(ref)), rel).toBe(true);
     }
   }, 180_000);
+});
+
+describe('--checksum under Slurm: scancel mid-normalization, and SIGKILL', () => {
+  it('a task cancelled while it writes stops at SIGTERM (its message, no temporary, no lock); one killed with SIGKILL is resumed by the next submission, every output once with its recorded SHA-256', async () => {
+    const data = join(work, 'big');
+    mkdirSync(data, { recursive: true });
+    for (let i = 0; i < 48; i++) {
+      const x = new Float32Array(1024 * 1024).map((_, k) => Math.sin(k * 0.001 + i));
+      writeFileSync(join(data, `b${String(i).padStart(2, '0')}.npy`), Buffer.concat([npyHeader([1024, 1024]), Buffer.from(x.buffer)]));
+    }
+    const out = join(work, 'big-out');
+    const script = (name: string) => {
+      writeFileSync(
+        join(work, name),
+        ['#!/bin/bash', '#SBATCH --cpus-per-task=1', `#SBATCH --output=${name}-%j.log`, '#SBATCH --open-mode=append',
+          `exec node_modules/.bin/rmsnorm-wasm normalize ${data} --out-dir ${out} --checksum --threads 1`].join('\n') + '\n',
+      );
+      return name;
+    };
+    const logOf = (name: string, job: string) => {
+      const f = join(work, `${name}-${job}.log`);
+      return existsSync(f) ? readFileSync(f, 'utf8') : '';
+    };
+    const writing = () => existsSync(out) && readdirSync(out).some((f) => f.includes('.tmp-'));
+    const leftovers = () => readdirSync(out).filter((f) => f.includes('.tmp-') || f.endsWith('.lock'));
+
+    // SIGTERM from scancel while outputs are being written.
+    const a = /Submitted batch job (\d+)/.exec(slurm('sbatch', [script('term.sh')]))![1]!;
+    await until(writing, 'the first task writing');
+    slurm('scancel', [a]);
+    await until(() => jobsOf(a) === '', 'the cancelled job gone', 30_000);
+    await until(() => commandProcesses().length === 0, 'no process of the command left', 10_000);
+    expect(logOf('term.sh', a)).toMatch(/stopped by SIGTERM/);
+    expect(logOf('term.sh', a)).not.toMatch(/EBADF|Error:/);
+    expect(leftovers()).toEqual([]);
+
+    // SIGKILL: the run dies outright, leaving what it was writing; the next submission resumes.
+    const b = /Submitted batch job (\d+)/.exec(slurm('sbatch', [script('kill.sh')]))![1]!;
+    await until(() => writing() && existsSync(join(out, 'rmsnorm.lock')), 'the second task writing');
+    slurm('scancel', ['--signal=KILL', '--full', b]);
+    await until(() => jobsOf(b) === '', 'the killed job gone', 30_000);
+    await until(() => commandProcesses().length === 0, 'no process of the command left', 10_000);
+    const c = /Submitted batch job (\d+)/.exec(slurm('sbatch', [script('resume.sh')]))![1]!;
+    await until(() => jobsOf(c) === '', 'the resuming job done', 120_000);
+    expect(logOf('resume.sh', c)).toMatch(/^normalized \d+ files? of 48 /m);
+    expect(leftovers()).toEqual([]);
+    const records = readFileSync(join(out, 'manifest.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { output: string; sha256: string });
+    const newest = new Map(records.map((r) => [r.output, r]));
+    expect([...newest.keys()].sort()).toEqual(readdirSync(data).sort());
+    for (const [name, r] of newest) expect(createHash('sha256').update(readFileSync(join(out, name))).digest('hex'), name).toBe(r.sha256);
+  }, 240_000);
 });
 
 describe('started by npm under a scheduler', () => {

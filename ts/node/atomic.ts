@@ -11,6 +11,7 @@
  * @module
  */
 import { randomBytes } from 'node:crypto';
+import { unlinkSync } from 'node:fs';
 import { open, readdir, rename, unlink, type FileHandle } from 'node:fs/promises';
 import { codeOf, fsError, NormalizeError } from './errors.js';
 import { baseOf, byteLength, bytesOf, dirOf, fromBytes, joinPath, NAME_MAX, pathHash, shown, type FsPath } from './paths.js';
@@ -71,6 +72,24 @@ export async function removeStrays(dir: FsPath, names: readonly FsPath[], all = 
   }
 }
 
+/** The temporary files of this process not yet published or removed. */
+const live = new Set<FsPath>();
+
+/**
+ * Removes every temporary file of this process at once, synchronously: for a process that
+ * exits now (stopped by a signal) without waiting for the reads and writes in flight.
+ */
+export function removeLiveTemps(): void {
+  for (const p of live) {
+    try {
+      unlinkSync(p);
+    } catch {
+      // gone already
+    }
+  }
+  live.clear();
+}
+
 /** See the module doc. */
 export class AtomicFile {
   private done = false;
@@ -90,7 +109,9 @@ export class AtomicFile {
     const path = joinPath(dirOf(target), tempName(baseOf(target)));
     if (byteLength(baseOf(target)) > NAME_MAX) throw new NormalizeError(`cannot write ${shown(target)}: the name is longer than ${NAME_MAX} bytes`);
     try {
-      return new AtomicFile(target, path, await open(path, 'wx+'));
+      const fh = await open(path, 'wx+');
+      live.add(path);
+      return new AtomicFile(target, path, fh);
     } catch (e) {
       throw fsError(e, 'write', target, ` (a temporary file in ${shown(dirOf(target))})`);
     }
@@ -123,6 +144,7 @@ export class AtomicFile {
     } catch (e) {
       throw fsError(e, 'replace', this.target);
     }
+    live.delete(this.path);
     this.done = true;
   }
 
@@ -132,6 +154,7 @@ export class AtomicFile {
     this.done = true;
     await this.fh.close().catch(() => {});
     await unlink(this.path).catch(() => {});
+    live.delete(this.path);
   }
 
   /** {@link abort}: for `await using out = await AtomicFile.create(path)`. */

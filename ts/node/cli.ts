@@ -14,6 +14,8 @@ import { normalizeFile } from './file.js';
 import { checkRun, normalizeDataset } from './dataset/run.js';
 import { checkFileOptions, FILE_KEYS } from './file-args.js';
 import { shown } from './paths.js';
+import { removeLiveTemps } from './atomic.js';
+import { releaseHeldLocks } from './dataset/lock.js';
 import { asFlags, parseCommand, SEE_HELP, USAGE, UsageError, type Command } from './cli-args.js';
 import { datasetProgressLine, datasetSummaryLine, jsonLine, logLine, progressLine, summaryLine } from './cli-text.js';
 import type { NormalizeDatasetOptions } from './dataset/types.js';
@@ -32,6 +34,21 @@ function clearStatus(): void {
 
 /** The signals that stop a run as Ctrl-C does: what Kubernetes and Slurm send first (TERM), a closed terminal (HUP). */
 const STOPS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+
+/**
+ * Milliseconds a stopped run has to end by itself (its temporary files removed, its lock
+ * released) before the command removes them itself and exits: reads in flight on a slow disk
+ * or a stalled pipe are abandoned, so that a scheduler's grace (GNU parallel's --termseq, a
+ * pod's terminationGracePeriodSeconds) is never what ends it.
+ */
+const STOP_GRACE_MS = 300;
+
+/** What the command says when stopped by `sig`. */
+function stoppedMessage(cmd: Command, sig: string): string {
+  return cmd.outDir === undefined
+    ? `rmsnorm-wasm: stopped by ${sig}; no output was written${cmd.output === '-' || cmd.output?.startsWith('/dev/') ? ' in place of a file (what went to a stream stays written)' : ''}\n`
+    : `rmsnorm-wasm: stopped by ${sig}; the outputs completed so far are kept and recorded: run the same command again to resume\n`;
+}
 
 /** Exit code of a run that another run's lock kept out (EX_TEMPFAIL). */
 const BUSY = 75;
@@ -168,8 +185,20 @@ export async function main(argv: string[]): Promise<number> {
   let stoppedBy: (typeof STOPS)[number] | null = null;
   const handlers = STOPS.map((sig) => {
     const h = () => {
-      stoppedBy ??= sig;
+      if (stoppedBy) return;
+      stoppedBy = sig;
       ac.abort(new Error(`stopped by ${sig}`));
+      // Reads and writes in flight (a slow disk, a stalled pipe) are not awaited: what the stop
+      // leaves behind is removed at once, and the process ends within the grace, by the signal
+      // itself (its default action: exit() would wait for a thread blocked in a read), which a
+      // shell or a scheduler reports as 128 + its number.
+      setTimeout(() => {
+        removeLiveTemps();
+        releaseHeldLocks();
+        process.stderr.write(stoppedMessage(cmd, sig));
+        for (const s of STOPS) process.removeAllListeners(s);
+        process.kill(process.pid, sig);
+      }, STOP_GRACE_MS).unref();
     };
     process.on(sig, h);
     return [sig, h] as const;
@@ -180,11 +209,7 @@ export async function main(argv: string[]): Promise<number> {
   } catch (e) {
     if (process.stderr.isTTY) clearStatus();
     if (stoppedBy) {
-      process.stderr.write(
-        cmd.outDir === undefined
-          ? `rmsnorm-wasm: stopped by ${stoppedBy}; no output was written${cmd.output === '-' || cmd.output?.startsWith('/dev/') ? ' in place of a file (what went to a stream stays written)' : ''}\n`
-          : `rmsnorm-wasm: stopped by ${stoppedBy}; the outputs completed so far are kept and recorded: run the same command again to resume\n`,
-      );
+      process.stderr.write(stoppedMessage(cmd, stoppedBy));
       return 128 + constants.signals[stoppedBy];
     }
     // The library's own messages may start with its name: the command says it once.

@@ -13,7 +13,7 @@
  * @module
  */
 import { randomBytes } from 'node:crypto';
-import { readFileSync, readlinkSync } from 'node:fs';
+import { closeSync, constants, openSync, readFileSync, readlinkSync, readSync, unlinkSync } from 'node:fs';
 import { link, open, readdir, rename, unlink, writeFile, type FileHandle } from 'node:fs/promises';
 import { readSmallFile } from '../confined.js';
 import { hostname } from 'node:os';
@@ -146,6 +146,18 @@ class Watch {
   }
 }
 
+/** The locks this process holds. */
+const heldLocks = new Set<ShardLock>();
+
+/**
+ * Gives up every lock this process holds at once, synchronously (each only if still its own):
+ * for a process that exits now (stopped by a signal) without waiting for the work in flight.
+ */
+export function releaseHeldLocks(): void {
+  for (const lock of heldLocks) lock.releaseNow();
+  heldLocks.clear();
+}
+
 /** A lock held: see the module doc. */
 export class ShardLock {
   private timer: ReturnType<typeof setInterval> | null = null;
@@ -194,6 +206,7 @@ export class ShardLock {
         });
         lock.timer = setInterval(() => void lock.beat(), HEARTBEAT_S * 1000);
         lock.timer.unref?.();
+        heldLocks.add(lock);
         return lock;
       }
       const held = await readLock(path);
@@ -239,8 +252,29 @@ export class ShardLock {
     if (owner && owner.nonce !== this.me.nonce) this.lost = owner;
   }
 
+  /** {@link release} at once, synchronously (see {@link releaseHeldLocks}). */
+  releaseNow(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    try {
+      // As readLock: no link followed, no FIFO waited on, a few KiB at most.
+      const fd = openSync(this.path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+      const b = Buffer.alloc(4 * LOCK_BYTES);
+      let n = 0;
+      try {
+        n = readSync(fd, b, 0, b.length, 0);
+      } finally {
+        closeSync(fd);
+      }
+      if (ownerOf(b.toString('utf8', 0, n))?.nonce === this.me.nonce) unlinkSync(this.path);
+    } catch {
+      // gone, or not readable: nothing of ours to remove
+    }
+  }
+
   /** Gives the lock up (only if it is still this run's). */
   async release(): Promise<void> {
+    heldLocks.delete(this);
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
     await this.fh.close().catch(() => {});
