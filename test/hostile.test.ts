@@ -55,6 +55,12 @@ function treeHash(dir: string): string {
   return h.digest('hex');
 }
 
+/** A module loaded before the command that prints its peak RSS (kB) as it exits: `maxrss=N`. */
+const RSS_PROBE = join(root, 'rss-probe.mjs');
+writeFileSync(RSS_PROBE, "import { writeSync } from 'node:fs';\nprocess.on('exit', () => writeSync(2, `maxrss=${process.resourceUsage().maxRSS}\\n`));\n");
+/** The peak RSS in MB a run with the probe printed. */
+const peakMb = (r: Ran): number => Number(/maxrss=(\d+)/.exec(r.stderr)?.[1] ?? NaN) / 1024;
+
 interface Ran {
   code: number | null;
   signal: string | null;
@@ -64,9 +70,9 @@ interface Ran {
 }
 
 /** Runs the command to its end (killed past `timeoutMs`: a hang fails the case). */
-function cli(args: string[], o: { cwd?: string; input?: Buffer; timeoutMs?: number; env?: NodeJS.ProcessEnv } = {}): Ran {
+function cli(args: string[], o: { cwd?: string; input?: Buffer; timeoutMs?: number; env?: NodeJS.ProcessEnv; rss?: boolean } = {}): Ran {
   const t0 = Date.now();
-  const r = spawnSync(process.execPath, ['--max-old-space-size=512', BIN, ...args], {
+  const r = spawnSync(process.execPath, [...(o.rss ? ['--import', RSS_PROBE] : []), '--max-old-space-size=512', BIN, ...args], {
     cwd: o.cwd, input: o.input, encoding: 'utf8', timeout: o.timeoutMs ?? 60_000, killSignal: 'SIGKILL', env: { ...process.env, ...o.env },
   });
   return { code: r.status, signal: r.signal, stderr: r.stderr, stdout: r.stdout, ms: Date.now() - t0 };
@@ -316,6 +322,30 @@ describe('sizes read from a file are checked before use: no abort, no unbounded 
       expect(existsSync(join(d, 'o.npz'))).toBe(false);
     }
   });
+
+  it('headers of many tensors or much metadata: time and memory bounded as documented (13 bytes per byte of header, 2.5 kB per tensor)', () => {
+    const d = caseDir();
+    const make = (path: string, tensors: number, meta: number) => {
+      const entries: string[] = [];
+      if (meta) entries.push(`"__metadata__":{${Array.from({ length: meta }, (_, i) => `"k${i}":"${'v'.repeat(1000)}"`).join(',')}}`);
+      for (let i = 0; i < tensors; i++) entries.push(`"t${i}":{"dtype":"F32","shape":[1,1],"data_offsets":[${i * 4},${i * 4 + 4}]}`);
+      const json = `{${entries.join(',')}}`;
+      const text = Buffer.from(json.padEnd(Math.ceil(json.length / 8) * 8, ' '));
+      const len = Buffer.alloc(8);
+      len.writeBigUInt64LE(BigInt(text.length));
+      writeFileSync(path, Buffer.concat([len, text, Buffer.alloc(tensors * 4)]));
+      return text.length / 2 ** 20;
+    };
+    writeFileSync(join(d, 'x.npy'), npy(2, 8));
+    const base = peakMb(cli(['normalize', 'x.npy', 'y.npy'], { cwd: d, rss: true }));
+    for (const [name, tensors, meta] of [['many', 100_000, 0], ['meta', 1, 20_000]] as const) {
+      const headerMb = make(join(d, `${name}.safetensors`), tensors, meta);
+      const r = cli(['normalize', `${name}.safetensors`, `${name}-out.safetensors`], { cwd: d, rss: true, timeoutMs: 60_000 });
+      expectExit(r, 0);
+      expect(r.ms, name).toBeLessThan(30_000);
+      expect(peakMb(r), `${name}: ${headerMb.toFixed(1)} MB of header`).toBeLessThan(base + 13 * headerMb + (2.5 * tensors) / 1024 + 64);
+    }
+  }, 120_000);
 
   it('short and absurd .npy headers are named for what they are', () => {
     const d = caseDir();

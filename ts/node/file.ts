@@ -181,6 +181,7 @@ export async function normalizeFileWith(input: FsPath, output: FsPath, options: 
     ) {
       const rowsOf = arrays.map(() => 0);
       let bytesDone = 0;
+      let rowsDone = 0;
       await queue.acquire();
       let r: Awaited<ReturnType<typeof normalizePositioned>>;
       try {
@@ -194,8 +195,9 @@ export async function normalizeFileWith(input: FsPath, output: FsPath, options: 
           progress: (i, rows) => {
             const n = arrays[i]!.norm!;
             bytesDone += (rows - rowsOf[i]!) * n.dim * DTYPES[n.inDtype].bytes;
+            rowsDone += rows - rowsOf[i]!;
             rowsOf[i] = rows;
-            o.onProgress?.({ rows: rowsOf.reduce((a, b) => a + b, 0), totalRows: total, bytes: bytesDone, totalBytes, seconds: (performance.now() - t0) / 1000 });
+            o.onProgress?.({ rows: rowsDone, totalRows: total, bytes: bytesDone, totalBytes, seconds: (performance.now() - t0) / 1000 });
           },
         });
       } finally {

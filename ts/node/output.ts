@@ -11,6 +11,11 @@ import type { FormatWriter } from './formats/index.js';
 import { AtomicFile } from './atomic.js';
 import type { Sink } from './sink.js';
 
+/** Data of at most this many bytes is gathered with what follows (see OutputFile.data). */
+const SMALL_WRITE = 16 << 10;
+/** Bytes gathered before they are written. */
+const GATHER_BYTES = 256 << 10;
+
 /** See the module doc. */
 export class OutputFile {
   /** Bytes written so far. */
@@ -18,6 +23,7 @@ export class OutputFile {
   private readonly hash: Hash | null;
   /** Bytes of the format's own, waiting to go out with the next data (one write instead of two). */
   private pending: Uint8Array[] = [];
+  private pendingBytes = 0;
   private array = -1;
   /** Whether bytes were left to fill (the SHA-256 is then read back from the file). */
   private holes = false;
@@ -32,7 +38,10 @@ export class OutputFile {
   }
 
   private queue(b: Uint8Array): void {
-    if (b.length > 0) this.pending.push(b);
+    if (b.length > 0) {
+      this.pending.push(b);
+      this.pendingBytes += b.length;
+    }
   }
 
   /** Starts array `i` (its format bytes go out with its first data). */
@@ -41,11 +50,22 @@ export class OutputFile {
     this.queue(this.format.before(i));
   }
 
-  /** Writes `bytes` of the current array's data after what was written. */
+  /**
+   * Writes `bytes` of the current array's data after what was written. Small data (the arrays
+   * of a container of thousands of tiny ones) is copied and kept to go out with what follows,
+   * up to {@link GATHER_BYTES}: one write for many arrays instead of one each.
+   */
   async data(bytes: Uint8Array): Promise<void> {
     this.format.data?.(this.array, bytes);
+    if (bytes.length <= SMALL_WRITE) {
+      this.pending.push(bytes.slice());
+      this.pendingBytes += bytes.length;
+      if (this.pendingBytes < GATHER_BYTES) return;
+      bytes = new Uint8Array(0);
+    }
     const parts = this.pending.length ? [...this.pending, bytes] : [bytes];
     this.pending = [];
+    this.pendingBytes = 0;
     await this.put(parts);
   }
 
@@ -59,6 +79,7 @@ export class OutputFile {
     this.queue(this.format.end());
     const parts = this.pending;
     this.pending = [];
+    this.pendingBytes = 0;
     if (parts.length) await this.put(parts);
   }
 
@@ -70,6 +91,7 @@ export class OutputFile {
     if (!this.sink.seekable || this.format.data || this.format.dataCrc) throw new Error('rmsnorm-wasm: internal error: bytes left to fill in an output that cannot have them');
     const parts = this.pending;
     this.pending = [];
+    this.pendingBytes = 0;
     if (parts.length) await this.put(parts);
     const at = this.at;
     this.at += bytes;
