@@ -6,19 +6,20 @@
  * ROUNDS, page cache warm, every step from the same start (bench/fresh-start.ts): `cp -r`, the
  * same then `sync`, `rmsnorm-wasm normalize DIR --out-dir OUT` with `--no-fsync`, with its
  * default fsync of each output, and with `--checksum`. Times are of whole processes, start-up
- * included. Then checks rows of sampled `.npy` outputs against the float64 reference.
+ * included. Then checks rows of sampled `.npy` outputs against the float64 reference, and
+ * measures what one more file costs a run (ms per file, {@link perFileCost}).
  *
  * Run alone: `npx tsx bench/dataset.ts`; `npm run bench:file` runs it after the big file.
  * Writes bench/results/dataset.json.
  * @module
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { halfToFloat32, init } from '../dist/index.js';
-import { parseNpyHeader } from '../dist/node/index.js';
+import { npyHeader, parseNpyHeader } from '../dist/node/index.js';
 import { mismatch, refForward, yTolerance } from '../shared/reference.js';
 import { freshStart } from './fresh-start.js';
 
@@ -26,6 +27,37 @@ const secs = (t0: number) => (performance.now() - t0) / 1000;
 const median = (v: readonly number[]) => [...v].sort((a, b) => a - b)[v.length >> 1]!;
 const BIN = fileURLToPath(new URL('../bundle/node/bin.js', import.meta.url));
 const MAKE = fileURLToPath(new URL('../scripts/make-dataset.mjs', import.meta.url));
+
+/** Files of the per-file cost's dataset. */
+const PER_FILE_COUNT = 2000;
+
+/**
+ * What one more file costs a dataset run, in ms: the command over PER_FILE_COUNT `.npy` files
+ * of one row of 64 float32 and over one such file (whole processes, medians of `rounds`),
+ * the difference over the files added — its listing, header, temporary file, flush, rename and
+ * manifest line, the normalization of a row being nothing.
+ */
+function perFileCost(root: string, rounds: number): { noFsync: number; default: number } {
+  const row = Buffer.concat([npyHeader([1, 64]), Buffer.from(new Float32Array(64).fill(1).buffer)]);
+  const dirs = { one: join(root, 'one'), many: join(root, 'many') };
+  for (const [k, d] of Object.entries(dirs)) {
+    mkdirSync(d, { recursive: true });
+    for (let i = 0; i < (k === 'one' ? 1 : PER_FILE_COUNT); i++) writeFileSync(join(d, `f${String(i).padStart(5, '0')}.npy`), row);
+  }
+  const out = join(root, 'per-file-out');
+  const time = (dir: string, flags: string[]) => {
+    const v: number[] = [];
+    for (let r = 0; r < rounds; r++) {
+      rmSync(out, { recursive: true, force: true });
+      const t = performance.now();
+      execFileSync(process.execPath, [BIN, 'normalize', dir, '--out-dir', out, '--quiet', ...flags]);
+      v.push(secs(t));
+    }
+    return median(v);
+  };
+  const cost = (flags: string[]) => ((time(dirs.many, flags) - time(dirs.one, flags)) * 1000) / (PER_FILE_COUNT - 1);
+  return { noFsync: cost(['--no-fsync']), default: cost([]) };
+}
 
 /** Runs the dataset benchmark; returns (and writes) its result. */
 export async function benchDataset(): Promise<Record<string, unknown>> {
@@ -89,6 +121,11 @@ export async function benchDataset(): Promise<Record<string, unknown>> {
       const bad = x.half ? mismatch(y.v, ref, (_i: number, r: number) => 1e-3 + 1e-3 * Math.abs(r), rel) : mismatch(y.v, ref, yTolerance, rel);
       if (bad) throw new Error(`sampled rows: ${bad}`);
     }
+    const perFile = perFileCost(root, ROUNDS);
+    console.log(
+      `per-file cost (${PER_FILE_COUNT} one-row files against one, whole processes): ${perFile.noFsync.toFixed(3)} ms a file with --no-fsync, ` +
+        `${perFile.default.toFixed(3)} ms with each output flushed`,
+    );
     const result = {
       date: new Date().toISOString(),
       cpu: os.cpus()[0]?.model ?? '',
@@ -101,6 +138,8 @@ export async function benchDataset(): Promise<Record<string, unknown>> {
       seconds: med,
       runs: Object.fromEntries(times),
       ratios: { vsCpR: med['cp -r']! / med['no fsync']!, fsyncVsCpRSync: med['cp -r + sync']! / med.default!, checksumCost: med.checksum! / med['no fsync']! },
+      perFileMs: perFile,
+      perFileCount: PER_FILE_COUNT,
     };
     console.log(
       `rmsnorm-wasm on the dataset: ${result.ratios.vsCpR.toFixed(2)}× cp -r; with fsync ${result.ratios.fsyncVsCpRSync.toFixed(2)}× cp -r + sync; ` +
