@@ -79,7 +79,8 @@ class FileSource implements Source {
   private async readSmall(into: Uint8Array, pos: number): Promise<number> {
     const a = this.ahead;
     if (!a || pos < a.at || pos + into.length > a.at + a.bytes.length) {
-      const bytes = new Uint8Array(Math.max(READ_AHEAD, into.length));
+      // No more than the file holds from there: a small file is one read of its own size.
+      const bytes = new Uint8Array(Math.max(Math.min(READ_AHEAD, this.size - pos), into.length, 0));
       let got = 0;
       while (got < bytes.length) {
         const n = await this.raw(bytes, got, bytes.length - got, pos + got);
