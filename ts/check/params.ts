@@ -112,7 +112,7 @@ const QUANT_NAMES = listed(Object.keys(QUANT_DTYPES));
  * options.outDtype (a quantized output: its dtype code, 0 for none) and options.quantScale (its
  * static scale; 0 for one scale per row).
  */
-export function quantOf(fn: string, outDtype: unknown, quantScale: unknown): { code: number; scale: number } {
+function quantOf(fn: string, outDtype: unknown, quantScale: unknown): { code: number; scale: number } {
   if (outDtype === undefined) {
     if (quantScale !== undefined) throw new TypeError(`${fn}: options.quantScale was given without options.outDtype (${QUANT_NAMES}: the output it scales)`);
     return { code: 0, scale: 0 };

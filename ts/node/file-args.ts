@@ -5,11 +5,10 @@
  */
 import { ARRAYS_TAKEN, describe, dtypesOf } from '../check/arrays.js';
 import { options as checkOptions } from '../check/options.js';
-import { FILE_PARAM_KEYS, quantOf } from '../check/params.js';
-import { castingBits, eps, offsetOf, partialOf } from '../check/scalars.js';
+import { checkParams, FILE_PARAM_KEYS, paramOptions } from '../check/params.js';
 import { MAX_THREADS } from '../pool/api.js';
 import type { Dtype } from '../types.js';
-import { arrayTag, KERNEL_DTYPES, listed, OUT_DTYPES, type OutDtype } from '../dtypes.js';
+import { arrayTag, isQuant, KERNEL_DTYPES, listed, OUT_DTYPES, type OutDtype } from '../dtypes.js';
 import { FORMAT_NAMES, type FormatName } from './formats/index.js';
 import type { FsPath } from './paths.js';
 import type { NormalizeFileOptions } from './types.js';
@@ -34,9 +33,6 @@ export interface FileArgs {
   range: readonly [number, number] | undefined;
   tensors: readonly string[] | undefined;
 }
-
-/** Stands for a weight given (a path, or an array checked later) where only its presence matters. */
-const NOT_NULL = new Float32Array(1);
 
 /** Whether `p` is a path: a string, or a Buffer of a name's bytes. */
 export const isPath = (p: unknown): p is FsPath => (typeof p === 'string' && p.length > 0) || (Buffer.isBuffer(p) && p.length > 0);
@@ -88,13 +84,12 @@ export function checkFileOptions(fn: string, options: unknown, keys: readonly st
     throw new TypeError(`${fn}: options.weight must be ${ARRAYS_TAKEN}, or a path, got ${describe(w)}`);
   }
   if (o.rstd !== undefined && !isPath(o.rstd)) throw new TypeError(`${fn}: options.rstd must be a path, got ${describe(o.rstd)}`);
-  // The scalars no file settles, checked now, once: a bad one is refused before any file is opened or made.
-  eps(fn, o.eps);
-  partialOf(fn, o.partial, 1);
-  castingBits(fn, o.castingMode);
-  offsetOf(fn, o.offset, w === undefined || w === null ? null : NOT_NULL);
+  // The parameters no file settles, checked now, once, by the calls' own check (on a stand-in
+  // row of one element): a bad one is refused before any file is opened or made.
+  const quant = isQuant(o.outDtype) ? o.outDtype : undefined;
+  const standIn = { ...paramOptions(o as Record<string, unknown>), dim: 1, dtype: undefined, weightDtype: undefined, outDtype: quant, quantScale: o.quantScale };
+  checkParams(fn, standIn, 'x', undefined, w === undefined || w === null ? null : new Float32Array(1), false);
   positive(fn, 'threads', o.threads, MAX_THREADS);
-  if (o.quantScale !== undefined) quantOf(fn, o.outDtype, o.quantScale);
   return {
     o,
     dim: positive(fn, 'dim', o.dim, Number.MAX_SAFE_INTEGER),

@@ -25,15 +25,13 @@ import { NormalizeError } from './errors.js';
 import { checkFileOptions, FILE_KEYS, isPath, type FileArgs } from './file-args.js';
 import { formatNamed, formatOf } from './formats/index.js';
 import { OutputFile } from './output.js';
-import { baseOf, bytesOf, dirOf, joinPath, scalesPathOf, shown, type FsPath } from './paths.js';
+import { baseOf, dirOf, shown, type FsPath } from './paths.js';
 import { planArrays, rowArrays, type ArrayPlan } from './plan.js';
-import { openSink, planOutput, sameInode, type OutputPlan, type Sink } from './sink.js';
+import { openSink } from './sink.js';
+import { planOutputs, planScales, publish } from './file-outputs.js';
+import { summaryOf } from './file-summary.js';
 import { openSource } from './source.js';
-import { unlink } from 'node:fs/promises';
-import { resolve } from 'node:path';
-import { codeOf, fsError } from './errors.js';
 import { fitsRegions, normalizePositioned } from './positioned.js';
-import { checkOutputPlace } from './confined.js';
 import { taskQueueOf } from '../pool/task-queue.js';
 import * as zlib from 'node:zlib';
 import type { NormalizeFileOptions, NormalizeSummary } from './types.js';
@@ -57,26 +55,6 @@ interface FileContext {
    * place (confined.ts).
    */
   makeDir?: () => Promise<void>;
-}
-
-/** The outputs' plans, checked against each other and the input: nothing is written over the input unless `inPlace`. */
-async function planOutputs(input: FsPath, output: FsPath, a: FileArgs, ctx: FileContext): Promise<{ out: OutputPlan; rstd: OutputPlan | null }> {
-  if (ctx.makeDir) {
-    // Its folders are checked when made (before the output is opened, after every check of the file).
-    await checkOutputPlace(output);
-    return { out: { kind: 'file', target: output }, rstd: null };
-  }
-  const out = await planOutput(output, 'the output');
-  const rstd = a.o.rstd !== undefined ? await planOutput(a.o.rstd, 'options.rstd') : null;
-  const files = (p: OutputPlan | null) => (p && p.kind === 'file' ? p.target : null);
-  if (input !== '-' && files(out) && !a.o.inPlace && (await sameInode(input, files(out)!))) {
-    throw new NormalizeError(`the output ${shown(output)} is the input file; pass options.inPlace to replace it (still through a temporary file)`);
-  }
-  const r = files(rstd);
-  if (r && ((await sameInode(r, input)) || (files(out) && (r === files(out) || (await sameInode(r, files(out)!)))))) {
-    throw new NormalizeError(`options.rstd must be a path other than the input and the output, got ${shown(a.o.rstd!)}`);
-  }
-  return { out, rstd };
 }
 
 /** The weight as an array and its dtype (read from its file when a path). */
@@ -140,7 +118,7 @@ export async function normalizeFileWith(input: FsPath, output: FsPath, options: 
   }
   const a = checkFileOptions('normalizeFile', options, FILE_KEYS);
   const { o } = a;
-  const plans = await planOutputs(input, output, a, ctx);
+  const plans = await planOutputs(input, output, a, ctx.makeDir !== undefined);
   const weight = await weightOf(a, ctx);
   const src = await openSource(input);
   // Started now, so that its workers start while the header is read.
@@ -154,7 +132,7 @@ export async function normalizeFileWith(input: FsPath, output: FsPath, options: 
     const writer = format.writer(arrays.map((p) => p.out), contents.meta, shown(output));
     const rstdWriter = plans.rstd ? format.writer(rowArrays(arrays), undefined, shown(o.rstd!)) : null;
     // A one-array file's row scales go to a file of their own beside it (a container holds them).
-    const scalesPlan = !formatNamed(contents.format).several && arrays[0]!.norm?.rowScales ? await planScales(plans, input, output, o, ctx) : null;
+    const scalesPlan = !formatNamed(contents.format).several && arrays[0]!.norm?.rowScales ? await planScales(plans, input, output, o, ctx.makeDir !== undefined) : null;
     const scalesWriter = scalesPlan ? format.writer(rowArrays(arrays), undefined, shown(scalesPlan.target)) : null;
     const signal = o.signal;
     const order = writer.order ?? arrays.map((_, k) => k);
@@ -281,61 +259,6 @@ export async function normalizeFileWith(input: FsPath, output: FsPath, options: 
   }
 }
 
-/**
- * Where the rows' scales of a one-array output go: the file beside it, as the output was named
- * (paths.ts scalesPathOf). A NormalizeError when the output is a stream (there is no file to put
- * them beside), or when that file is the input or the rstd file.
- */
-async function planScales(plans: { out: OutputPlan; rstd: OutputPlan | null }, input: FsPath, output: FsPath, o: NormalizeFileOptions, ctx: FileContext): Promise<OutputPlan> {
-  if (plans.out.kind !== 'file') {
-    throw new NormalizeError(`the rows' scales of a quantized output go to a file beside it, but the output ${shown(output)} is a stream: write it to a file, or give options.quantScale`);
-  }
-  if (ctx.makeDir) {
-    await checkOutputPlace(scalesPathOf(output));
-    return { kind: 'file', target: scalesPathOf(output) };
-  }
-  const plan = await planOutput(scalesPathOf(output), 'the file of the scales');
-  if (plan.kind === 'file' && input !== '-' && (await samePath(input, plan.target))) {
-    throw new NormalizeError(`the rows' scales of ${shown(output)} go to ${shown(plan.target)}, which is the input: write the output elsewhere`);
-  }
-  if (plans.rstd && (await samePath(plans.rstd.target, plan.target))) {
-    throw new NormalizeError(`options.rstd ${shown(o.rstd!)} is where the rows' scales of the output go: give another path`);
-  }
-  return plan;
-}
-
-/** Whether two paths name one file: the same inode, or (for files not there yet) the same absolute path. */
-async function samePath(a: FsPath, b: FsPath): Promise<boolean> {
-  const abs = (p: FsPath) => (typeof p === 'string' ? Buffer.from(resolve(p)) : bytesOf(p[0] === 0x2f ? p : joinPath(process.cwd(), p)));
-  return abs(a).equals(abs(b)) || (await sameInode(a, b));
-}
-
-/**
- * Flushes the output, the rstd file and the scales file (each one that is there), then renames
- * them into place: every file flushed before any is renamed, the rstd file first (a failure
- * there leaves the output as it was), the output last. The output the scales replace (a file;
- * not the input, with `inPlace`) is removed before they are renamed: whenever the output is
- * there, the scales beside it are its own — even when the process dies between the renames.
- */
-async function publish([out, rstd, scales]: readonly [Sink, Sink | null, Sink | null], plan: OutputPlan, durable: boolean, input: FsPath): Promise<void> {
-  await out.flush(durable);
-  await rstd?.flush(durable);
-  await scales?.flush(durable);
-  await rstd?.publish();
-  if (scales) {
-    // Not the input (inPlace): it is kept until the new output replaces it.
-    if (plan.kind === 'file' && !(input !== '-' && (await sameInode(input, plan.target)))) {
-      try {
-        await unlink(plan.target);
-      } catch (e) {
-        if (codeOf(e) !== 'ENOENT') throw fsError(e, 'replace', plan.target);
-      }
-    }
-    await scales.publish();
-  }
-  await out.publish();
-}
-
 /** A path argument as a message shows it. */
 const describePath = (p: unknown): string => (isPath(p) ? shown(p) : p === null ? 'null' : typeof p);
 
@@ -363,25 +286,4 @@ async function writeKept(file: OutputFile, order: readonly number[] | undefined,
     for (const b of kept.get(normalized[k]!) ?? []) await file.data(b);
     file.finish();
   }
-}
-
-/** What {@link normalizeFile} reports. */
-function summaryOf(
-  input: FsPath, output: FsPath, format: NormalizeSummary['format'], plans: readonly ArrayPlan[], rows: number,
-  out: { at: number; sha256: string | undefined; scales: FsPath | undefined }, pool: Engine, t0: number,
-): NormalizeSummary {
-  const seconds = (performance.now() - t0) / 1000;
-  const norm = plans.filter((p) => p.norm);
-  const first = norm[0]!;
-  const bytes = norm.reduce((s, p) => s + (p.norm!.rows ?? rows) * p.norm!.dim * DTYPES[p.norm!.inDtype].bytes, 0);
-  const { sha256, scales } = out;
-  return {
-    input: shown(input), output: shown(output), format, dtype: first.norm!.inDtype, outDtype: first.norm!.outDtype, rows, dim: first.norm!.dim,
-    shape: first.norm!.rows === null ? [rows, first.norm!.dim] : first.out.shape,
-    arrays: norm.map((p) => ({ name: p.out.name, dtype: p.norm!.inDtype, outDtype: p.norm!.outDtype, shape: p.norm!.rows === null ? [rows, p.norm!.dim] : p.out.shape, rows: p.norm!.rows ?? rows, dim: p.norm!.dim })),
-    copied: plans.filter((p) => !p.norm && p.scalesOf === undefined).map((p) => p.out.name),
-    bytes, outputBytes: out.at, seconds, gbPerS: bytes / seconds / 1e9, threads: pool.threads,
-    ...(sha256 && { sha256 }),
-    ...(scales !== undefined && { scales: shown(scales) }),
-  };
 }

@@ -28,7 +28,7 @@ import { dtypeIndex, Kind, Outcome, regionBytesFor } from '../pool/tasks.js';
 import type { AtomicFile } from './atomic.js';
 import { fsError, NormalizeError } from './errors.js';
 import type { ArrayOut, FormatWriter } from './formats/index.js';
-import { crc32Combine } from './formats/zip.js';
+import { crc32Combine } from './formats/crc32-combine.js';
 import { crc32 } from 'node:zlib';
 import { shown } from './paths.js';
 import { rowArrays, type ArrayPlan } from './plan.js';

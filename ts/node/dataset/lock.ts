@@ -5,146 +5,31 @@
  * and rewritten every few seconds by the owner (a heartbeat counter).
  *
  * A second run on a busy shard waits for it (or gives up after `lockWait` seconds). A lock
- * whose owner is gone is taken over: on the same machine (host, boot and pid namespace) the
- * owner's pid is checked, with its start time so that a reused pid does not count; from another
- * machine (a shared file system) the heartbeat is watched, and a lock that has not changed for
- * `lockStale` seconds is stale. Locks of another shard count on the same directory (whose
- * shards overlap this one's) are refused.
+ * whose owner is gone is taken over (how that is told: lock-owner.ts): on the same machine by
+ * its pid and start time, on the same kernel from another PID namespace by its heartbeat's
+ * time, from another machine (a shared file system) once the heartbeat has not changed for
+ * `lockStale` seconds. Locks of another shard count on the same directory (whose shards
+ * overlap this one's) are refused. The lock file is never followed through a link nor read
+ * past a few KiB.
  * @module
  */
 import { randomBytes } from 'node:crypto';
-import { closeSync, constants, openSync, readFileSync, readlinkSync, readSync, unlinkSync } from 'node:fs';
+import { closeSync, constants, openSync, readSync, unlinkSync } from 'node:fs';
 import { link, open, readdir, rename, unlink, writeFile, type FileHandle } from 'node:fs/promises';
 import { readSmallFile } from '../confined.js';
 import { hostname } from 'node:os';
 import { codeOf, fsError, NormalizeError } from '../errors.js';
-import { alive } from '../atomic.js';
+import { bootId, deadBecause, describeOwner, HEARTBEAT_S, judgedBy, machine, ownerOf, startOf, Watch, type LockOwner } from './lock-owner.js';
 import { shown } from '../paths.js';
 import { join } from 'node:path';
 
-/** Seconds between heartbeats. */
-const HEARTBEAT_S = 5;
 /** Default seconds after which a lock from another machine whose heartbeat stopped is stale: several missed heartbeats. */
 export const STALE_S = 60;
 /** A lock file's size: its JSON, padded, so that a heartbeat rewrites it in place with one write. */
 const LOCK_BYTES = 1024;
 
-/** Who holds a lock. */
-interface LockOwner {
-  pid: number;
-  host: string;
-  /** This boot and pid namespace: a pid means the same process only where both are the same. */
-  machine: string;
-  /** The process's start (clock ticks since boot, from /proc), or null where unknown. */
-  started: number | null;
-  nonce: string;
-  /** `I/N`. */
-  shard: string;
-  /** When the lock was taken (ISO time). */
-  since: string;
-  beat: number;
-  /** This boot (`/proc/sys/kernel/random/boot_id`): the same kernel, so the same clock, whatever the PID namespace. */
-  boot?: string;
-  /** When the last heartbeat was written (ms since the epoch, this machine's clock). */
-  beatAt?: number;
-}
-
-/** The start time of process `pid` in clock ticks since boot (`/proc/PID/stat`, field 22), or null. */
-function startOf(pid: number): number | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
-    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]);
-  } catch {
-    return null;
-  }
-}
-
-/** On the same kernel, a lock whose heartbeat is this much older than now is stale: three missed beats. */
-const OWN_KERNEL_STALE_MS = 3 * HEARTBEAT_S * 1000;
-
-/** This boot's id (empty where /proc lacks it). */
-function bootId(): string {
-  return machine().split('/')[0]!;
-}
-
-let machineId: string | null = null;
-/** This machine: boot id and pid namespace (empty parts where /proc lacks them). */
-function machine(): string {
-  if (machineId === null) {
-    const read = (f: () => string) => {
-      try {
-        return f().trim();
-      } catch {
-        return '';
-      }
-    };
-    machineId = `${read(() => readFileSync('/proc/sys/kernel/random/boot_id', 'latin1'))}/${read(() => readlinkSync('/proc/self/ns/pid'))}`;
-  }
-  return machineId;
-}
-
 /** The lock file's name for shard `index` of `count`. */
 const lockName = (index: number, count: number): string => (count === 1 ? 'rmsnorm.lock' : `rmsnorm.shard-${index}-of-${count}.lock`);
-
-/** The owner a lock file's text names, or null when it does not parse. */
-function ownerOf(text: string): LockOwner | null {
-  try {
-    const o = JSON.parse(text) as LockOwner;
-    return typeof o.pid === 'number' && typeof o.nonce === 'string' ? o : null;
-  } catch {
-    return null;
-  }
-}
-
-/** `process N on HOST (shard I/N, since TIME)`: an owner as messages name it (no shard for an unsharded run). */
-export const describeOwner = (o: LockOwner): string => `process ${o.pid} on ${o.host} (${o.shard === '0/1' ? '' : `shard ${o.shard}, `}since ${o.since})`;
-
-/** Whether `o` ran on this kernel: same machine (boot and PID namespace), or same boot seen from another namespace. */
-const where = (o: LockOwner): 'here' | 'kernel' | 'elsewhere' =>
-  o.machine === machine() && o.host === hostname() ? 'here' : o.boot && o.boot === bootId() && typeof o.beatAt === 'number' ? 'kernel' : 'elsewhere';
-
-/** How a waiting run tells that `o` died, in words. */
-function judgedBy(o: LockOwner, staleS: number): string {
-  const w = where(o);
-  if (w === 'here') return 'it is taken over as soon as its process is gone';
-  if (w === 'kernel') return `it runs on this machine in another PID namespace: it is presumed dead once its heartbeat has missed ${OWN_KERNEL_STALE_MS / 1000} s`;
-  return `it runs on another machine: it is presumed dead once its heartbeat has been still for ${staleS} s (--lock-stale)`;
-}
-
-/** Why the dead owner `o` (null: a lock that did not parse) was presumed dead, in words. */
-function deadBecause(o: LockOwner | null, staleS: number): string {
-  if (!o) return `its lock did not parse and stayed unchanged for ${staleS} s`;
-  const w = where(o);
-  const last = typeof o.beatAt === 'number' ? `, last heartbeat ${new Date(o.beatAt).toISOString()}` : '';
-  if (w === 'here') return `its process is gone${last}`;
-  if (w === 'kernel') return `its heartbeat stopped${last} (same machine, another PID namespace)`;
-  return `its heartbeat was still for ${staleS} s${last}`;
-}
-
-/** How long the lock's liveness checks watch, and what they saw. */
-class Watch {
-  private seen = new Map<string, { text: string; at: number }>();
-  constructor(private readonly staleMs: number) {}
-
-  /** Whether the owner of the lock whose text is `text` is alive. */
-  alive(path: string, text: string, o: LockOwner | null): boolean {
-    if (o && o.machine === machine() && o.host === hostname()) {
-      return alive(o.pid) && (o.started === null || startOf(o.pid) === null || startOf(o.pid) === o.started);
-    }
-    // The same kernel seen from another PID namespace (a pod retried on the same node): its pid
-    // cannot be checked from here, but its clock is this one, so a heartbeat missed for three
-    // beats tells.
-    if (o && o.boot && o.boot === bootId() && typeof o.beatAt === 'number') return Date.now() - o.beatAt < OWN_KERNEL_STALE_MS;
-    // Another machine (or a lock that does not parse): alive while its text keeps changing.
-    const last = this.seen.get(path);
-    const now = Date.now();
-    if (!last || last.text !== text) {
-      this.seen.set(path, { text, at: now });
-      return true;
-    }
-    return now - last.at < this.staleMs;
-  }
-}
 
 /** The locks this process holds. */
 const heldLocks = new Set<ShardLock>();

@@ -11,7 +11,8 @@ import { shown } from '../paths.js';
 import type { Source } from '../source.js';
 import { floatHeader, isFloatDescr, npyHeaderOf, NpyError, readNpyDict, readNpyHeaderBytes } from './npy.js';
 import type { ArrayIn, ArrayOut, Contents, Format, FormatWriter } from './types.js';
-import { checkStoredCrc, dataStart, InflateSource, readMembers, ZipWriter } from './zip.js';
+import { checkStoredCrc, dataStart, InflateSource, readMembers } from './zip-read.js';
+import { ZipWriter } from './zip-write.js';
 
 /** Reads the members of `src`: see the module doc. */
 async function read(src: Source): Promise<Contents> {

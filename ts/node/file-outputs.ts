@@ -1,0 +1,93 @@
+/**
+ * Where a file's outputs go and how they appear: the output, the rstd file and the scales file
+ * planned and checked against each other and the input before anything is read, then flushed
+ * and renamed into place together (see {@link publish}).
+ * @module
+ */
+import { unlink } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { checkOutputPlace } from './confined.js';
+import { codeOf, fsError, NormalizeError } from './errors.js';
+import type { FileArgs } from './file-args.js';
+import { bytesOf, joinPath, scalesPathOf, shown, type FsPath } from './paths.js';
+import { planOutput, sameInode, type OutputPlan, type Sink } from './sink.js';
+import type { NormalizeFileOptions } from './types.js';
+
+/**
+ * The outputs' plans, checked against each other and the input: nothing is written over the
+ * input unless `inPlace`. `confined` (a dataset's output directory): the output is written
+ * through nothing that sits in its place (confined.ts).
+ */
+export async function planOutputs(input: FsPath, output: FsPath, a: FileArgs, confined: boolean): Promise<{ out: OutputPlan; rstd: OutputPlan | null }> {
+  if (confined) {
+    // Its folders are checked when made (before the output is opened, after every check of the file).
+    await checkOutputPlace(output);
+    return { out: { kind: 'file', target: output }, rstd: null };
+  }
+  const out = await planOutput(output, 'the output');
+  const rstd = a.o.rstd !== undefined ? await planOutput(a.o.rstd, 'options.rstd') : null;
+  const files = (p: OutputPlan | null) => (p && p.kind === 'file' ? p.target : null);
+  if (input !== '-' && files(out) && !a.o.inPlace && (await sameInode(input, files(out)!))) {
+    throw new NormalizeError(`the output ${shown(output)} is the input file; pass options.inPlace to replace it (still through a temporary file)`);
+  }
+  const r = files(rstd);
+  if (r && ((await sameInode(r, input)) || (files(out) && (r === files(out) || (await sameInode(r, files(out)!)))))) {
+    throw new NormalizeError(`options.rstd must be a path other than the input and the output, got ${shown(a.o.rstd!)}`);
+  }
+  return { out, rstd };
+}
+
+/**
+ * Where the rows' scales of a one-array output go: the file beside it, as the output was named
+ * (paths.ts scalesPathOf). A NormalizeError when the output is a stream (there is no file to put
+ * them beside), or when that file is the input or the rstd file.
+ */
+export async function planScales(plans: { out: OutputPlan; rstd: OutputPlan | null }, input: FsPath, output: FsPath, o: NormalizeFileOptions, confined: boolean): Promise<OutputPlan> {
+  if (plans.out.kind !== 'file') {
+    throw new NormalizeError(`the rows' scales of a quantized output go to a file beside it, but the output ${shown(output)} is a stream: write it to a file, or give options.quantScale`);
+  }
+  if (confined) {
+    await checkOutputPlace(scalesPathOf(output));
+    return { kind: 'file', target: scalesPathOf(output) };
+  }
+  const plan = await planOutput(scalesPathOf(output), 'the file of the scales');
+  if (plan.kind === 'file' && input !== '-' && (await samePath(input, plan.target))) {
+    throw new NormalizeError(`the rows' scales of ${shown(output)} go to ${shown(plan.target)}, which is the input: write the output elsewhere`);
+  }
+  if (plans.rstd && (await samePath(plans.rstd.target, plan.target))) {
+    throw new NormalizeError(`options.rstd ${shown(o.rstd!)} is where the rows' scales of the output go: give another path`);
+  }
+  return plan;
+}
+
+/** Whether two paths name one file: the same inode, or (for files not there yet) the same absolute path. */
+async function samePath(a: FsPath, b: FsPath): Promise<boolean> {
+  const abs = (p: FsPath) => (typeof p === 'string' ? Buffer.from(resolve(p)) : bytesOf(p[0] === 0x2f ? p : joinPath(process.cwd(), p)));
+  return abs(a).equals(abs(b)) || (await sameInode(a, b));
+}
+
+/**
+ * Flushes the output, the rstd file and the scales file (each one that is there), then renames
+ * them into place: every file flushed before any is renamed, the rstd file first (a failure
+ * there leaves the output as it was), the output last. The output the scales replace (a file;
+ * not the input, with `inPlace`) is removed before they are renamed: whenever the output is
+ * there, the scales beside it are its own — even when the process dies between the renames.
+ */
+export async function publish([out, rstd, scales]: readonly [Sink, Sink | null, Sink | null], plan: OutputPlan, durable: boolean, input: FsPath): Promise<void> {
+  await out.flush(durable);
+  await rstd?.flush(durable);
+  await scales?.flush(durable);
+  await rstd?.publish();
+  if (scales) {
+    // Not the input (inPlace): it is kept until the new output replaces it.
+    if (plan.kind === 'file' && !(input !== '-' && (await sameInode(input, plan.target)))) {
+      try {
+        await unlink(plan.target);
+      } catch (e) {
+        if (codeOf(e) !== 'ENOENT') throw fsError(e, 'replace', plan.target);
+      }
+    }
+    await scales.publish();
+  }
+  await out.publish();
+}
