@@ -13,7 +13,6 @@
  * either way.
  * @module
  */
-import { createHash } from 'node:crypto';
 import { constants } from 'node:os';
 import type { RmsNorm, RmsNormPool } from '../index.js';
 import { ADDRS_AT, F } from '../ops.js';
@@ -26,42 +25,15 @@ import type { Data } from '../ops.js';
 import type { TaskQueue, TaskResult } from '../pool/task-queue.js';
 import { dtypeIndex, Kind, Outcome, regionBytesFor } from '../pool/tasks.js';
 import type { AtomicFile } from './atomic.js';
+import { Follower } from './follower.js';
+import { crcOfRanges, layoutOf, RowFile, writePiece } from './layout.js';
 import { fsError, NormalizeError } from './errors.js';
-import type { ArrayOut, FormatWriter } from './formats/index.js';
+import type { FormatWriter } from './formats/index.js';
 import { crc32Combine } from './formats/crc32-combine.js';
-import { crc32 } from 'node:zlib';
 import { shown } from './paths.js';
-import { rowArrays, type ArrayPlan } from './plan.js';
+import type { ArrayPlan } from './plan.js';
 import type { Source } from './source.js';
 import { chunkRowsOf, type ChunkCall } from './chunks.js';
-
-/** Where an output's pieces go: each array's data, and the format's bytes around them. */
-interface Layout {
-  dataAt: number[];
-  pieces: { pos: number; bytes: Uint8Array }[];
-  size: number;
-}
-
-/** Lays out what `w` writes around `outs` (feeding it `crcs` of the data, when it wants them). */
-function layoutOf(w: FormatWriter, outs: readonly ArrayOut[], crcs: readonly number[] | null): Layout {
-  const dataAt: number[] = new Array(outs.length).fill(0);
-  const pieces: Layout['pieces'] = [];
-  let pos = 0;
-  const put = (b: Uint8Array) => {
-    if (b.length > 0) pieces.push({ pos, bytes: b });
-    pos += b.length;
-  };
-  put(w.start());
-  for (const i of w.order ?? outs.map((_, k) => k)) {
-    put(w.before(i));
-    dataAt[i] = pos;
-    pos += outs[i]!.bytes;
-    if (crcs) w.dataCrc?.(i, crcs[i]!, outs[i]!.bytes);
-    put(w.after(i));
-  }
-  put(w.end());
-  return { dataAt, pieces, size: pos };
-}
 
 /** What {@link normalizePositioned} needs. */
 interface PositionedJob {
@@ -257,109 +229,5 @@ export async function normalizePositioned(j: PositionedJob): Promise<{ rows: num
     return { rows, bytes: dry.size, ...(sha256 !== undefined && { sha256 }) };
   } finally {
     for (const b of bufs) b.free();
-  }
-}
-
-/**
- * A file of a float32 per row of each normalized array (the rstd file, a one-array output's
- * scales), written by the workers at the positions its format's layout gives, then its format's
- * own bytes (their CRCs read back from it).
- */
-class RowFile {
-  private readonly outs: ArrayOut[];
-  private readonly layout: Layout;
-  /** Its array of each normalized plan, by the plan's index. */
-  private readonly index = new Map<number, number>();
-  private readonly ranges: { at: number; bytes: number }[][];
-
-  constructor(
-    private readonly file: AtomicFile,
-    private readonly writer: () => FormatWriter,
-    plans: readonly ArrayPlan[],
-  ) {
-    this.outs = rowArrays(plans);
-    const w = writer();
-    this.layout = layoutOf(w, this.outs, w.dataCrc ? this.outs.map(() => 0) : null);
-    plans.forEach((p, i) => p.norm && this.index.set(i, this.index.size));
-    this.ranges = this.outs.map(() => []);
-  }
-
-  /** Where rows `r0` to `r0 + m` of plan `i` go. */
-  rows(i: number, r0: number, m: number): { fd: number; pos: number } {
-    const k = this.index.get(i)!;
-    const pos = this.layout.dataAt[k]! + 4 * r0;
-    this.ranges[k]!.push({ at: pos, bytes: 4 * m });
-    return { fd: this.file.fh.fd, pos };
-  }
-
-  /** Writes the format's bytes, once every row is written. */
-  async finish(): Promise<void> {
-    const w = this.writer();
-    let crcs: number[] | null = null;
-    if (w.dataCrc) {
-      crcs = [];
-      for (const r of this.ranges) crcs.push(await crcOfRanges(this.file, r));
-    }
-    for (const piece of layoutOf(w, this.outs, crcs).pieces) await writePiece(this.file, piece, null);
-  }
-}
-
-async function writePiece(f: AtomicFile, p: { pos: number; bytes: Uint8Array }, hash: Follower | null): Promise<void> {
-  await f.write([p.bytes], p.pos);
-  hash?.complete(p.pos, p.bytes.length);
-}
-
-/** The CRC-32 of the ranges of `f` in order (read back). */
-async function crcOfRanges(f: AtomicFile, ranges: readonly { at: number; bytes: number }[]): Promise<number> {
-  let crc = 0;
-  for (const r of ranges) {
-    const b = new Uint8Array(r.bytes);
-    const { bytesRead } = await f.fh.read(b, 0, r.bytes, r.at);
-    crc = crc32(b.subarray(0, bytesRead), crc);
-  }
-  return crc >>> 0;
-}
-
-/**
- * The SHA-256 of a file written out of order: ranges are reported complete as they are, and
- * the longest complete prefix is read back and hashed as it grows.
- */
-class Follower {
-  private readonly h = createHash('sha256');
-  private at = 0;
-  private readonly ready = new Map<number, number>();
-  private running: Promise<void> = Promise.resolve();
-  private readonly buf = new Uint8Array(4 << 20);
-
-  constructor(private readonly f: AtomicFile) {}
-
-  complete(pos: number, bytes: number): void {
-    if (bytes === 0) return;
-    this.ready.set(pos, bytes);
-    const next = this.running.then(() => this.advance());
-    // Its error is {@link finish}'s; a run stopped before that (its file closed under a read) must not end the process as an unhandled rejection.
-    next.catch(() => {});
-    this.running = next;
-  }
-
-  private async advance(): Promise<void> {
-    for (let n = this.ready.get(this.at); n !== undefined; n = this.ready.get(this.at)) {
-      this.ready.delete(this.at);
-      for (let off = 0; off < n; ) {
-        const k = Math.min(this.buf.length, n - off);
-        const { bytesRead } = await this.f.fh.read(this.buf, 0, k, this.at + off);
-        if (bytesRead !== k) throw new Error(`rmsnorm-wasm: internal error: ${shown(this.f.path)} is shorter than what was written`);
-        this.h.update(this.buf.subarray(0, k));
-        off += k;
-      }
-      this.at += n;
-    }
-  }
-
-  /** The hex digest once the whole file (`size` bytes) is hashed. */
-  async finish(size: number): Promise<string> {
-    await this.running;
-    if (this.at !== size) throw new Error(`rmsnorm-wasm: internal error: hashed ${this.at} of ${size} bytes`);
-    return this.h.digest('hex');
   }
 }
