@@ -416,6 +416,8 @@ describe('options are checked once, before anything is made', () => {
     [['--partial', '2'], /--partial/],
     [['--threads', '0'], /--threads/],
     [['--quant-scale', '2'], /--quant-scale|--out-dtype/],
+    [['--offset', '1'], /--offset \(1\) needs a weight/],
+    [['--out-dtype', 'bfloat16'], /--out-dtype bfloat16 cannot be written in a NumPy \.npy file, as data\/a\.npy and 2 more inputs would be/],
   ])('%j: exit 2, one message in the command\'s words, no folder', (flags, re) => {
     const d = caseDir();
     mkdirSync(join(d, 'data'));

@@ -216,7 +216,9 @@ export async function main(argv: string[]): Promise<number> {
     }
     // The library's own messages may start with its name: the command says it once.
     const msg = ((e as Error).message ?? String(e)).replace(/^rmsnorm-wasm: /, '');
-    if (e instanceof UsageError) {
+    // A dataset run's own TypeError or RangeError (its files' are failures naming them) is an
+    // option its inputs cannot take, found before anything was made: a usage error too.
+    if (e instanceof UsageError || (cmd.outDir !== undefined && (e instanceof TypeError || e instanceof RangeError))) {
       process.stderr.write(`rmsnorm-wasm: ${asFlags(msg)} ${SEE_HELP}\n`);
       return 2;
     }

@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { startEngine } from '../engine.js';
 import { taskQueueOf } from '../../pool/task-queue.js';
 import { paramOptions } from '../../check/params.js';
-import { DTYPES, isQuant } from '../../dtypes.js';
+import { ALL_DTYPES, DTYPES, isQuant } from '../../dtypes.js';
 import { NormalizeError } from '../errors.js';
 import { makeDirs } from '../sink.js';
 import { makeDirsBelow } from '../confined.js';
@@ -109,6 +109,30 @@ function refuseScalesOverOutputs(files: readonly DatasetFile[], format: FormatNa
 }
 
 /**
+ * Refuses, before anything is made, an `outDtype` the format of some of the inputs cannot hold
+ * (bfloat16 or float8 in a `.npy` or `.npz`): a RangeError naming the option and the first such
+ * input. A file's format is its extension's here (its content decides later).
+ */
+function refuseOutDtype(files: readonly DatasetFile[], o: NormalizeDatasetOptions): void {
+  const d = o.outDtype;
+  if (d === undefined) return;
+  const holds = (f: FormatName) => (f === 'npy' || f === 'npz' ? ALL_DTYPES[d].npy !== null : f === 'safetensors' ? ALL_DTYPES[d].safetensors !== null : true);
+  const formatOfName = (rel: FsPath) => {
+    const name = baseOf(rel).toString().toLowerCase();
+    return o.format ?? FORMATS.find((f) => f.extensions.some((e) => name.endsWith(e)))?.name;
+  };
+  const bad = files.filter((f) => {
+    const fmt = formatOfName(f.rel);
+    return fmt !== undefined && !holds(fmt);
+  });
+  if (bad.length === 0) return;
+  const fmt = formatNamed(formatOfName(bad[0]!.rel)!);
+  throw new RangeError(
+    `normalizeDataset: options.outDtype ${d} cannot be written in ${fmt.title} file, as ${shown(bad[0]!.input)}${bad.length > 1 ? ` and ${bad.length - 1} more inputs` : ''} would be: choose another outDtype, or leave those files out`,
+  );
+}
+
+/**
  * Normalizes every file of `inputs` into `outDir`, at the same relative paths; see the module
  * doc for the lock, resume and the manifest.
  *
@@ -135,6 +159,7 @@ export async function normalizeDataset(inputs: string | readonly string[], outDi
   // Listed before the output directory is made: a run refused for its inputs leaves nothing.
   const listed = await listInputs(list, outDir, { accept: (n) => takesName(n, o.format), accepts: takenNames(o.format), follow: o.followSymlinks !== false, warn });
   if (isQuant(o.outDtype) && o.quantScale === undefined) refuseScalesOverOutputs(listed, o.format);
+  refuseOutDtype(listed, o);
   await makeDirs(outDir, 'the output directory');
   const lock = await ShardLock.acquire(outDir, index, count, {
     waitS: o.lockWait ?? Infinity, staleS: o.lockStale ?? STALE_S, signal: o.signal,
