@@ -204,6 +204,20 @@ describe('nothing outside the given folders is written or read', () => {
     expectExit(r, 1, /a\.npy.*FIFO/);
   });
 
+  it('a FIFO among the inputs is skipped in a folder and refused when named, without blocking on it', () => {
+    const d = caseDir();
+    mkdirSync(join(d, 'in'));
+    writeFileSync(join(d, 'in/a.npy'), npy(2, 8));
+    expect(spawnSync('mkfifo', [join(d, 'in/f.npy')]).status).toBe(0);
+    symlinkSync('/dev/zero', join(d, 'in/zero.npy'));
+    const r = cli(['normalize', 'in', '--out-dir', 'o'], { cwd: d, timeoutMs: 20_000 });
+    expectExit(r, 0);
+    expect(readdirSync(join(d, 'o')).sort()).toEqual(['a.npy', 'manifest.jsonl']);
+    const named = cli(['normalize', 'in/f.npy', 'in/a.npy', '--out-dir', 'o2'], { cwd: d, timeoutMs: 20_000 });
+    expectExit(named, 1, /in\/f\.npy is not a regular file/);
+    expect(existsSync(join(d, 'o2'))).toBe(false);
+  });
+
   it('a link to a directory out of the input tree is skipped, with a warning naming it; file links are followed', () => {
     const d = caseDir();
     mkdirSync(join(d, 'top/in/real'), { recursive: true });

@@ -120,7 +120,7 @@ export async function normalizeFileWith(input: FsPath, output: FsPath, options: 
   const { o } = a;
   const plans = await planOutputs(input, output, a, ctx.makeDir !== undefined);
   const weight = await weightOf(a, ctx);
-  const src = await openSource(input);
+  const src = await openSource(input, ctx.makeDir !== undefined);
   // Started now, so that its workers start while the header is read.
   await using engineStart = ctx.engine ? null : startEngine({ pool: o.pool, threads: o.threads }, src.size);
   try {

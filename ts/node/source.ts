@@ -5,7 +5,7 @@
  * and dropped), so that a format reader that reads forward works on either.
  * @module
  */
-import { fstat, read as readCb, type Stats } from 'node:fs';
+import { constants, fstat, read as readCb, type Stats } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import { codeOf, fsError, NormalizeError } from './errors.js';
@@ -219,10 +219,11 @@ function sourceOf(path: FsPath, st: Stats, raw: RawRead, close: () => Promise<vo
 
 /**
  * Opens `path` for reading (`-`: standard input): a NormalizeError naming it when it cannot be
- * read, or is a directory.
+ * read, or is a directory. `regularOnly` (a dataset's inputs): anything but a regular file is a
+ * NormalizeError too, found without blocking (a FIFO with no writer would block its open).
  */
-export async function openSource(path: FsPath): Promise<Source> {
-  const fd = path === '-' ? 0 : descriptorOf(path);
+export async function openSource(path: FsPath, regularOnly = false): Promise<Source> {
+  const fd = path === '-' ? 0 : regularOnly ? -1 : descriptorOf(path);
   if (fd >= 0) {
     // A descriptor of this process: read it, not the path again (reopening fails for a socket).
     const st = await fstatFd(fd).catch((e: unknown) => {
@@ -233,12 +234,15 @@ export async function openSource(path: FsPath): Promise<Source> {
   }
   let fh: FileHandle;
   try {
-    fh = await open(path, 'r');
+    fh = await open(path, regularOnly ? constants.O_RDONLY | constants.O_NONBLOCK : 'r');
   } catch (e) {
     throw fsError(e, 'read', path);
   }
   try {
     const st = await fh.stat();
+    if (regularOnly && !st.isFile()) {
+      throw new NormalizeError(`${shown(path)} is not a regular file (a FIFO, a device or a socket): a dataset reads regular files; give it alone, as IN OUT, to read it as a stream`);
+    }
     const raw: RawRead = async (into, off, len, pos) => {
       try {
         return (await fh.read(into, off, len, pos)).bytesRead;

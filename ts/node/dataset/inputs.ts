@@ -185,6 +185,8 @@ export async function listInputs(inputs: readonly string[], outDir: string, rule
       const files = await walk(given, r);
       if (files.length === 0) throw new NormalizeError(`${given}: the directory has no input files (${r.accepts}, not hidden, in it or below)`);
       found.push(...files.map((rel) => ({ input: joinPath(given, rel), rel })));
+    } else if (!st.isFile()) {
+      throw new NormalizeError(`${given} is not a regular file (a FIFO, a device or a socket): a dataset reads regular files; give it alone, as IN OUT, to read it as a stream`);
     } else found.push({ input: given, rel: baseOf(given) });
   }
   sortByOutput(found);

@@ -60,7 +60,7 @@ async function firstAxisOf(f: DatasetFile, o: NormalizeDatasetOptions, dim: numb
     const row = DTYPES[o.dtype ?? 'float32'].bytes * (dim ?? 0);
     return row > 0 && f.size % row === 0 ? f.size / row : 1;
   }
-  const src = await openSource(f.input).catch(() => null);
+  const src = await openSource(f.input, true).catch(() => null);
   if (!src) return 1;
   try {
     const format = await formatOf(src, o.format);
