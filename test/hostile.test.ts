@@ -19,6 +19,7 @@ import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createNormalizeStream, normalizeDataset, normalizeFile, NormalizeError, npyHeader } from '../dist/node/index.js';
 import { cpuQuota } from '../ts/cpu-quota.js';
+import { ShardLock } from '../dist/node/dataset/lock.js';
 
 const BIN = new URL('../bundle/node/bin.js', import.meta.url).pathname;
 const root = mkdtempSync(join(tmpdir(), 'rmsnorm-hostile-'));
@@ -532,6 +533,27 @@ describe('logs and threads for schedulers', () => {
     expectExit(r, 0);
     expect(JSON.parse(r.stdout).threads).toBe(1);
   });
+
+  it('a run that waited for another run\'s lock counts its rate from when it got the lock', async () => {
+    const d = caseDir();
+    mkdirSync(join(d, 'data'));
+    writeFileSync(join(d, 'data/a.npy'), npy(2, 8));
+    mkdirSync(join(d, 'o'));
+    const held = await ShardLock.acquire(join(d, 'o'), 0, 1, { waitS: 0, staleS: 60 });
+    const p = spawn(process.execPath, [BIN, 'normalize', 'data', '--out-dir', 'o', '--json'], { cwd: d, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    p.stdout.on('data', (b: Buffer) => (out += b));
+    p.stderr.on('data', (b: Buffer) => (err += b));
+    const done = new Promise<number | null>((ok) => p.on('exit', (code) => ok(code)));
+    const t0 = Date.now();
+    while (!/waiting for process/.test(err) && Date.now() - t0 < 20_000) await new Promise((r) => setTimeout(r, 20));
+    await new Promise((r) => setTimeout(r, 1500));
+    await held.release();
+    expect(await done, err).toBe(0);
+    expect(err).toMatch(/waiting for process \d+ on .*; it is taken over as soon as its process is gone/);
+    expect((JSON.parse(out) as { seconds: number }).seconds).toBeLessThan(1.5);
+  }, 40_000);
 
   it('a retried pod on the same node (same boot, another PID namespace) takes a dead lock over within a few heartbeats, saying why', () => {
     const d = caseDir();
