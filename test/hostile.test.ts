@@ -469,6 +469,46 @@ describe('a stop is a stop', () => {
   }, 60_000);
 });
 
+describe('a stop is a stop with every flag and format', () => {
+  const d = mkdtempSync(join(root, 'stops-'));
+  const made = new Set<string>();
+  /** A folder of 40 files of 4 MiB in `format`, made once. */
+  const data = (format: 'npy' | 'npz' | 'safetensors'): string => {
+    const dir = join(d, format);
+    if (made.has(format)) return dir;
+    mkdirSync(dir);
+    for (let i = 0; i < 40; i++) {
+      const body = format === 'npy' ? npy(1024, 1024) : format === 'npz' ? zip([{ name: 'x.npy', data: npy(1024, 1024) }]) : safetensors(1024, 1024);
+      writeFileSync(join(dir, `f${i}.${format}`), body);
+    }
+    made.add(format);
+    return dir;
+  };
+  it.each([
+    ['npy', ['--verbose']],
+    ['npy', ['--keep-going', '--no-fsync']],
+    ['npy', ['--out-dtype', 'int8']],
+    ['npz', ['--checksum']],
+    ['safetensors', ['--out-dtype', 'int8', '--verbose']],
+  ] as const)('%s %j: SIGTERM mid-run ends it within the grace, no temporary, no lock', async (format, flags) => {
+    const out = join(d, `out-${format}-${flags.join('')}`);
+    const p = spawn(process.execPath, [BIN, 'normalize', data(format), '--out-dir', out, '--threads', '1', ...flags], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let err = '';
+    p.stderr.on('data', (b: Buffer) => (err += b));
+    const done = new Promise<{ code: number | null; signal: string | null }>((ok) => p.on('exit', (code, signal) => ok({ code, signal })));
+    const t0 = Date.now();
+    while (!(existsSync(out) && readdirSync(out).some((f) => f.includes('.tmp-'))) && Date.now() - t0 < 30_000) await new Promise((r) => setTimeout(r, 2));
+    const tStop = Date.now();
+    p.kill('SIGTERM');
+    const r = await done;
+    expect(r.code === 143 || r.signal === 'SIGTERM', `${JSON.stringify(r)} ${err}`).toBe(true);
+    expect(Date.now() - tStop).toBeLessThan(500 + 250);
+    expect(err).toMatch(/stopped by SIGTERM/);
+    expect(err).not.toMatch(/EBADF|Error:|at \w+ \(/);
+    expect(readdirSync(out).filter((f) => f.includes('.tmp-') || f.endsWith('.lock'))).toEqual([]);
+  }, 60_000);
+});
+
 describe('a stop does not wait for reads in flight', () => {
   it('SIGTERM while a read from a stalled FIFO is in flight: exit 143 within half a second (after the signal), no temporary', async () => {
     const d = caseDir();
