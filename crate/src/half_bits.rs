@@ -1,5 +1,5 @@
 //! The scalar float16 / bfloat16 ↔ f32 conversions on `u16` bit patterns: the definitions
-//! that [`crate::simd::F32x4`]'s vector loads and stores and [`crate::half`]'s storage types
+//! that [`crate::simd::F32x4`]'s vector loads and stores and [`crate::elem`]'s storage types
 //! must match bit for bit (they are exact or correctly rounded, so there is one right answer —
 //! only NaNs leave a choice, fixed here):
 //! - widening is exact: bf16 → f32 is a shift (a NaN keeps its bits); f16 → f32 moves a NaN's

@@ -34,7 +34,7 @@ pub trait F32x4: Copy {
     /// `(l0 + l1) + (l2 + l3)`: a fixed order, so every implementation rounds alike.
     fn hsum(self) -> f32;
 
-    // Half-precision storage. The scalar conversions of `crate::half` define the bits; these
+    // Half-precision storage. The scalar conversions of `crate::half_bits` define the bits; these
     // defaults apply them lane by lane, and a SIMD implementation must give the same bits.
 
     /// Loads 4 bfloat16 bit patterns from `p`, widened exactly.

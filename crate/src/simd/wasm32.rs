@@ -217,7 +217,7 @@ fn k<const C: u32>() -> v128 {
     unsafe { core::ptr::read_volatile(lanes::<C>() as *const [u32; 4] as *const v128) }
 }
 
-// The half conversions of `crate::half`, four lanes at a time with integer ops and selects
+// The half conversions of `crate::half_bits`, four lanes at a time with integer ops and selects
 // (every branch computed, the right one kept), so they give the scalar functions' bits.
 
 /// Eight lanes with a NaN among them, stored four at a time by `store4` (kept out of the
