@@ -230,6 +230,6 @@ for (const { rows, dim } of SHAPES) {
 }
 writeFileSync(
   new URL('./results/half.json', import.meta.url),
-  JSON.stringify({ date: new Date().toISOString(), build: m.build, node: process.version, load: os.loadavg()[0], rounds: ROUNDS, rows: out }, null, 2) + '\n',
+  JSON.stringify({ date: new Date().toISOString(), cpu: os.cpus()[0]?.model ?? '', cores: os.availableParallelism(), build: m.build, node: process.version, load: os.loadavg()[0], rounds: ROUNDS, rows: out }, null, 2) + '\n',
 );
 writeBenchmarks();

@@ -222,6 +222,6 @@ for (const { rows: r, dim: d } of SHAPES) {
   }
 }
 const out = new URL('./results/variants.json', import.meta.url);
-writeFileSync(out, JSON.stringify({ date: new Date().toISOString(), load: os.loadavg(), node: process.version, rounds: ROUNDS, rows }, null, 2) + '\n');
+writeFileSync(out, JSON.stringify({ date: new Date().toISOString(), cpu: os.cpus()[0]?.model ?? '', cores: os.availableParallelism(), load: os.loadavg(), node: process.version, rounds: ROUNDS, rows }, null, 2) + '\n');
 console.log(`wrote ${out.pathname}`);
 writeBenchmarks();
