@@ -42,8 +42,13 @@ export async function readManifests(outDir: string): Promise<Map<string, Dataset
     return done;
   }
   for (const name of names) {
-    const text = await readSmallFile(join(outDir, name), MANIFEST_MAX_BYTES, 'the manifest');
-    for (const line of (text?.toString('utf8') ?? '').split('\n')) {
+    const bytes = await readSmallFile(join(outDir, name), MANIFEST_MAX_BYTES, 'the manifest');
+    // Line by line from the bytes: a manifest may be longer than the longest string V8 makes.
+    for (let at = 0; bytes !== null && at < bytes.length; ) {
+      const nl = bytes.indexOf(0x0a, at);
+      const end = nl < 0 ? bytes.length : nl;
+      const line = bytes.toString('utf8', at, end);
+      at = end + 1;
       let r: DatasetRecord;
       try {
         r = JSON.parse(line) as DatasetRecord;
