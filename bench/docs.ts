@@ -136,6 +136,52 @@ function pairs(title: string, intro: string, json: { rows: PairRow[]; date: stri
   return lines.join('\n') + '\n';
 }
 
+interface PlacementsJson {
+  date: string;
+  cpu: string;
+  cores: number;
+  rounds: number;
+  offsets: number[];
+  rows: { op: string; moved: string; shape: string; gbPerS: Record<string, number[]>; medianVsRoof: number; worstOverBest: Record<string, number> }[];
+}
+
+/** Where the arrays sit (bench/placements.ts): per sweep and shape, the medians and spreads; one sweep in full. */
+function placements(json: PlacementsJson | null): string {
+  if (!json) return '';
+  const med = (a: number[]) => [...a].sort((u, v) => u - v)[a.length >> 1]!;
+  const range = (a: number[]) => `${Math.min(...a).toFixed(1)}–${Math.max(...a).toFixed(1)}`;
+  const lines = [
+    '## Where the arrays sit',
+    '',
+    `${json.cpu}, ${json.cores} cores; ${json.date.slice(0, 10)}. \`npm run bench:placements\`: the zero-copy float32 calls and the hand-written ` +
+      `kernels with one operand moved against the others in 16-byte steps, \`(moved − x) mod 256\` = ${json.offsets[0]}…${json.offsets[json.offsets.length - 1]} bytes, ` +
+      `the rest on 4 KiB boundaries; each placement's median over ${json.rounds} rounds. GB/s: the bytes a call reads and writes ÷ its time.`,
+    '',
+    '| call | operand moved | rows × dim | package GB/s, median (range) | hand-written GB/s, median (range) | package ÷ hand-written | worst ÷ best placement: package / hand-written |',
+    '|---|---|---|---:|---:|---:|---:|',
+  ];
+  for (const r of json.rows) {
+    const p = r.gbPerS.package!, h = r.gbPerS.roof!;
+    lines.push(
+      `| ${r.op} | \`${r.moved}\` | ${r.shape.replace('x', ' × ')} | ${med(p).toFixed(1)} (${range(p)}) | ${med(h).toFixed(1)} (${range(h)}) | ${r.medianVsRoof.toFixed(2)} | ` +
+        `${r.worstOverBest.package!.toFixed(2)} / ${r.worstOverBest.roof!.toFixed(2)} |`,
+    );
+  }
+  const full = json.rows.find((r) => r.op === 'forward' && r.shape === '32x4096') ?? json.rows[0];
+  if (full) {
+    lines.push(
+      '',
+      `Every placement of the ${full.op} at ${full.shape.replace('x', ' × ')}, GB/s:`,
+      '',
+      `| \`(${full.moved} − x) mod 256\` | ${json.offsets.join(' | ')} |`,
+      `|---|${json.offsets.map(() => '---:').join('|')}|`,
+      `| package | ${full.gbPerS.package!.map((g) => g.toFixed(0)).join(' | ')} |`,
+      `| hand-written | ${full.gbPerS.roof!.map((g) => g.toFixed(0)).join(' | ')} |`,
+    );
+  }
+  return lines.join('\n') + '\n';
+}
+
 interface PoolJson {
   date: string;
   cpu: string;
@@ -396,6 +442,7 @@ export function renderBenchmarks(): string {
       ),
     );
   }
+  out.push(placements(read('placements.json')));
   out.push(pool(read('pool.json')));
   out.push(file(read('file.json')));
   out.push(dataset(read('dataset.json')));
