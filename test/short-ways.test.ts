@@ -146,6 +146,36 @@ describe.each(['simd', 'scalar'] as const)('the %s build', (build) => {
     expect(m.rmsNorm(x.subarray(0, 448), null, o).length).toBe(448);
   });
 
+  it('a zero-copy call repeated on the same views runs on them after any other call between (the call block rewritten)', async () => {
+    m = await loadRmsNorm(build);
+    const dim = 896;
+    const [bx, bw, by, bx2, by2, br] = [view(testRows(2, dim, 11)), view(testWeight(dim, 12)), m.allocF32(2 * dim), view(testRows(2, dim, 13)), m.allocF32(2 * dim), m.allocF32(2)];
+    const [x, w, y, x2, y2, rs] = [bx.view(), bw.view(), by.view(), bx2.view(), by2.view(), br.view()];
+    const o = { out: y };
+    const expected = (xs: Float32Array, ws: Float32Array | null, extra: Record<string, unknown> = {}) => m.rmsNorm(xs.slice(), ws?.slice() ?? null, { ...extra, ...GENERAL_F });
+    const between: (() => unknown)[] = [
+      () => m.rmsNorm(x2, w, { out: y2 }), // another zero-copy call: other addresses
+      () => m.rmsNorm(x2.slice(), w.slice()), // through the window
+      () => m.rmsNorm(x2.slice(), w), // through the window, the same weight and parameters
+      () => m.rmsNorm(x2, w, { out: y2, ...GENERAL_F }), // the general path
+      () => m.rmsNormBackward(x2.slice(), x2.slice(), w.slice()),
+      () => m.rmsNorm(x2, w, { out: y2, rstd: rs }), // with rstd
+      () => m.rmsNorm(x, w, { out: y, eps: 0.5 }), // other parameters
+    ];
+    for (const f of between) {
+      m.rmsNorm(x, w, o);
+      y.fill(0);
+      f();
+      y.fill(0);
+      m.rmsNorm(x, w, o);
+      expect(same(y, expected(x, w))).toBe(true);
+      x[5] = -x[5]!; // new contents, same views
+      m.rmsNorm(x, w, o);
+      expect(same(y, expected(x, w))).toBe(true);
+    }
+    for (const b of [bx, bw, by, bx2, by2, br]) b.free();
+  });
+
   it('refuses what the general path refuses, with its error, and keeps working', async () => {
     m = await loadRmsNorm(build);
     const x = testRows(2, 64, 1);

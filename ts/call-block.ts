@@ -33,6 +33,8 @@ export function writeAddrs(i32: Int32Array, at: number, addrs: ArrayLike<number>
  */
 export class CallBlock {
   private last: Params | null = null;
+  /** Who wrote the addresses the block holds, when they said so ({@link holdsFor}); null after any other write. */
+  private holder: object | null = null;
 
   constructor(
     /** The block's byte address. */
@@ -48,11 +50,23 @@ export class CallBlock {
 
   /** Writes the first `n` of `addrs` as the block's addresses. */
   addrs(i32: Int32Array, addrs: ArrayLike<number>, n: number): void {
+    this.holder = null;
     writeAddrs(i32, this.at >>> 2, addrs, n);
   }
 
-  /** The word index of the block's address `i` (for callers writing a few addresses themselves). */
+  /** The word index of the block's address `i` (for callers writing a few addresses themselves: they write them next). */
   addrWord(i: number): number {
+    this.holder = null;
     return (this.at + ADDRS_AT) / 4 + i;
+  }
+
+  /** Marks the addresses just written as `holder`'s: {@link holds} is true until another write. */
+  heldBy(holder: object): void {
+    this.holder = holder;
+  }
+
+  /** Whether the block holds `q` and the addresses `holder` wrote last, both unchanged since. */
+  holds(holder: object, q: Params): boolean {
+    return this.holder === holder && this.last === q;
   }
 }
