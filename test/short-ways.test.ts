@@ -112,7 +112,12 @@ describe.each(['simd', 'scalar'] as const)('the %s build', (build) => {
         ['too big for the window', taken(() => m.rmsNorm(new Float32Array(64 * 896), w), f), false],
         ['rmsNormBackward(dy, x, w)', taken(() => m.rmsNormBackward(x, x, w), b), true],
         ['rmsNormBackward with rstd, dx, dweight', taken(() => m.rmsNormBackward(x, x, w, { rstd: new Float32Array(4), dx: new Float32Array(x.length), dweight: new Float32Array(896) }), b), true],
-        ['rmsNormBackward of views (in place by the general path)', taken(() => m.rmsNormBackward(bx.view(), bx.view(), w), b), false],
+        ['rmsNormBackward of views, the outputs not given (placed by the general path)', taken(() => m.rmsNormBackward(bx.view(), bx.view(), w), b), false],
+        ['rmsNormBackward of views, dx and dweight views', taken(() => {
+          const [bdx, bdw, bw] = [m.allocF32(x.length), m.allocF32(896), view(w)];
+          m.rmsNormBackward(bx.view(), bx.view(), bw.view(), { dx: bdx.view(), dweight: bdw.view() });
+          for (const t of [bdx, bdw, bw]) t.free();
+        }, b), true],
         ['rmsNormBackward with dresidual', taken(() => m.rmsNormBackward(x, x, w, { dresidual: x.slice() }), b), false],
       ];
       for (const [name, got, want] of cases) expect([name, got]).toEqual([name, want]);
@@ -174,6 +179,53 @@ describe.each(['simd', 'scalar'] as const)('the %s build', (build) => {
       expect(same(y, expected(x, w))).toBe(true);
     }
     for (const b of [bx, bw, by, bx2, by2, br]) b.free();
+  });
+
+  it('backward on views in place: the general path\'s bits; dx exactly dy or x; overlaps and a repeated call after other calls', async () => {
+    m = await loadRmsNorm(build);
+    for (const [rows, dim] of SHAPES) {
+      const n = rows * dim;
+      const [bdy, bx, bw, brs, bdx, bdw] = [view(testRows(rows, dim, 21)), view(testRows(rows, dim, 22)), view(testWeight(dim, 23)), m.allocF32(rows), m.allocF32(n), m.allocF32(dim)];
+      const [dy, x, w, rs, dx, dw] = [bdy.view(), bx.view(), bw.view(), brs.view(), bdx.view(), bdw.view()];
+      m.rmsNorm(x, w, { rstd: rs });
+      for (const weight of [w, null]) {
+        for (const saved of [undefined, rs]) {
+          const ref = m.rmsNormBackward(dy.slice(), x.slice(), weight?.slice() ?? null, { dim, rstd: saved?.slice(), ...GENERAL_B });
+          dw.fill(9); // overwritten, not added to
+          const got = m.rmsNormBackward(dy, x, weight, { dim, rstd: saved, dx, dweight: weight === null ? undefined : dw });
+          expect([rows, dim, got.dx === dx, same(dx, ref.dx), weight === null || same(dw, ref.dweight)]).toEqual([rows, dim, true, true, true]);
+        }
+      }
+      const ref = m.rmsNormBackward(dy.slice(), x.slice(), w.slice(), { ...GENERAL_B });
+      const keep = dy.slice();
+      m.rmsNormBackward(dy, x, w, { dx: dy, dweight: dw }); // dx is dy
+      expect(same(dy, ref.dx)).toBe(true);
+      dy.set(keep);
+      const xKeep = x.slice();
+      m.rmsNormBackward(dy, x, w, { dx: x, dweight: dw }); // dx is x
+      expect(same(x, ref.dx)).toBe(true);
+      x.set(xKeep);
+      // dx over part of x, dweight over x: placed by the general path, same bits.
+      if (n > 1) {
+        const big = m.allocF32(2 * n);
+        const bv = big.view();
+        bv.set(x);
+        const part = bv.subarray(1, n + 1);
+        m.rmsNormBackward(dy, bv.subarray(0, n), w, { dx: part, dweight: dw });
+        expect(same(part, ref.dx)).toBe(true);
+        big.free();
+      }
+      // The same call again after calls that rewrite the call block.
+      for (const between of [() => m.rmsNormBackward(dy.slice(), x.slice(), w), () => m.rmsNorm(x, w, { out: dx }), () => m.rmsNormBackward(x, dy, w, { dx, dweight: dw })]) {
+        m.rmsNormBackward(dy, x, w, { dx, dweight: dw });
+        between();
+        dx.fill(0);
+        dw.fill(0);
+        m.rmsNormBackward(dy, x, w, { dx, dweight: dw });
+        expect([same(dx, ref.dx), same(dw, ref.dweight)]).toEqual([true, true]);
+      }
+      for (const t of [bdy, bx, bw, brs, bdx, bdw]) t.free();
+    }
   });
 
   it('refuses what the general path refuses, with its error, and keeps working', async () => {

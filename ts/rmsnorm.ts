@@ -68,7 +68,7 @@ export class RmsNorm {
     this.block = new CallBlock(this.#heap.alloc(CALL_WORDS));
     this.#windowCalls = new WindowCalls(this.#heap, this.window, windowFloats, this.block, wasm.exports);
     this.#shortForward = new ShortForward(this.#heap, this.block, wasm.exports, this.#windowCalls);
-    this.#shortBackward = new ShortBackward(this.#heap, this.#windowCalls);
+    this.#shortBackward = new ShortBackward(this.#heap, this.block, wasm.exports, this.window, windowFloats, this.#windowCalls);
   }
 
   /**

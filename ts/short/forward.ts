@@ -26,29 +26,11 @@ import { F, FORWARD, type Params } from '../ops.js';
 import { resultArray } from '../platform.js';
 import { checkStatus } from '../status.js';
 import { ParamsMemo } from './params-memo.js';
+import { apart, Seen } from './seen.js';
 import type { WindowCalls } from './window-calls.js';
 
 /** The options this way takes besides the parameters: the float32 outputs. */
 const ARRAYS: readonly string[] = ['out', 'rstd'];
-
-/** The last views seen in one operand position, and their byte addresses. */
-class Seen {
-  /** Starts as no value any call can pass. */
-  view: unknown = Seen;
-  at = 0;
-
-  /** `a`'s byte address if it is a Float32Array view of `buf` with elements, else -1 (a view's buffer and offset never change). */
-  addressOf(a: unknown, buf: ArrayBufferLike): number {
-    if (a === this.view) return (a as Float32Array).length !== 0 ? this.at : -1;
-    if (!(a instanceof Float32Array) || a.buffer !== buf || a.length === 0) return -1;
-    this.view = a;
-    this.at = a.byteOffset;
-    return this.at;
-  }
-}
-
-/** Whether `[a, a + an)` and `[b, b + bn)` (bytes) share none. */
-const apart = (a: number, an: number, b: number, bn: number) => a + an <= b || b + bn <= a;
 
 /** One instance's forward short way: see the module doc. */
 export class ShortForward {
