@@ -59,14 +59,15 @@ export function renderAbi(src) {
     '',
   ];
   for (const e of enums) {
-    // Dtype's and Gate's keys are the names users write ('float32', 'after'); operands are
-    // named as in the API ('x', 'dresidual'); status codes keep Rust's names.
-    const key = (n) => (e.name === 'Dtype' || e.name === 'Gate' ? n.toLowerCase() : e.name.endsWith('Operand') ? n[0].toLowerCase() + n.slice(1) : n);
+    // Dtype's, Casting's and Gate's keys are the names users write ('float32', 'llama',
+    // 'after'); operands are named as in the API ('x', 'dresidual'); status codes keep Rust's names.
+    const key = (n) => (['Dtype', 'Casting', 'Gate'].includes(e.name) ? n.toLowerCase() : e.name.endsWith('Operand') ? n[0].toLowerCase() + n.slice(1) : n);
     out.push(`/** ${e.doc} */`, `export const ${e.name} = {`);
     for (const v of e.variants) out.push(`  /** ${v.doc} */`, `  ${key(v.name)}: ${v.value},`);
     out.push('} as const;', '');
-    // Codes a message may show get their meanings as text; an operand's slot and its extent are only indices.
-    if (e.name.endsWith('Operand') || e.name === 'Extent') continue;
+    // Codes a message may show get their meanings as text; an operand's slot and its extent are
+    // only indices, and a casting mode is shown by its name.
+    if (e.name.endsWith('Operand') || e.name === 'Extent' || e.name === 'Casting') continue;
     out.push(`/** ${e.name} code → what it means. */`, `export const ${e.name.toUpperCase()}_TEXT: Readonly<Record<number, string>> = {`);
     for (const v of e.variants) out.push(`  ${v.value}: ${q(v.doc)},`);
     out.push('};', '');

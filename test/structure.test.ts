@@ -98,6 +98,21 @@ function unusedExports(): string[] {
   return out;
 }
 
+/** A TypeScript file's code without its comments (string contents kept). */
+const code = (t: string) => t.replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|[^:'"`\\])\/\/.*$/gm, '$1');
+
+/**
+ * String literals in ts/ (outside the generated abi.ts, comments left out) equal to one of
+ * `names`: the names of a list that abi.rs writes once and everything else reads.
+ */
+function literalsOf(names: readonly string[], files: [string, string][]): string[] {
+  const out: string[] = [];
+  for (const [f, t] of files) {
+    for (const m of code(t).matchAll(/(['"`])([A-Za-z0-9_-]+)\1/g)) if (names.includes(m[2]!)) out.push(`${f}: ${m[0]}`);
+  }
+  return out;
+}
+
 describe('the repository\'s structure', () => {
   it('the circle finder finds a circle', () => {
     expect(circles({ a: ['b'], b: ['c'], c: ['a'], d: ['a'] }).map((c) => c.join(' → '))).toEqual(['a → b → c → a']);
@@ -118,6 +133,16 @@ describe('the repository\'s structure', () => {
 
   it('every export of ts/ is named somewhere else', () => {
     expect(unusedExports()).toEqual([]);
+  });
+
+  it('the casting and gate modes are named by abi.rs alone: no string literal of one in ts/', async () => {
+    const { Casting, Gate } = await import('../ts/abi.js');
+    // 'none' also names other things (a progress mode): the modes that are only modes.
+    const names = [...Object.keys(Casting), ...Object.keys(Gate)].filter((n) => n !== 'none');
+    expect(names).toEqual(expect.arrayContaining(['llama', 'gemma', 'after', 'before']));
+    const files = walk(join(ROOT, 'ts')).filter((f) => f.endsWith('.ts') && !f.endsWith('/abi.ts')).map((f) => [relative(ROOT, f), readFileSync(f, 'utf8')] as [string, string]);
+    expect(literalsOf(names, [['made-up.ts', "// 'llama' in a comment\nconst a = 'gemma';\nconst b = `x`; /* 'after' */"]])).toEqual(["made-up.ts: 'gemma'"]);
+    expect(literalsOf(names, files)).toEqual([]);
   });
 
   it('the compiler refuses unused locals', () => {

@@ -67,6 +67,16 @@ export const DTYPE_TEXT: Readonly<Record<number, string>> = {
   4: 'OCP float8 E4M3FN (no infinities, largest 448), as u8 bit patterns: a quantized output only, with a scale',
 };
 
+/** Where half-precision results are rounded (the castingMode option): each mode's name and its code, which the TypeScript side maps to the {@link LLAMA} flag it sets (the kernels read the flag). */
+export const Casting = {
+  /** everything in float32, one rounding at the end (the default) */
+  none: 0,
+  /** Hugging Face's LlamaRMSNorm: x·rstd rounded to the activations' type before the gain (the LLAMA flag) */
+  llama: 1,
+  /** Gemma's: everything in float32, one rounding at the end (as none; the 1 + weight is the offset option) */
+  gemma: 2,
+} as const;
+
 /** Where a gated RMSNorm's gate `silu(z)` multiplies (Qwen3-Next's and Mamba-2's RMSNormGated). */
 export const Gate = {
   /** no gate */

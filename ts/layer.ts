@@ -9,7 +9,8 @@
 import type { DataBuffer } from './memory.js';
 import { DTYPE_NAMES, isJsArray, rowsOf, typed } from './check/arrays.js';
 import { checkLayerBackward, checkLayerForward, checkLayerOptions, noQuantized, rowScalesOf } from './check/calls.js';
-import { Dtype as DT, Gate } from './abi.js';
+import { gateModeOf } from './check/params.js';
+import { Dtype as DT } from './abi.js';
 import { BY_CODE } from './dtypes.js';
 import { B, BACKWARD, F, type Data, type Params, type Placed } from './ops.js';
 import type { CastingMode, Dtype, FloatArray, GateMode, QuantDtype, RmsNormBackwardResult, RmsNormOutput, ScalarOptions } from './types.js';
@@ -142,7 +143,7 @@ export class RmsNormLayer<W extends FloatArray = Float32Array, Q extends QuantDt
     this.dim = o.dim;
     this.params = o.params;
     this.gated = o.gated;
-    this.gateMode = o.gated.gate === Gate.before ? 'before' : 'after';
+    this.gateMode = gateModeOf(o.gated.gate);
     this.eps = o.params.eps;
     this.offset = o.params.offset;
     this.stat = o.params.stat;

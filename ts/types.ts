@@ -3,6 +3,7 @@
  * options of the one-off forward and backward.
  * @module
  */
+import type { Casting, Gate } from './abi.js';
 
 declare global {
   /**
@@ -60,7 +61,7 @@ export type RmsNormOutput<T, Q extends QuantDtype | undefined> = [Q] extends [Qu
  *   before the rows are summed — as autograd does.
  * For float32 activations every mode is the same.
  */
-export type CastingMode = 'none' | 'llama' | 'gemma';
+export type CastingMode = keyof typeof Casting;
 
 /**
  * Where a gated RMSNorm's gate `silu(z)` multiplies (`options.gate` gives `z`):
@@ -71,7 +72,7 @@ export type CastingMode = 'none' | 'llama' | 'gemma';
  * `silu(z) = z / (1 + e^−z)`, computed in float32 by a fixed sequence of operations, so the
  * bits are the same on every build and thread count.
  */
-export type GateMode = 'after' | 'before';
+export type GateMode = Exclude<keyof typeof Gate, 'none'>;
 
 /**
  * A Float16Array (where the engine has one: Chromium, Firefox, Deno, Bun; not Node 20), typed

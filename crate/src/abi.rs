@@ -53,6 +53,19 @@ pub enum Dtype {
     Float8_e4m3 = 4,
 }
 
+/// Where half-precision results are rounded (the castingMode option): each mode's name and its
+/// code, which the TypeScript side maps to the [`LLAMA`] flag it sets (the kernels read the flag).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Casting {
+    /// everything in float32, one rounding at the end (the default)
+    None = 0,
+    /// Hugging Face's LlamaRMSNorm: x·rstd rounded to the activations' type before the gain (the LLAMA flag)
+    Llama = 1,
+    /// Gemma's: everything in float32, one rounding at the end (as none; the 1 + weight is the offset option)
+    Gemma = 2,
+}
+
 /// The bits of `dtypes` that hold the activations' [`Dtype`] (one with `qmax` 0).
 pub const DTYPE_MASK: u32 = 3;
 /// The `llama` casting mode: `x·rstd` is rounded to the activations' type before the gain.
@@ -152,6 +165,15 @@ pub enum Gate {
     After = 1,
     /// before the norm: y = rmsnorm(x · silu(z)) · w (Mamba-2's default)
     Before = 2,
+}
+
+impl Gate {
+    /// The gate of a parameter block's code, or None for a code no variant has.
+    pub fn of(code: u32) -> Option<Gate> {
+        [Gate::None, Gate::After, Gate::Before]
+            .into_iter()
+            .find(|g| *g as u32 == code)
+    }
 }
 
 /// The scalars and flags of one kernel call: a block of this layout in wasm memory, written by

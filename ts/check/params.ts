@@ -57,18 +57,22 @@ export function operandKeys(op: Op, inputsOnly = false): string[] {
   return op.operands.filter((o) => o.name.startsWith('options.') && !(inputsOnly && o.out)).map((o) => o.name.slice('options.'.length));
 }
 
-const GATE_MODES: readonly GateMode[] = ['after', 'before'];
+/** The gateMode option's values (abi.rs's Gate codes but none), the first the default. */
+const GATE_MODES = (Object.keys(Gate) as (keyof typeof Gate)[]).filter((k): k is GateMode => Gate[k] !== Gate.none);
 
-/** The gate code of options.gateMode for a call with a gate (`gated`), or none; 'after' by default. */
+/** The gateMode option's value of a gate code (the default for none). */
+export const gateModeOf = (code: number): GateMode => GATE_MODES.find((k) => Gate[k] === code) ?? GATE_MODES[0]!;
+
+/** The gate code of options.gateMode for a call with a gate (`gated`), or none; the first of GATE_MODES by default. */
 function gateModeCode(fn: string, v: unknown, gated: boolean, needsGate: boolean): number {
   if (v === undefined && !gated) return Gate.none;
   if (v !== undefined && !GATE_MODES.includes(v as GateMode)) {
-    throw new TypeError(`${fn}: options.gateMode must be 'after' or 'before', got ${describe(v)}`);
+    throw new TypeError(`${fn}: options.gateMode must be ${listed(GATE_MODES)}, got ${describe(v)}`);
   }
   if (v !== undefined && !gated && needsGate) {
     throw new TypeError(`${fn}: options.gateMode was given without options.gate (the z whose silu(z) gates the norm)`);
   }
-  return !gated ? Gate.none : v === 'before' ? Gate.before : Gate.after;
+  return !gated ? Gate.none : Gate[(v as GateMode | undefined) ?? GATE_MODES[0]!];
 }
 
 /** A call's checked parameters, with the arrays they were checked against. */

@@ -3,7 +3,7 @@
  * how they become the kernel's Params.
  * @module
  */
-import { DTYPE_FACTS, Dtype as DT, LLAMA } from '../abi.js';
+import { Casting, DTYPE_FACTS, Dtype as DT, LLAMA } from '../abi.js';
 import { arrayTag, listed } from '../dtypes.js';
 import type { Data } from '../ops.js';
 import type { CastingMode, Dtype } from '../types.js';
@@ -57,14 +57,14 @@ function byArray(fn: string, name: string, v: unknown, opt: string, act: number)
   throw new TypeError(`${fn}: ${name} is a ${tag}: say what it holds with ${opt} (${listed(codes.map((c) => DTYPE_NAMES[c]!))})`);
 }
 
-const CASTING_MODES: readonly CastingMode[] = ['none', 'llama', 'gemma'];
+/** The castingMode option's values (abi.rs's Casting). */
+export const CASTING_MODES = Object.keys(Casting) as readonly CastingMode[];
 
 /** The castingMode option's bits for the kernel's dtypes word. */
 export function castingBits(fn: string, v: unknown): number {
   if (v === undefined) return 0;
-  const i = CASTING_MODES.indexOf(v as CastingMode);
-  if (i < 0) throw new TypeError(`${fn}: options.castingMode must be 'none', 'llama' or 'gemma', got ${describe(v)}`);
-  return v === 'llama' ? LLAMA : 0;
+  if (!CASTING_MODES.includes(v as CastingMode)) throw new TypeError(`${fn}: options.castingMode must be ${listed(CASTING_MODES)}, got ${describe(v)}`);
+  return Casting[v as CastingMode] === Casting.llama ? LLAMA : 0;
 }
 
 /** The weight as placed (see typed), or null when it is null or absent. */

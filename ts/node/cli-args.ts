@@ -4,7 +4,7 @@
  * @module
  */
 import { parseArgs } from 'node:util';
-import type { CastingMode } from '../types.js';
+import { CASTING_MODES } from '../check/scalars.js';
 import { KERNEL_DTYPES, listed, OUT_DTYPES } from '../dtypes.js';
 import { FORMAT_NAMES, type FormatName } from './formats/index.js';
 import { SCALAR_FLAGS } from './cli-usage.js';
@@ -25,7 +25,6 @@ export function num(name: string, v: string | undefined, integer = false): numbe
 }
 
 
-const CASTING_MODES: readonly CastingMode[] = ['none', 'llama', 'gemma'];
 
 /** A flag whose value is one of `allowed` (a UsageError otherwise), or undefined when absent. */
 function oneOf<T extends string>(name: string, v: string | undefined, allowed: readonly T[]): T | undefined {

@@ -5,6 +5,7 @@
  * from the header alone, before anything is written.
  * @module
  */
+import { Casting } from '../abi.js';
 import type { Dtype } from '../types.js';
 import { ALL_DTYPES, DTYPES, isQuant, listed, type FileDtype, type OutDtype } from '../dtypes.js';
 import { NormalizeError } from './errors.js';
@@ -112,8 +113,9 @@ export function planArrays(contents: Contents, a: FileArgs, weightLength: number
         `${where}: its rows have ${dim} elements (${rowBytes} bytes of ${computeDtype === inDtype ? inDtype : `${inDtype} and ${computeDtype}`}); a row is normalized whole in memory, which takes rows of at most ${MAX_ROW_BYTES} bytes (${MAX_ROW_BYTES / rowBytes * dim} elements)`,
       );
     }
-    if (a.o.castingMode === 'llama' && computeDtype !== inDtype && inDtype !== 'float32') {
-      throw new RangeError(`normalizeFile: options.castingMode 'llama' rounds to the input's dtype (${inDtype}), so options.outDtype must be ${inDtype} too, got ${outDtype}`);
+    const casting = a.o.castingMode;
+    if (casting !== undefined && Casting[casting] === Casting.llama && computeDtype !== inDtype && inDtype !== 'float32') {
+      throw new RangeError(`normalizeFile: options.castingMode '${casting}' rounds to the input's dtype (${inDtype}), so options.outDtype must be ${inDtype} too, got ${outDtype}`);
     }
     const rowScales = isQuant(outDtype) && a.o.quantScale === undefined;
     if (x.bytes === null) {

@@ -156,12 +156,7 @@ fn call<const N: usize>(params: usize, addrs: usize) -> Result<Call<N>, Status> 
     if p.stat == 0 || p.stat > p.dim {
         return Err(Status::Stat);
     }
-    let gate = match p.gate {
-        0 => Gate::None,
-        1 => Gate::After,
-        2 => Gate::Before,
-        _ => return Err(Status::Gate),
-    };
+    let gate = Gate::of(p.gate).ok_or(Status::Gate)?;
     Ok(Call {
         p,
         a: raw.map(|v| v as usize),
