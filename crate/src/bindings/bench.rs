@@ -1,7 +1,7 @@
 //! The benchmark's comparison kernels (LayerNorm, copy, add), exported only by the build with
 //! feature `bench-kernels`: the package does not ship them. Same rules as the parent module.
 
-use super::{matrix, span, status};
+use super::checks::{matrix, span, status};
 use crate::kernel;
 use crate::simd::Native;
 use wasm_bindgen::prelude::*;

@@ -3,7 +3,7 @@
 //! conversions of the API, the weight's placement and the file functions' widening and
 //! narrowing all come here, for whichever storage type `abi::DTYPES` lists.
 
-use super::{span, span_of, status};
+use super::checks::{span, span_of, status};
 use crate::abi::{Status, DTYPES, DTYPE_MASK};
 use crate::elem::{self, by_dtype, Elem};
 use crate::simd::Native;

@@ -15,11 +15,13 @@
 //!
 //! One concern per file: [`args`] (what a call is given), [`reduce`] (the summation order and
 //! the fast-path tests), [`elems`] (the gain row, stretches, the forward's scaling),
-//! [`forward`], [`quant`] (the forward with an int8 or float8 output), [`backward`] (one row), [`blocks`] (the weight gradient's deterministic blocks
-//! and the backward's entry points), [`gate`] (the gated RMSNorm's rows, forward and
+//! [`forward`], [`quant`] (the forward with an int8 or float8 output), [`backward`] (the rows
+//! of a span, each by the passes of [`row_passes`]), [`blocks`] (the weight gradient's
+//! deterministic blocks and the backward's entry points), [`gate`] (the gated RMSNorm's rows, forward and
 //! backward); [`bench`] (feature `bench-kernels`) holds what only the benchmark's build
 //! exports. The modules depend on each other one way only: `quant` on `forward`, `forward` and
-//! `blocks` on the rows they run (`backward`, `gate`), every one on `args`, `reduce` and `elems`.
+//! `blocks` on the rows they run (`backward`, `gate`), `backward` on `row_passes`, every one on
+//! `args`, `reduce` and `elems`.
 
 mod args;
 mod backward;
@@ -31,6 +33,7 @@ mod forward;
 mod gate;
 mod quant;
 mod reduce;
+mod row_passes;
 mod scalars;
 
 pub use args::{Backward, Forward};
