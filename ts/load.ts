@@ -65,7 +65,7 @@ export function missingFor(build: Build): string | null {
 }
 
 /**
- * The raw exports every build has (byte addresses in, status codes out; see crate/src/bindings/mod.rs).
+ * The raw exports every build has (byte addresses in, status codes out; see crate/src/bindings/).
  * Called only through the operation records of ops.ts.
  */
 export interface KernelExports {
@@ -86,7 +86,7 @@ export interface KernelExports {
   /** Adds a pool job's dweight partials in block order into dweight (onto it when `accumulate` is 1). */
   rms_norm_backward_reduce(params: number, addrs: number, rows: number, accumulate: number): number;
   /**
-   * Any other operation's entry points (crate/src/bindings/mod.rs names them `rms_norm_*`): the
+   * Any other operation's entry points (crate/src/bindings/ names them `rms_norm_*`): the
    * call block's parameters and addresses, then row numbers; a status back. Only the operation
    * records of ops.ts call them.
    */
