@@ -8,7 +8,8 @@
  */
 import type { DataBuffer } from './memory.js';
 import { DTYPE_NAMES, isJsArray, rowsOf, typed } from './check/arrays.js';
-import { checkLayerBackward, checkLayerForward, checkLayerOptions, noQuantized, rowScalesOf } from './check/calls.js';
+import { noQuantized, rowScalesOf } from './check/calls.js';
+import { checkLayerBackward, checkLayerForward, checkLayerOptions } from './check/layer-calls.js';
 import { gateModeOf } from './check/params.js';
 import { Dtype as DT } from './abi.js';
 import { BY_CODE } from './dtypes.js';

@@ -1,12 +1,11 @@
 /**
- * The checks of whole calls: a forward, a backward, a layer's creation. Each returns one record
+ * The checks of whole calls: a forward, a backward (a layer's are in layer-calls.ts). Each returns one record
  * (the arrays as the kernel takes them, in its operation's operand order; the row count and
  * the kernel's {@link Params}), which the sync API, the pool, the layer and the file functions
  * all use as is. The operands with rules of their own (which arrays go together, which may
  * overlap) are checked here by name; any other operand of ops.ts is checked by its shape alone.
  * @module
  */
-import { Gate } from '../abi.js';
 import { B, BACKWARD, F, FORWARD, MATRIX, PER_ROW, type Data, type Op, type Params, type Placed } from '../ops.js';
 import type { FloatArray } from '../types.js';
 import { optF32, optQuantized, optTyped, rowsOf, typed } from './arrays.js';
@@ -90,8 +89,8 @@ export function plainOperands(fn: string, op: Op, plain: readonly number[], arrs
 /** The operands of `op` not in `ruled` (those checked by name here): checked by {@link plainOperands}. */
 const plainOf = (op: Op, ruled: readonly number[]): readonly number[] => op.operands.map((_, i) => i).filter((i) => !ruled.includes(i));
 /** Each operation's operands checked by their shape alone (none yet: every one has rules of its own here). */
-const FORWARD_PLAIN = plainOf(FORWARD, [F.x, F.residual, F.weight, F.y, F.h, F.rstd, F.z, F.rowScales]);
-const BACKWARD_PLAIN = plainOf(BACKWARD, [B.dy, B.x, B.weight, B.rstd, B.dresidual, B.dx, B.dweight, B.z, B.dz]);
+export const FORWARD_PLAIN = plainOf(FORWARD, [F.x, F.residual, F.weight, F.y, F.h, F.rstd, F.z, F.rowScales]);
+export const BACKWARD_PLAIN = plainOf(BACKWARD, [B.dy, B.x, B.weight, B.rstd, B.dresidual, B.dx, B.dweight, B.z, B.dz]);
 /** An operation's arrays before the checks fill them: a null per operand. */
 const NO_FORWARD: readonly (Placed | null)[] = FORWARD.operands.map(() => null);
 const NO_BACKWARD: readonly (Placed | null)[] = BACKWARD.operands.map(() => null);
@@ -125,7 +124,7 @@ export function checkForward(
 }
 
 /** A forward's arrays checked by name, in their slots. */
-function forwardArrays(
+export function forwardArrays(
   x: Data, residual: Data | null, w: Data | null, out: Placed | null, h: Data | null, rstd: Float32Array | null, gate: Data | null, rowScales: Float32Array | null,
 ): (Placed | null)[] {
   const arrs = NO_FORWARD.slice();
@@ -161,7 +160,7 @@ export function rowScalesOf(fn: string, v: unknown, params: Params, rows: number
  * The gate's input `z` (`options.gate`, or a layer call's), of x's length and dtype, or null;
  * a TypeError when the call also has `other` (a fused residual add, which has no gated form).
  */
-function gateOf(fn: string, v: unknown, xa: Data, act: number, dtn: string, other: boolean, otherName: string): Data | null {
+export function gateOf(fn: string, v: unknown, xa: Data, act: number, dtn: string, other: boolean, otherName: string): Data | null {
   if (v === undefined) return null;
   const z = optTyped(fn, 'options.gate', v, xa.length, 'x.length', act, dtn);
   if (z !== null && other) {
@@ -175,7 +174,7 @@ function gateOf(fn: string, v: unknown, xa: Data, act: number, dtn: string, othe
  * checked against x and the outputs: the residual and where `h = x + residual` goes (the
  * residual itself by default), both null without one. `dtn` names what says their dtype.
  */
-function fusedAdd(
+export function fusedAdd(
   fn: string, o: Readonly<Record<string, unknown>>, xa: Data, act: number, dtn: string, out: Placed | null, rstd: Float32Array | null, w: Data | null,
 ): { residual: Data | null; h: Data | null } {
   const residual = optTyped(fn, 'options.residual', o.residual, xa.length, 'x.length', act, dtn);
@@ -238,7 +237,7 @@ export function checkBackward(
 }
 
 /** A backward's arrays checked by name, in their slots. */
-function backwardArrays(
+export function backwardArrays(
   dy: Data, x: Data, w: Data | null, rstd: Float32Array | null, dresidual: Data | null, dx: Data | null, dweight: Data | null, gate: Data | null, dgate: Data | null,
 ): (Placed | null)[] {
   const arrs = NO_BACKWARD.slice();
@@ -268,93 +267,4 @@ function dgateOf(fn: string, v: unknown, gate: Data | null, xa: Data, act: numbe
   distinctOutputs(fn, 'options.dx', dx, 'options.dgate', dgate);
   distinctOutputs(fn, 'options.dweight', dweight, 'options.dgate', dgate);
   return dgate;
-}
-
-/** createRmsNorm's checked arguments. */
-interface LayerArgs {
-  /** The weight as the kernel reads it (half data as a Uint16Array), or null. */
-  weight: Data | null;
-  dim: number;
-  /** The activations' dtype code (DT). */
-  act: number;
-  /** The kernel's parameters of a call without a gate, and of one with (options.gateMode's). */
-  params: Params;
-  gated: Params;
-}
-
-/**
- * Checks createRmsNorm's arguments: the weight (or null) and the options a call's Params are
- * made of, as the forward and backward check them (the activations' dtype is options.dtype,
- * float32 when absent: there is no x yet to tell).
- */
-export function checkLayerOptions(fn: string, weight: unknown, opts: unknown): LayerArgs {
-  const o = options(fn, opts, PARAM_KEYS);
-  const { params, weight: w, act } = checkParams(fn, o, 'x', undefined, weight, true, false);
-  return { weight: w, dim: params.dim, act, params: Object.freeze({ ...params, gate: Gate.none }), gated: Object.freeze(params) };
-}
-
-// A layer owns rstd, the row scales, dx, dweight and dgate; its calls take the other arrays.
-const LAYER_FORWARD_KEYS: readonly string[] = operandKeys(FORWARD).filter((k) => k !== 'rstd' && k !== 'rowScales');
-const LAYER_BACKWARD_KEYS: readonly string[] = operandKeys(BACKWARD, true);
-const LAYER_DTN = "the layer's dtype";
-
-/** A layer forward's arrays: in {@link FORWARD}'s operand order, and `options.out` as given (null: the layer's own array). */
-interface LayerForwardArgs {
-  arrs: (Placed | null)[];
-  outGiven: FloatArray | Placed | null;
-}
-
-/** What a layer's calls are checked against: its dtypes' codes and row length. */
-interface LayerShape {
-  act: number;
-  wdt: number;
-  dim: number;
-}
-
-/**
- * A layer forward's arrays: its `x` (of the layer's dtype), weight, own `rstd` and row scales,
- * and its options (`out`, `residual`, `residualOut`, `gate`, as {@link rmsNorm}'s; without
- * `out`, y goes to `y.take(x.length)`, the layer's own array) checked against them; `outDtype`: the layer's
- * quantized output's code, or 0. Unknown keys are a TypeError.
- */
-export function checkLayerForward(
-  fn: string, opts: unknown, xa: Data, layer: LayerShape, w: Data | null, rstd: Float32Array, rowScales: Float32Array | null, y: { take(n: number): Placed }, outDtype = 0,
-): LayerForwardArgs {
-  const { act } = layer;
-  // No options: the layer's own arrays, nothing to check.
-  if (opts === undefined) return { arrs: forwardArrays(xa, null, w, y.take(xa.length), null, rstd, null, rowScales), outGiven: null };
-  const o = options(fn, opts, LAYER_FORWARD_KEYS);
-  const out = outDtype !== 0
-    ? optQuantized(fn, 'options.out', o.out, xa.length, 'x.length', outDtype)
-    : optTyped(fn, 'options.out', o.out, xa.length, 'x.length', act, LAYER_DTN);
-  distinctOutputs(fn, 'options.out', out, 'the layer\'s rstd', rstd);
-  const { residual, h } = fusedAdd(fn, o, xa, act, LAYER_DTN, out, rstd, w);
-  const gate = gateOf(fn, o.gate, xa, act, LAYER_DTN, residual !== null, 'options.residual');
-  const arrs = forwardArrays(xa, residual, w, out ?? y.take(xa.length), h, rstd, gate, rowScales);
-  if (FORWARD_PLAIN.length) plainOperands(fn, FORWARD, FORWARD_PLAIN, arrs, o, { n: xa.length, rows: rstd.length, dim: layer.dim, act, dtn: LAYER_DTN, wdt: layer.wdt });
-  return { arrs, outGiven: out === null ? null : (o.out as FloatArray | Placed) };
-}
-
-/**
- * A layer backward's arrays in {@link BACKWARD}'s operand order: `dy`, `x`, the weight and the
- * layer's own outputs (`dx` and `dgate` taken once the options are checked, dgate only with a
- * gate; `dweight` with a weight), and the options (the forward's `rstd`, the gradient
- * arriving on the residual stream, the gate).
- */
-export function checkLayerBackward(
-  fn: string, opts: unknown, dya: Data, xa: Data, layer: LayerShape, rows: number, w: Data | null,
-  dx: { take(n: number): Placed }, dweight: Data | null, dgate: { take(n: number): Placed },
-): (Placed | null)[] {
-  const { act } = layer;
-  const n = xa.length;
-  // No options: the layer's own arrays, nothing to check.
-  if (opts === undefined) return backwardArrays(dya, xa, w, null, null, dx.take(n) as Data, dweight, null, null);
-  const o = options(fn, opts, LAYER_BACKWARD_KEYS);
-  const dresidual = optTyped(fn, 'options.dresidual', o.dresidual, n, 'x.length', act, LAYER_DTN);
-  const rstd = optF32(fn, 'options.rstd', o.rstd, rows, 'one per row');
-  const gate = gateOf(fn, o.gate, xa, act, LAYER_DTN, dresidual !== null, 'options.dresidual');
-  const dz = gate ? (dgate.take(n) as Data) : null;
-  const arrs = backwardArrays(dya, xa, w, rstd, dresidual, dx.take(n) as Data, dweight, gate, dz);
-  if (BACKWARD_PLAIN.length) plainOperands(fn, BACKWARD, BACKWARD_PLAIN, arrs, o, { n: xa.length, rows, dim: layer.dim, act, dtn: LAYER_DTN, wdt: layer.wdt });
-  return arrs;
 }
