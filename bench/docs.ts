@@ -190,6 +190,7 @@ interface PoolJson {
   rounds: number;
   pingMedianUs: number;
   bySize: { rows: number; dim: number; kind: string; fwdRatio: number; bwdRatio: number }[];
+  copyScaling?: { mib: number; oneGBps: number; twoGBps: number }[];
 }
 
 function pool(json: PoolJson | null): string {
@@ -210,6 +211,13 @@ function pool(json: PoolJson | null): string {
   for (const n of sizes) {
     const cs = json.bySize.filter((r) => r.rows * r.dim === n);
     lines.push(`| ${(n * 4) / 2 ** 20} MiB | ${cs[0]!.rows} × ${cs[0]!.dim} | ${kinds.map((k) => cs.find((c) => c.kind === k)).map((c) => (c ? `${c.fwdRatio.toFixed(2)} / ${c.bwdRatio.toFixed(2)}` : '')).join(' | ')} |`);
+  }
+  if (json.copyScaling) {
+    lines.push(
+      '',
+      'Plain arrays are copied in and out by the calling thread while the workers compute, so they gain only where two threads together move more bytes than one. ' +
+        `On this machine, copies by two threads at once against one: ${json.copyScaling.map((c) => `${c.mib} MiB ${c.oneGBps.toFixed(1)} → ${c.twoGBps.toFixed(1)} GB/s (${(c.twoGBps / c.oneGBps).toFixed(2)}×)`).join(', ')}.`,
+    );
   }
   lines.push('', '![the pool on views by threads](../bench/results/pool-threads.svg)', '');
   return lines.join('\n');

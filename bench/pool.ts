@@ -7,6 +7,7 @@
  * Run: `npm run bench:pool` (after `npm run build`); `--json FILE` also writes the numbers.
  * @module
  */
+import { copyScaling } from './copy-scaling.js';
 import { renderCurve } from './curve-svg.js';
 import { writeBenchmarks } from './docs.js';
 import { spawn } from 'node:child_process';
@@ -168,6 +169,14 @@ for (const mib of MIB) {
 }
 out.bySize = bySize;
 out.rounds = ROUNDS;
+
+// 2a. What the machine gives copies by two threads against one: a pool call on plain arrays has
+//     the calling thread copy rows in and out while the workers compute, which pays only where
+//     two threads get more memory bandwidth than one.
+const copies = [];
+for (const mib of [4, 16, 64]) copies.push(await copyScaling(mib));
+console.log(`\ncopies by two threads at once ÷ by one (SharedArrayBuffers, GB/s read + written): ${copies.map((c) => `${c.mib} MiB ${c.oneGBps.toFixed(1)} → ${c.twoGBps.toFixed(1)} (${(c.twoGBps / c.oneGBps).toFixed(2)}x)`).join(', ')}`);
+out.copyScaling = copies;
 
 // 2b. The threads curve: views, by size, on pools of 1, 2, 4, … threads up to twice the cores.
 const TCURVE = [...new Set([1, 2, 4, 8, 16, 32, 64].filter((t) => t < cores).concat([cores, 2 * cores]))].sort((a, b) => a - b);
