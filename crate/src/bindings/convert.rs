@@ -43,7 +43,7 @@ pub fn narrow(src: usize, dst: usize, n: usize, dtype: u32) -> u32 {
         elem_spans(dst, src, n, dtype)?;
         fn go<A: Elem>(src: usize, dst: usize, n: usize) {
             // SAFETY: checked above; non-overlap is the caller's contract.
-            unsafe { elem::narrow::<Native, A>(src as *const f32, dst as *mut A, n) }
+            unsafe { elem::narrow::<Native, A>(src as *const f32, dst as *mut A, n, false) }
         }
         by_dtype!(dtype, go(src, dst, n));
         Ok(())

@@ -106,7 +106,7 @@ unsafe fn row_widened<V: F32x4, A: Elem, const W: bool, const D: bool, const L: 
     }
     // In place over the widened dy: each element's dy is read before its dx is written.
     dx_row::<V, f32, f32, A, W, D, L>(wd, wx, wh, g, wd, p, n, k.s.stat, t);
-    narrow::<V, A>(wd, k.dx.add(off), n);
+    narrow::<V, A>(wd, k.dx.add(off), n, false);
 }
 
 /// The backward of a row f32 cannot do faithfully: all in f64, each result rounded once to

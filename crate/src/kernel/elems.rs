@@ -122,12 +122,40 @@ pub(super) unsafe fn gain_at(g: *const f32, s: &Scalars, i: usize) -> Option<f32
     }
 }
 
+/// Rows a call must have for the forward to test its gain row for infinities and NaN (a pass
+/// over the row): with a finite gain, a row whose statistic covers it (`stat = dim`) and whose
+/// rstd is finite has no NaN result, and half types store without the test a NaN needs (the
+/// bfloat16 forward ran 1.3-1.4x faster at 64-512 x 4096). A one-row call (a decoder's) would
+/// pay the pass for one row.
+pub(super) const NOT_NAN_ROWS: usize = 4;
+
+/// Whether the `n` floats at `g` are all finite (neither infinite nor NaN).
+#[inline(never)]
+pub(super) unsafe fn all_finite<V: F32x4>(g: *const f32, n: usize) -> bool {
+    // v − v is 0 for a finite v and NaN otherwise; a NaN lane stays NaN through the sums.
+    let mut acc = V::zero();
+    let mut i = 0;
+    while i + 4 <= n {
+        let v = V::load(g.add(i));
+        acc = acc.add(v.sub(v));
+        i += 4;
+    }
+    let mut s = acc.hsum();
+    while i < n {
+        s += *g.add(i) - *g.add(i);
+        i += 1;
+    }
+    s == 0.0
+}
+
 /// `y = x · r · g` over `n` elements: `x` read as `X`, `y` stored as `A`, `g` a gain row. With
 /// `LLAMA` (the casting mode; only with a weight) `x · r` is rounded to the activations' type
 /// `R` before the gain multiplies it, as Hugging Face's LlamaRMSNorm does (`weight *
 /// h.to(input_dtype)`); for f32 activations that rounding is nothing. A constant, not a flag:
 /// as a flag the engine rounded every lane and selected, and the bfloat16 forward without
 /// llama ran 3-7% slower (bench/ab-builds.mjs).
+///
+/// `not_nan`: the caller knows no result is NaN (see [`NOT_NAN_ROWS`]).
 ///
 /// A second pass over the row, which is still in L1/L2 from the first (other orders that were
 /// measured and not kept: docs/performance.md, "Kernel designs measured and not kept").
@@ -138,6 +166,7 @@ pub(super) unsafe fn scale<V: F32x4, X: Elem, A: Elem, R: Elem, const LLAMA: boo
     y: *mut A,
     n: usize,
     r: f32,
+    not_nan: bool,
 ) {
     let rv = V::splat(r);
     let scale = |xv: V, i: usize| {
@@ -161,6 +190,12 @@ pub(super) unsafe fn scale<V: F32x4, X: Elem, A: Elem, R: Elem, const LLAMA: boo
             for j in [i, i + 4, i + 8, i + 12] {
                 A::store::<V>(y.add(j), scale(X::load::<V>(x.add(j)), j));
             }
+            i += 16;
+        }
+    } else if not_nan {
+        while i + 16 <= n {
+            A::store8_not_nan::<V>(y.add(i), eight(i));
+            A::store8_not_nan::<V>(y.add(i + 8), eight(i + 8));
             i += 16;
         }
     } else {

@@ -9,7 +9,7 @@
 //! pass, are widened once into f32 scratch and every pass reads that.
 
 use super::args::Forward;
-use super::elems::{gain_at, scale, Buffer, Gain, NoMemory, Row};
+use super::elems::{all_finite, gain_at, scale, Buffer, Gain, NoMemory, Row, NOT_NAN_ROWS};
 use super::gate;
 use super::reduce::{add_sum_sq_into, fast_rstd, sum_sq_into};
 use crate::abi::Gate;
@@ -51,11 +51,14 @@ pub unsafe fn forward_with<V: F32x4, A: Elem>(k: &Forward<A>, rows: usize) -> Re
     // bfloat16 forward ran 7-9% slower (bench/ab-builds.mjs).
     let llama = k.s.llama && A::HALF && !k.g.is_null();
     let g = gain.ptr();
+    // Whether a row with a finite rstd has no NaN result (elems.rs NOT_NAN_ROWS): its statistic
+    // saw every element finite, and the gain is.
+    let finite = A::HALF && rows >= NOT_NAN_ROWS && k.s.stat == n && all_finite::<V>(g, n);
     match (k.res.is_null(), llama) {
-        (true, false) => rows_go::<V, A, false, false>(k, rows, g, wx, wr),
-        (false, false) => rows_go::<V, A, true, false>(k, rows, g, wx, wr),
-        (true, true) => rows_go::<V, A, false, true>(k, rows, g, wx, wr),
-        (false, true) => rows_go::<V, A, true, true>(k, rows, g, wx, wr),
+        (true, false) => rows_go::<V, A, false, false>(k, rows, g, wx, wr, finite),
+        (false, false) => rows_go::<V, A, true, false>(k, rows, g, wx, wr, finite),
+        (true, true) => rows_go::<V, A, false, true>(k, rows, g, wx, wr, finite),
+        (false, true) => rows_go::<V, A, true, true>(k, rows, g, wx, wr, finite),
     }
     Ok(())
 }
@@ -67,12 +70,13 @@ unsafe fn rows_go<V: F32x4, A: Elem, const RES: bool, const L: bool>(
     g: *const f32,
     wx: *mut f32,
     wr: *mut f32,
+    finite: bool,
 ) {
     for r in 0..rows {
         let rs = if A::WIDEN_ONCE {
-            row_widened::<V, A, RES, L>(k, r, g, wx, wr)
+            row_widened::<V, A, RES, L>(k, r, g, wx, wr, finite)
         } else {
-            row::<V, A, RES, L>(k, r, g)
+            row::<V, A, RES, L>(k, r, g, finite)
         };
         if !k.rstd.is_null() {
             *k.rstd.add(r) = rs;
@@ -81,12 +85,13 @@ unsafe fn rows_go<V: F32x4, A: Elem, const RES: bool, const L: bool>(
 }
 
 /// The forward of row `r` read as stored (with a residual `RES`, the llama casting `L`, the
-/// gain row `g`); returns its rstd.
+/// gain row `g`; `finite`: the gain is finite and the statistic covers the row); returns its rstd.
 #[inline(always)]
 unsafe fn row<V: F32x4, A: Elem, const RES: bool, const L: bool>(
     k: &Forward<A>,
     r: usize,
     g: *const f32,
+    finite: bool,
 ) -> f32 {
     let n = k.s.dim;
     let off = r * n;
@@ -102,7 +107,7 @@ unsafe fn row<V: F32x4, A: Elem, const RES: bool, const L: bool>(
     let Some(rs) = fast_rstd(acc[0] as f32, k.s.stat, k.s.eps) else {
         return row_f64(k, src, k.y.add(off));
     };
-    scale::<V, A, A, A, L>(src, g, k.y.add(off), n, rs);
+    scale::<V, A, A, A, L>(src, g, k.y.add(off), n, rs, finite && rs.is_finite());
     rs
 }
 
@@ -118,6 +123,7 @@ unsafe fn row_widened<V: F32x4, A: Elem, const RES: bool, const L: bool>(
     g: *const f32,
     wx: *mut f32,
     wr: *mut f32,
+    finite: bool,
 ) -> f32 {
     let n = k.s.dim;
     let off = r * n;
@@ -127,7 +133,7 @@ unsafe fn row_widened<V: F32x4, A: Elem, const RES: bool, const L: bool>(
         let h = k.h.add(off);
         widen::<V, A>(k.res.add(off), wr, n);
         add_sum_sq_into::<V, f32, A, f32>(&mut acc, wx, wr, wx, n, k.s.stat);
-        narrow::<V, A>(wx, h, n);
+        narrow::<V, A>(wx, h, n, false);
         h as *const A
     } else {
         sum_sq_into::<V, f32>(&mut acc, wx, k.s.stat);
@@ -136,8 +142,8 @@ unsafe fn row_widened<V: F32x4, A: Elem, const RES: bool, const L: bool>(
     let Some(rs) = fast_rstd(acc[0] as f32, k.s.stat, k.s.eps) else {
         return row_f64(k, src, k.y.add(off));
     };
-    scale::<V, f32, f32, A, L>(wx, g, wx, n, rs);
-    narrow::<V, A>(wx, k.y.add(off), n);
+    scale::<V, f32, f32, A, L>(wx, g, wx, n, rs, false);
+    narrow::<V, A>(wx, k.y.add(off), n, finite && rs.is_finite());
     rs
 }
 

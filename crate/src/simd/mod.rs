@@ -92,6 +92,15 @@ pub trait F32x4: Copy {
         v[0].store_bf16(p);
         v[1].store_bf16(p.add(4));
     }
+    /// [`F32x4::store8_bf16`] of lanes known not to be NaN (the caller's proof): the same bits,
+    /// without the test a NaN needs.
+    ///
+    /// # Safety
+    /// `p..p+8` must be writable.
+    #[inline(always)]
+    unsafe fn store8_bf16_not_nan(v: [Self; 2], p: *mut u16) {
+        Self::store8_bf16(v, p)
+    }
     /// Eight float16 bit patterns at `p` widened, as two [`F32x4::load_f16`].
     ///
     /// # Safety
@@ -109,6 +118,14 @@ pub trait F32x4: Copy {
     unsafe fn store8_f16(v: [Self; 2], p: *mut u16) {
         v[0].store_f16(p);
         v[1].store_f16(p.add(4));
+    }
+    /// [`F32x4::store8_f16`] of lanes known not to be NaN, as [`F32x4::store8_bf16_not_nan`].
+    ///
+    /// # Safety
+    /// `p..p+8` must be writable.
+    #[inline(always)]
+    unsafe fn store8_f16_not_nan(v: [Self; 2], p: *mut u16) {
+        Self::store8_f16(v, p)
     }
     /// Each lane rounded to bfloat16 and widened back.
     #[inline(always)]

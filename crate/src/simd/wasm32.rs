@@ -140,6 +140,16 @@ impl F32x4 for V128 {
         );
     }
     #[inline(always)]
+    unsafe fn store8_bf16_not_nan(v: [Self; 2], p: *mut u16) {
+        v128_store(
+            p as *mut v128,
+            i16x8_shuffle::<1, 3, 5, 7, 9, 11, 13, 15>(
+                bf16_round_not_nan(v[0].0),
+                bf16_round_not_nan(v[1].0),
+            ),
+        );
+    }
+    #[inline(always)]
     unsafe fn load8_f16(p: *const u16) -> [Self; 2] {
         let v = v128_load(p as *const v128);
         // Inf/NaN halves (exponent all ones) take the four-lane path; the rest widen without
@@ -170,6 +180,13 @@ impl F32x4 for V128 {
         v128_store(
             p as *mut v128,
             u16x8_narrow_i32x4(to_f16_bits_not_nan(a), to_f16_bits_not_nan(b)),
+        );
+    }
+    #[inline(always)]
+    unsafe fn store8_f16_not_nan(v: [Self; 2], p: *mut u16) {
+        v128_store(
+            p as *mut v128,
+            u16x8_narrow_i32x4(to_f16_bits_not_nan(v[0].0), to_f16_bits_not_nan(v[1].0)),
         );
     }
     #[inline(always)]
