@@ -136,7 +136,7 @@ unsafe fn backward_row_f64<A: Elem>(k: &Backward<A>, row: usize, p: *mut f32) {
     }
     let stat = k.s.stat as f64;
     let rstd = if k.rstd.is_null() {
-        1.0 / (ss / stat + k.s.eps as f64).sqrt()
+        1.0 / (ss / stat + k.s.p.eps as f64).sqrt()
     } else {
         *k.rstd.add(row) as f64
     };

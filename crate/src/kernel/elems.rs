@@ -81,7 +81,7 @@ impl Gain {
         dim: usize,
         stack: &mut Buffer,
     ) -> Result<Gain, NoMemory> {
-        if !g.is_null() && s.offset == 0.0 {
+        if !g.is_null() && s.p.offset == 0.0 {
             return Ok(Gain { g, _row: None });
         }
         let row = Row::new(dim, stack)?;
@@ -115,8 +115,8 @@ unsafe fn stage(g: *const f32, s: &Scalars, buf: *mut f32, n: usize) {
 pub(super) unsafe fn gain_at(g: *const f32, s: &Scalars, i: usize) -> Option<f32> {
     if g.is_null() {
         None
-    } else if s.offset != 0.0 {
-        Some(s.offset + *g.add(i))
+    } else if s.p.offset != 0.0 {
+        Some(s.p.offset + *g.add(i))
     } else {
         Some(*g.add(i))
     }

@@ -104,7 +104,7 @@ unsafe fn row<V: F32x4, A: Elem, const RES: bool, const L: bool>(
         add_sum_sq_into::<V, A, A, A>(&mut acc, k.x.add(off), k.res.add(off), h, n, k.s.stat);
         h as *const A
     };
-    let Some(rs) = fast_rstd(acc[0] as f32, k.s.stat, k.s.eps) else {
+    let Some(rs) = fast_rstd(acc[0] as f32, k.s.stat, k.s.p.eps) else {
         return row_f64(k, src, k.y.add(off));
     };
     scale::<V, A, A, A, L>(src, g, k.y.add(off), n, rs, finite && rs.is_finite());
@@ -139,7 +139,7 @@ unsafe fn row_widened<V: F32x4, A: Elem, const RES: bool, const L: bool>(
         sum_sq_into::<V, f32>(&mut acc, wx, k.s.stat);
         k.x.add(off)
     };
-    let Some(rs) = fast_rstd(acc[0] as f32, k.s.stat, k.s.eps) else {
+    let Some(rs) = fast_rstd(acc[0] as f32, k.s.stat, k.s.p.eps) else {
         return row_f64(k, src, k.y.add(off));
     };
     scale::<V, f32, f32, A, L>(wx, g, wx, n, rs, false);
@@ -158,7 +158,7 @@ unsafe fn row_f64<A: Elem>(k: &Forward<A>, src: *const A, y: *mut A) -> f32 {
         let v = A::get(src.add(i)) as f64;
         ss += v * v;
     }
-    let r = 1.0 / (ss / k.s.stat as f64 + k.s.eps as f64).sqrt();
+    let r = 1.0 / (ss / k.s.stat as f64 + k.s.p.eps as f64).sqrt();
     let llama = k.s.llama && A::HALF;
     for i in 0..k.s.dim {
         let v = A::get(src.add(i)) as f64 * r;

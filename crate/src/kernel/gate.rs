@@ -153,7 +153,7 @@ pub(super) unsafe fn forward<V: F32x4, A: Elem>(k: &Forward<A>, rows: usize) {
             let h = normed(k.s.gate, x, z, i);
             h * h
         });
-        let r = match fast_rstd(ss, k.s.stat, k.s.eps) {
+        let r = match fast_rstd(ss, k.s.stat, k.s.p.eps) {
             Some(r) => {
                 for i in 0..n {
                     A::put(
@@ -181,7 +181,7 @@ unsafe fn forward_row_f64<A: Elem>(k: &Forward<A>, x: *const A, z: *const A, y: 
         let h = normed(k.s.gate, x, z, i) as f64;
         ss += h * h;
     }
-    let r = 1.0 / (ss / k.s.stat as f64 + k.s.eps as f64).sqrt();
+    let r = 1.0 / (ss / k.s.stat as f64 + k.s.p.eps as f64).sqrt();
     for i in 0..k.s.dim {
         let v = (normed(k.s.gate, x, z, i) as f64 * r) as f32;
         A::put(y.add(i), forward_elem(k, v, i, z));
@@ -261,7 +261,7 @@ pub(super) unsafe fn backward_rows<V: F32x4, A: Elem>(
                 let h = normed(k.s.gate, x, z, i);
                 h * h
             });
-            fast_rstd(ss, k.s.stat, k.s.eps).unwrap_or(f32::NAN)
+            fast_rstd(ss, k.s.stat, k.s.p.eps).unwrap_or(f32::NAN)
         } else {
             *k.rstd.add(row)
         };
@@ -315,7 +315,7 @@ unsafe fn backward_row_f64<A: Elem>(k: &Backward<A>, row: usize, p: *mut f32) {
     }
     let stat = k.s.stat as f64;
     let rstd = if k.rstd.is_null() {
-        1.0 / (ss / stat + k.s.eps as f64).sqrt()
+        1.0 / (ss / stat + k.s.p.eps as f64).sqrt()
     } else {
         *k.rstd.add(row) as f64
     };

@@ -214,7 +214,7 @@ pub(super) unsafe fn terms<A: Elem>(
     llama: bool,
 ) -> Option<Terms> {
     let rstd = if k.rstd.is_null() {
-        fast_rstd(ss, k.s.stat, k.s.eps).unwrap_or(f32::NAN) // NaN sends the row to the f64 path
+        fast_rstd(ss, k.s.stat, k.s.p.eps).unwrap_or(f32::NAN) // NaN sends the row to the f64 path
     } else {
         *k.rstd.add(row)
     };

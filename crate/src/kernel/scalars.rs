@@ -1,18 +1,18 @@
 //! The scalars and flags of a kernel call, the same for every row: what the forward and the
-//! backward share, made once from the call's parameter block (`abi::Params`) by the bindings.
+//! backward share — the call's parameter block (`abi::Params`) as the bindings read it, and
+//! what the kernels want of it decoded once (lengths as `usize`, the flags, the gate).
 
 use crate::abi::{Gate, Params, LLAMA, LLAMA_W};
 
 /// See the module docs.
 #[derive(Clone, Copy, Debug)]
 pub struct Scalars {
-    /// Row length.
+    /// The parameter block: `eps` (added inside the square root) and `offset` (added to the
+    /// gain, `offset + g`: Gemma's 1; not used without a gain) are read from it as they are.
+    pub p: Params,
+    /// Row length (`p.dim`).
     pub dim: usize,
-    /// Added inside the square root.
-    pub eps: f32,
-    /// Added to the gain: the gain is `offset + g` (Gemma: 1); not used without a gain.
-    pub offset: f32,
-    /// rstd is estimated from the first `stat` elements of each row (pRMSNorm), `1..=dim`.
+    /// rstd is estimated from the first `stat` elements of each row (pRMSNorm), `1..=dim` (`p.stat`).
     pub stat: usize,
     /// The `llama` casting mode (half types with a gain): `x · rstd` is rounded to the
     /// activations' type before the gain multiplies it, and the backward rounds `gy = dy·g` to
@@ -31,9 +31,8 @@ impl Scalars {
     /// The scalars of a call's parameter block `p` (checked by the bindings), its gate parsed.
     pub fn of(p: &Params, gate: Gate) -> Self {
         Scalars {
+            p: *p,
             dim: p.dim as usize,
-            eps: p.eps,
-            offset: p.offset,
             stat: p.stat as usize,
             llama: p.dtypes & LLAMA != 0,
             llama_w: p.dtypes & LLAMA_W != 0,
@@ -44,9 +43,17 @@ impl Scalars {
     /// Plain RMSNorm over rows of `dim`: no offset, the rms over the whole row, no casting, no gate.
     pub fn plain(dim: usize, eps: f32) -> Self {
         Scalars {
+            p: Params {
+                dim: dim as u32,
+                stat: dim as u32,
+                eps,
+                offset: 0.0,
+                dtypes: 0,
+                gate: Gate::None as u32,
+                out_dtype: 0,
+                quant_scale: 0.0,
+            },
             dim,
-            eps,
-            offset: 0.0,
             stat: dim,
             llama: false,
             llama_w: false,
