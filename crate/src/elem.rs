@@ -11,6 +11,9 @@ pub trait Elem: Copy + 'static {
     /// mode rounds to (for f32 that rounding is the identity, and its code is not instantiated).
     /// `abi::DTYPES` states the same per storage code; a test keeps the two equal.
     const HALF: bool;
+    /// Whether this is f32 itself: rows read as stored need no widening (every other type is
+    /// widened to f32 on load, whatever its width).
+    const F32: bool = false;
     /// Whether the kernels widen each row of this type once into an f32 scratch row and run
     /// every pass over that, rounding the results into the output: worth it where widening
     /// costs far more than a store and a load of the f32 (float16's exponent rebias and
@@ -73,6 +76,7 @@ pub trait Elem: Copy + 'static {
 
 impl Elem for f32 {
     const HALF: bool = false;
+    const F32: bool = true;
     #[inline(always)]
     unsafe fn load<V: F32x4>(p: *const Self) -> V {
         V::load(p)

@@ -51,8 +51,8 @@ pub unsafe fn forward_quant<V: F32x4, A: Elem>(
     let per = (STACK_ROW * 4 / (n * size_of::<A>())).max(1);
     let (mut yb, mut wb): (Buffer, Buffer) = (Buffer::uninit(), Buffer::uninit());
     let ys = Row::new((per * n * size_of::<A>()).div_ceil(4), &mut yb)?;
-    // A half row widened to f32 for the quantization.
-    let wide = Row::new(if A::HALF { n } else { 0 }, &mut wb)?;
+    // A row of another type than f32 widened for the quantization.
+    let wide = Row::new(if A::F32 { 0 } else { n }, &mut wb)?;
     let mut r0 = 0;
     while r0 < rows {
         let m = per.min(rows - r0);
@@ -64,11 +64,11 @@ pub unsafe fn forward_quant<V: F32x4, A: Elem>(
         forward_with::<V, A>(&kb, m)?;
         for i in 0..m {
             let y = (ys.ptr() as *const A).add(i * n);
-            let y = if A::HALF {
+            let y = if A::F32 {
+                y as *const f32
+            } else {
                 widen::<V, A>(y, wide.ptr(), n);
                 wide.ptr() as *const f32
-            } else {
-                y as *const f32
             };
             quantize_row::<V>(q, r0 + i, y, n);
         }
