@@ -140,7 +140,11 @@ describe('the repository\'s structure', () => {
     // 'none' also names other things (a progress mode): the modes that are only modes.
     const names = [...Object.keys(Casting), ...Object.keys(Gate)].filter((n) => n !== 'none');
     expect(names).toEqual(expect.arrayContaining(['llama', 'gemma', 'after', 'before']));
-    const files = walk(join(ROOT, 'ts')).filter((f) => f.endsWith('.ts') && !f.endsWith('/abi.ts')).map((f) => [relative(ROOT, f), readFileSync(f, 'utf8')] as [string, string]);
+    // abi.ts is generated from abi.rs; types.ts spells the public unions out for the API
+    // reference, and dtypes.ts has the compiler hold them to abi.ts.
+    const files = walk(join(ROOT, 'ts'))
+      .filter((f) => f.endsWith('.ts') && !f.endsWith('ts/abi.ts') && !f.endsWith('ts/types.ts'))
+      .map((f) => [relative(ROOT, f), readFileSync(f, 'utf8')] as [string, string]);
     expect(literalsOf(names, [['made-up.ts', "// 'llama' in a comment\nconst a = 'gemma';\nconst b = `x`; /* 'after' */"]])).toEqual(["made-up.ts: 'gemma'"]);
     expect(literalsOf(names, files)).toEqual([]);
   });

@@ -5,12 +5,12 @@
  */
 import { BUILDS, defaultBuild, isBuild, loadWasm, missingFor, type Build } from './load.js';
 import type { F32Buffer, U16Buffer } from './memory.js';
-import type { RmsNormLayer, RmsNormLayerOptions } from './layer.js';
+import type { RmsNormLayer } from './layer.js';
 import { RmsNorm } from './rmsnorm.js';
 import type { PoolOptions, RmsNormPool } from './pool/api.js';
 import { options as checkOptions } from './check/options.js';
 import type { ConvertOptions } from './check/convert.js';
-import type { FloatArray, HalfDtype, RmsNormBackwardOptions, RmsNormBackwardResult, RmsNormOptions, RmsNormQuantOptions, QuantArray, QuantDtype } from './types.js';
+import type { FloatArray, HalfDtype, RmsNormBackwardOptions, RmsNormBackwardResult, RmsNormLayerOptions, RmsNormOptions, RmsNormQuantOptions, QuantArray, QuantDtype } from './types.js';
 
 const loaded = new Map<Build, Promise<RmsNorm>>();
 let current: RmsNorm | null = null;

@@ -4,20 +4,27 @@
  * written here once and read everywhere else.
  * @module
  */
-import { DTYPE_FACTS } from './abi.js';
-import type { Dtype, HalfDtype, QuantDtype } from './types.js';
+import { DTYPE_FACTS, type Casting, type Gate } from './abi.js';
+import type { CastingMode, Dtype, GateMode, HalfDtype, QuantDtype } from './types.js';
 
 /** Whether two types are the same. */
-type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
-type Facts = (typeof DTYPE_FACTS)[number];
-// The public unions of types.ts spell the names out (so the API reference shows them); the
-// compiler holds them to abi.rs's table: a storage type added there fails here until they say it.
+export type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+/** A row of abi.rs's dtype table, as a type. */
+export type Facts = (typeof DTYPE_FACTS)[number];
+// The public unions of types.ts spell the names out (as node/formats/npy.ts's NpyDtype does), so that the API
+// reference shows them; the compiler holds them to abi.rs's tables: a storage type or a mode
+// added there fails here until they say it.
 const DTYPE_NAMES_MATCH: Same<Dtype, Extract<Facts, { qmax: 0 }>['name']> = true;
 const HALF_NAMES_MATCH: Same<HalfDtype, Extract<Facts, { half: true }>['name']> = true;
 const QUANT_NAMES_MATCH: Same<QuantDtype, Exclude<Facts, { qmax: 0 }>['name']> = true;
+// The modes likewise: abi.rs's Casting, and its Gate but none.
+const CASTING_NAMES_MATCH: Same<CastingMode, keyof typeof Casting> = true;
+const GATE_NAMES_MATCH: Same<GateMode, Exclude<keyof typeof Gate, 'none'>> = true;
 void DTYPE_NAMES_MATCH;
 void HALF_NAMES_MATCH;
 void QUANT_NAMES_MATCH;
+void CASTING_NAMES_MATCH;
+void GATE_NAMES_MATCH;
 
 /** The arrays the table names, by name (the compiler holds {@link ARRAYS} to the same names). */
 interface Arrays {

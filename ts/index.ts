@@ -13,7 +13,7 @@ export type { F32Buffer, U16Buffer } from './memory.js';
 export type { ConvertOptions } from './check/convert.js';
 export type * from './types.js';
 export { RmsNorm } from './rmsnorm.js';
-export type { RmsNormLayer, RmsNormLayerBackwardOptions, RmsNormLayerForwardOptions, RmsNormLayerOptions } from './layer.js';
+export type { RmsNormLayer } from './layer.js';
 export { relaxedSimdSupported, simdSupported, threadsAvailable } from './platform.js';
 export { DEFAULT_EPS, statOf } from './check/scalars.js';
 export type { PoolCallOptions, PoolOptions, RmsNormPool } from './pool/api.js';

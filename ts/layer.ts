@@ -14,7 +14,7 @@ import { gateModeOf } from './check/params.js';
 import { Dtype as DT } from './abi.js';
 import { BY_CODE } from './dtypes.js';
 import { B, BACKWARD, F, type Data, type Params, type Placed } from './ops.js';
-import type { CastingMode, Dtype, FloatArray, GateMode, QuantDtype, RmsNormBackwardResult, RmsNormOutput, ScalarOptions } from './types.js';
+import type { Dtype, FloatArray, GateMode, QuantDtype, RmsNormBackwardResult, RmsNormLayerBackwardOptions, RmsNormLayerForwardOptions, RmsNormOutput } from './types.js';
 import { Owned } from './owned.js';
 import { backwardCall, forwardCall, type Call } from './results.js';
 import { jsArrayOver } from './platform.js';
@@ -28,68 +28,6 @@ interface LayerHost {
   allocOf(fn: string, dt: number, length: number): DataBuffer<Data>;
   runChecked<R>(fn: string, c: Call<R>): R;
   windowForward(x: Float32Array, wAt: number, q: Params, y: Float32Array, rstd: Float32Array): boolean;
-}
-
-/** Options of {@link RmsNormLayer}'s creation; `Q` the quantized output's dtype, when `outDtype` gives one. */
-export interface RmsNormLayerOptions<Q extends QuantDtype | undefined = undefined> extends ScalarOptions {
-  /** Row length. Default `weight.length`; required when `weight` is null. */
-  dim?: number;
-  /**
-   * The activations' storage (`x`, `dy` and the layer's `y`, `dx`): a {@link Dtype}, default
-   * `'float32'` (the arrays each is given in: {@link FloatArray}). The math is float32 either way.
-   */
-  dtype?: Dtype;
-  /**
-   * The weight's storage (and dweight's): default the dtype the weight's array holds
-   * (Float32Array: float32, Float16Array: float16), and for an array of bits that may hold
-   * several (a Uint16Array) `dtype`. May differ from `dtype`.
-   */
-  weightDtype?: Dtype;
-  /** Where half-precision results are rounded, as in {@link rmsNorm}: 'none' (default), 'llama', 'gemma'. */
-  castingMode?: CastingMode;
-  /** Where the gate of a call given one (`options.gate`) multiplies: `'after'` (default) or `'before'` the norm, as in {@link rmsNorm}. */
-  gateMode?: GateMode;
-  /**
-   * A quantized output, as {@link rmsNorm}'s (`'int8'` or `'float8_e4m3'`): `forward` returns
-   * an Int8Array or a Uint8Array, the scales are in {@link RmsNormLayer.rowScales} (without
-   * `quantScale`), and the layer has no backward. Default: none.
-   */
-  outDtype?: Q;
-  /** With `outDtype`: one static scale for every row, as {@link rmsNorm}'s. Default: a scale per row. */
-  quantScale?: number;
-}
-
-/** Options of {@link RmsNormLayer.forward}. */
-export interface RmsNormLayerForwardOptions<T extends FloatArray = Float32Array, Q extends QuantDtype | undefined = undefined> {
-  /**
-   * Destination of y, `x.length` elements of the layer's dtype (may be `x`; with `outDtype`, an
-   * Int8Array or a Uint8Array of its). Default: the layer's own array, reused.
-   */
-  out?: RmsNormOutput<T, Q>;
-  /**
-   * Fused residual add, as {@link rmsNorm}'s: the row normalized is `h = x + residual`, and `h`
-   * is written into `residual` itself (the updated residual stream of a transformer block) or
-   * into `residualOut`. `x.length` elements of the layer's dtype.
-   */
-  residual?: T;
-  /** With `residual`: where `h` goes instead of `residual` (may be `x`). */
-  residualOut?: T;
-  /** Gated RMSNorm: `z`, `x.length` elements of the layer's dtype, as {@link rmsNorm}'s (the layer's `gateMode` says where). Not with `residual`. */
-  gate?: T;
-}
-
-/** Options of {@link RmsNormLayer.backward}. */
-export interface RmsNormLayerBackwardOptions<T extends FloatArray = Float32Array> {
-  /** The forward's rstd (e.g. `layer.rstd` right after `forward(x)`); recomputed when absent. */
-  rstd?: Float32Array;
-  /**
-   * With a fused residual add: the gradient arriving on the residual stream `h`, `x.length`
-   * elements of the layer's dtype, added to `dx` (which is then the gradient of both `x` and
-   * the residual); pass the forward's `h` as `x`. May be the layer's last `dx`.
-   */
-  dresidual?: T;
-  /** The forward's gate `z`: the result then has `dgate` (the layer's own array). Not with `dresidual`. */
-  gate?: T;
 }
 
 /**

@@ -7,7 +7,7 @@
  * @module
  */
 import type { Build, LoadedWasm } from './load.js';
-import { RmsNormLayer, type RmsNormLayerOptions } from './layer.js';
+import { RmsNormLayer } from './layer.js';
 import { heapOf, Scratch, type DataBuffer, type Heap, type F32Buffer, type U16Buffer } from './memory.js';
 import { type Data, type Params, type Placed } from './ops.js';
 import { BY_CODE } from './dtypes.js';
@@ -24,7 +24,7 @@ import { checkConvertInput } from './check/arrays.js';
 import { convertOut, type ConvertOptions } from './check/convert.js';
 import { checkBackward, checkForward } from './check/calls.js';
 import { halfDtypeCode } from './check/scalars.js';
-import type { FloatArray, HalfDtype, RmsNormBackwardOptions, RmsNormBackwardResult, RmsNormOptions, RmsNormQuantOptions, QuantArray, QuantDtype } from './types.js';
+import type { FloatArray, HalfDtype, RmsNormBackwardOptions, RmsNormBackwardResult, RmsNormLayerOptions, RmsNormOptions, RmsNormQuantOptions, QuantArray, QuantDtype } from './types.js';
 
 /** The sync API's window rules: segments of any row count (the backward carries its open dweight block). */
 const syncRules = (floats: number): WindowRules => ({

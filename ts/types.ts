@@ -3,7 +3,6 @@
  * options of the one-off forward and backward.
  * @module
  */
-import type { Casting, Gate } from './abi.js';
 
 declare global {
   /**
@@ -61,7 +60,7 @@ export type RmsNormOutput<T, Q extends QuantDtype | undefined> = [Q] extends [Qu
  *   before the rows are summed — as autograd does.
  * For float32 activations every mode is the same.
  */
-export type CastingMode = keyof typeof Casting;
+export type CastingMode = 'none' | 'llama' | 'gemma';
 
 /**
  * Where a gated RMSNorm's gate `silu(z)` multiplies (`options.gate` gives `z`):
@@ -72,7 +71,7 @@ export type CastingMode = keyof typeof Casting;
  * `silu(z) = z / (1 + e^−z)`, computed in float32 by a fixed sequence of operations, so the
  * bits are the same on every build and thread count.
  */
-export type GateMode = Exclude<keyof typeof Gate, 'none'>;
+export type GateMode = 'after' | 'before';
 
 /**
  * A Float16Array (where the engine has one: Chromium, Firefox, Deno, Bun; not Node 20), typed
@@ -116,24 +115,32 @@ export interface ScalarOptions {
   partial?: number;
 }
 
-/** Options of {@link rmsNorm}. */
-export interface RmsNormOptions<T extends FloatArray = Float32Array> extends ScalarOptions {
+/**
+ * How the arrays of a call are stored and rounded, and their row length: the options the
+ * forward, the backward and the layer take alike.
+ */
+export interface StorageOptions {
   /**
-   * The storage of `x` and of every other `rows × dim` array (residual, out, residualOut).
-   * Default: from `x`'s type (Float32Array: float32, Float16Array: float16); required for a
-   * Uint16Array. A dtype that the array's type cannot hold is a TypeError.
+   * The activations' storage: `x`, `dy` and every other `rows × dim` array (residual, out,
+   * dx, …). Default: from the first matrix's type (Float32Array: float32, Float16Array:
+   * float16); required for a Uint16Array (a layer: default `'float32'`). A dtype that the
+   * array's type cannot hold is a TypeError. The math is float32 either way.
    */
   dtype?: Dtype;
   /**
-   * The weight's storage. Default: from its type; a Uint16Array weight defaults to `dtype`
-   * when that is a half type. May differ from the activations' (a float32 weight with
-   * bfloat16 activations is common in mixed precision).
+   * The weight's storage (and dweight's). Default: from its type; a Uint16Array weight
+   * defaults to `dtype` when that is a half type. May differ from the activations' (a float32
+   * weight with bfloat16 activations is common in mixed precision).
    */
   weightDtype?: Dtype;
   /** Where half results are rounded: see {@link CastingMode}. Default `'none'`. */
   castingMode?: CastingMode;
   /** Row length (elements). Default: `weight.length`; required when `weight` is null. */
   dim?: number;
+}
+
+/** Options of {@link rmsNorm}. */
+export interface RmsNormOptions<T extends FloatArray = Float32Array> extends ScalarOptions, StorageOptions {
   /** Destination, `x.length` elements of the activations' dtype; may be `x` itself. Default: a new array of `x`'s type. */
   out?: T;
   /** A quantized output: see {@link RmsNormQuantOptions} (absent here: the output has the activations' dtype). */
@@ -195,15 +202,7 @@ export type RmsNormQuantOptions<Q extends QuantDtype = QuantDtype> = Omit<RmsNor
   );
 
 /** Options of {@link rmsNormBackward}. */
-export interface RmsNormBackwardOptions<T extends FloatArray = Float32Array, W extends FloatArray = Float32Array> extends ScalarOptions {
-  /** The storage of `dy`, `x`, `dresidual` and `dx`, as the forward's `dtype` (default from `dy`'s type). */
-  dtype?: Dtype;
-  /** The storage of the weight and dweight, as the forward's (default from the weight's type). */
-  weightDtype?: Dtype;
-  /** As the forward's (default `'none'`). */
-  castingMode?: CastingMode;
-  /** Row length (elements). Default: `weight.length`; required when `weight` is null. */
-  dim?: number;
+export interface RmsNormBackwardOptions<T extends FloatArray = Float32Array, W extends FloatArray = Float32Array> extends ScalarOptions, StorageOptions {
   /** The forward's rstd, `x.length / dim` floats. Recomputed from `x` and `eps` when absent. */
   rstd?: Float32Array;
   /** Destination of dL/dx, `x.length` elements of the activations' dtype; may be `dy` or `x` itself. Default: new, of `dy`'s type. */
@@ -236,3 +235,30 @@ export interface RmsNormBackwardResult<T extends FloatArray = Float32Array, W ex
   /** dL/dz, `x.length` elements: only when `options.gate` was given. */
   dgate?: T;
 }
+
+/** Options of a layer's creation ({@link createRmsNorm}); `Q` the quantized output's dtype, when `outDtype` gives one. */
+export interface RmsNormLayerOptions<Q extends QuantDtype | undefined = undefined> extends ScalarOptions, StorageOptions, Pick<RmsNormOptions, 'gateMode'> {
+  /**
+   * A quantized output, as {@link rmsNorm}'s (`'int8'` or `'float8_e4m3'`): `forward` returns
+   * an Int8Array or a Uint8Array, the scales are in the layer's `rowScales` (without
+   * `quantScale`), and the layer has no backward. Default: none.
+   */
+  outDtype?: Q;
+  /** With `outDtype`: one static scale for every row, as {@link rmsNorm}'s. Default: a scale per row. */
+  quantScale?: number;
+}
+
+/**
+ * Options of a layer's forward: {@link rmsNorm}'s arrays of the layer's dtype; `out` defaults
+ * to the layer's own array, reused (with `outDtype`, an Int8Array or a Uint8Array).
+ */
+export type RmsNormLayerForwardOptions<T extends FloatArray = Float32Array, Q extends QuantDtype | undefined = undefined> = Pick<
+  RmsNormOptions<T>,
+  'residual' | 'residualOut' | 'gate'
+> & {
+  /** Destination of y, `x.length` elements (may be `x`). Default: the layer's own array, reused. */
+  out?: RmsNormOutput<T, Q>;
+};
+
+/** Options of a layer's backward: {@link rmsNormBackward}'s of the layer's dtype (its outputs are the layer's own arrays). */
+export type RmsNormLayerBackwardOptions<T extends FloatArray = Float32Array> = Pick<RmsNormBackwardOptions<T>, 'rstd' | 'dresidual' | 'gate'>;

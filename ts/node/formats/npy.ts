@@ -8,7 +8,7 @@
  * @module
  */
 
-import { ALL_DTYPES, DTYPES, dtypeOfNpy, listed, type FileDtype } from '../../dtypes.js';
+import { ALL_DTYPES, DTYPES, dtypeOfNpy, listed, type Facts, type FileDtype, type Same } from '../../dtypes.js';
 import type { QuantDtype } from '../../types.js';
 import { NormalizeError } from '../errors.js';
 import { shown } from '../paths.js';
@@ -27,6 +27,10 @@ export { NpyError } from './npy-error.js';
  * bytes are, and is refused.
  */
 export type NpyDtype = 'float32' | 'float16' | 'float64';
+// Spelled out for the API reference; the compiler holds it to the table: the storage types
+// NumPy names, and float64.
+const NPY_NAMES_MATCH: Same<NpyDtype, Exclude<Extract<Facts, { qmax: 0 }>, { npy: '' }>['name'] | 'float64'> = true;
+void NPY_NAMES_MATCH;
 
 /** The dtypes NumPy names, that is, those this package reads from a `.npy`. */
 const NPY_DTYPES = (Object.keys(DTYPES) as FileDtype[]).filter((d): d is NpyDtype => DTYPES[d].npy !== null);
