@@ -13,13 +13,16 @@ import { FORMAT_NAMES, type FormatName } from './formats/index.js';
 import type { FsPath } from './paths.js';
 import type { NormalizeFileOptions } from './types.js';
 
-/** The options of a file's normalization (`normalizeFile`'s less `rstd`, `inPlace`, `onProgress`, `range`: what a dataset passes on). */
+/** The options of a file's normalization that a dataset passes on to each of its files. */
 const PER_FILE_KEYS: readonly string[] = [
   ...FILE_PARAM_KEYS, 'weight', 'weightTensor', 'outDtype', 'quantScale', 'format', 'tensors', 'threads', 'pool', 'chunkBytes', 'checksum', 'durable', 'signal',
 ];
 
+/** The options `normalizeFile` has for one file alone, which a dataset has not (its own `onProgress` is per run). */
+export const ONE_FILE_KEYS = ['rstd', 'range', 'inPlace', 'onProgress'] as const;
+
 /** Every option of `normalizeFile`. */
-export const FILE_KEYS: readonly string[] = [...PER_FILE_KEYS, 'rstd', 'range', 'inPlace', 'onProgress'];
+export const FILE_KEYS: readonly string[] = [...PER_FILE_KEYS, ...ONE_FILE_KEYS];
 
 /** normalizeFile's options, checked. */
 export interface FileArgs {

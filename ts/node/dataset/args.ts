@@ -4,11 +4,11 @@
  * @module
  */
 import { describe } from '../../check/arrays.js';
-import { checkFileOptions, FILE_KEYS, isPath } from '../file-args.js';
+import { checkFileOptions, FILE_KEYS, isPath, ONE_FILE_KEYS } from '../file-args.js';
 import type { NormalizeDatasetOptions } from './types.js';
 
 const RUN_KEYS = ['shard', 'splitBytes', 'force', 'keepGoing', 'filesInFlight', 'followSymlinks', 'lockWait', 'lockStale', 'onProgress', 'onFile', 'onWarning'];
-const KEYS = [...FILE_KEYS.filter((k) => !['rstd', 'range', 'inPlace', 'onProgress'].includes(k)), ...RUN_KEYS];
+const KEYS = [...FILE_KEYS.filter((k) => !(ONE_FILE_KEYS as readonly string[]).includes(k)), ...RUN_KEYS];
 
 /**
  * The arguments of {@link normalizeDataset}, checked before anything is read or made: its own
