@@ -23,7 +23,7 @@ import { Dtype as DT } from '../abi.js';
 import type { Dtype, FloatArray } from '../types.js';
 import type { Data } from '../ops.js';
 import type { TaskQueue, TaskResult } from '../pool/task-queue.js';
-import { dtypeIndex, Kind, Outcome, regionBytesFor } from '../pool/tasks.js';
+import { dtypeIndex, Kind, Outcome, regionBytesFor } from '../pool/task-records.js';
 import type { AtomicFile } from './atomic.js';
 import { Follower } from './follower.js';
 import { crcOfRanges, layoutOf, RowFile, writePiece } from './layout.js';

@@ -12,7 +12,8 @@ import { initSync } from '../../wasm/simd-threads/rmsnorm_wasm.js';
 import type { KernelExports } from '../load.js';
 import { BUSY, COMPLETED, DONE, EXITING, FAIL_WORKER, JOB, MESSAGE, N_CHUNKS, Op, OP, REGION, SEQ0, SPIN, STRIDE, TASK_WORDS, work, type SabTable } from './control.js';
 import type { AttachMessage, InitMessage, ResumeMessage, WorkerMessage } from './messages.js';
-import { serveTasks, type TaskIo } from './tasks.js';
+import type { TaskIo } from './task-records.js';
+import { serveTasks } from './tasks.js';
 
 /** The worker's end of its channel to the pool. */
 export interface Port {

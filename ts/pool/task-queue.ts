@@ -7,7 +7,7 @@
  */
 import type { Heap } from '../memory.js';
 import * as C from './control.js';
-import { RECORD, State, T } from './tasks.js';
+import { RECORD, State, T } from './task-records.js';
 import { REGION_BYTES, TASK_SLOTS } from './tuning.js';
 
 /** The ring's size in floats: the records (float64), then a state word per slot. */
