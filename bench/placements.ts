@@ -139,7 +139,8 @@ export interface PlacementRow {
   medianVsRoof: number;
   /** Worst placement ÷ best, per contender. */
   worstOverBest: Record<string, number>;
-  /** With a baseline: the smallest of the per-placement ratios package ÷ baseline (each a median over rounds). */
+  /** With a baseline: the per-placement ratios package ÷ baseline (each a median over rounds): their median and smallest. */
+  medianVsBaseline?: number;
   minVsBaseline?: number;
 }
 
@@ -180,13 +181,17 @@ for (const s of shapes) {
       medianVsRoof: median(gbPerS.package!) / median(gbPerS.roof!),
       worstOverBest: wb,
     };
-    if (gbPerS.baseline) row.minVsBaseline = Math.min(...gbPerS.package!.map((g, i) => g / gbPerS.baseline![i]!));
+    if (gbPerS.baseline) {
+      const vs = gbPerS.package!.map((g, i) => g / gbPerS.baseline![i]!);
+      row.medianVsBaseline = median(vs);
+      row.minVsBaseline = Math.min(...vs);
+    }
     rows.push(row);
     const f = (v: number) => v.toFixed(2);
     console.log(
       `${sweep.op.padEnd(8)} ${(sweep.moved + ' moved').padEnd(9)} ${row.shape.padEnd(10)} package ${median(gbPerS.package!).toFixed(1)} GB/s, roof ${median(gbPerS.roof!).toFixed(1)}: ` +
         `${f(row.medianVsRoof)}x roof; worst/best package ${f(wb.package!)}, roof ${f(wb.roof!)}` +
-        (row.minVsBaseline !== undefined ? `; vs baseline min ${f(row.minVsBaseline)}` : ''),
+        (row.minVsBaseline !== undefined ? `; vs baseline median ${f(row.medianVsBaseline!)}, min ${f(row.minVsBaseline)}` : ''),
     );
   }
   for (const d of done) d();
