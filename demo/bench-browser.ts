@@ -286,7 +286,7 @@ function write(
   for (const r of half.rows) process.stdout.write(`  ${r.shape.padEnd(10)} ${r.pair.padEnd(52)} ${r.ratio.toFixed(2)}\n`);
   writeFileSync(
     join(outDir, `half-browser-${name}.json`),
-    JSON.stringify({ date, browser: { name, version, crossOriginIsolated: env.crossOriginIsolated }, builds: half.builds, rows: half.rows }, null, 2) + '\n',
+    JSON.stringify({ date, cpu, cores: machine.cores, browser: { name, version, crossOriginIsolated: env.crossOriginIsolated }, builds: half.builds, rows: half.rows }, null, 2) + '\n',
   );
   log(`wrote browser-${name}.json, .svg and half-browser-${name}.json in ${outDir} (${durationS} s)`);
 }
