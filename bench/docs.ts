@@ -215,8 +215,8 @@ function pool(json: PoolJson | null): string {
   if (json.copyScaling) {
     lines.push(
       '',
-      'Plain arrays are copied in and out by the calling thread while the workers compute, so they gain only where two threads together move more bytes than one. ' +
-        `On this machine, copies by two threads at once against one: ${json.copyScaling.map((c) => `${c.mib} MiB ${c.oneGBps.toFixed(1)} → ${c.twoGBps.toFixed(1)} GB/s (${(c.twoGBps / c.oneGBps).toFixed(2)}×)`).join(', ')}.`,
+      'Plain arrays are copied in and out by the calling thread while the workers compute (the pool runs them on the calling thread where that is faster). ' +
+        `Copies by two threads at once against one, on this machine: ${json.copyScaling.map((c) => `${c.mib} MiB ${c.oneGBps.toFixed(1)} → ${c.twoGBps.toFixed(1)} GB/s (${(c.twoGBps / c.oneGBps).toFixed(2)}×)`).join(', ')}.`,
     );
   }
   lines.push('', '![the pool on views by threads](../bench/results/pool-threads.svg)', '');
