@@ -38,6 +38,7 @@ import { checkStatus } from '../status.js';
 import { Dtype as DT } from '../abi.js';
 import { MATRIX, OPS, PER_ROW, ROW, type Op, type Params, type Placed } from '../ops.js';
 import { ABSENT, COPIED, EXTERNAL, Placement, RESIDENT, throughWindow } from './placement.js';
+import { snapshotConflicts } from './snapshot.js';
 
 import type { WindowRules } from './window.js';
 
@@ -140,7 +141,7 @@ export class Placer {
     let same = rows === lay.rows && dim === lay.dim && dt === lay.dt && this.window.generation === lay.gen;
     for (let i = 0; same && i < n; i++) same = slots[i]!.kind === slots[i]!.laidKind && slots[i]!.es === slots[i]!.laidEs;
     // The overlap verdict depends only on the arrays: the same views as last time need none.
-    if (!(same && allSeen && wasClean) && this.snapshotConflicts(p, fresh)) {
+    if (!(same && allSeen && wasClean) && snapshotConflicts(p, fresh)) {
       copied = true;
       same = false;
     }
@@ -192,47 +193,6 @@ export class Placer {
         checkStatus(fn, heap.wasm.exports.widen(at, t.base, p.dim, wdt));
       } else heap.f32().set(a, t.base >>> 2);
     }
-  }
-
-  /**
-   * Replaces each input that some output would overwrite before the kernel reads it by a
-   * snapshot (a JavaScript copy, then streamed). Safe pairs: disjoint ranges, or exactly the
-   * same range where the operation allows that alias. One-row inputs copied into the window
-   * and one-row outputs copied out at the end cannot be overwritten early. Returns whether it
-   * made a snapshot.
-   */
-  private snapshotConflicts(p: Placement, fresh: number): boolean {
-    const ops = p.op.operands;
-    const slots = p.slots;
-    let given = false;
-    for (let o = 0; o < ops.length; o++) if (ops[o]!.out && slots[o]!.arr !== null && !(fresh & (1 << o))) given = true;
-    if (!given) return false;
-    let made = false;
-    for (let i = 0; i < ops.length; i++) {
-      const inp = ops[i]!;
-      const ti = slots[i]!;
-      const a = ti.arr;
-      if (inp.out || a === null) continue;
-      for (let o = 0; o < ops.length; o++) {
-        const out = ops[o]!;
-        const to = slots[o]!;
-        const b = to.arr;
-        if (!out.out || b === null || to.kind !== ti.kind || fresh & (1 << o)) continue;
-        if (throughWindow(ti.kind) && (inp.shape === ROW || out.shape === ROW)) continue;
-        const io = ti.kind === RESIDENT ? ti.base : a.byteOffset;
-        const oo = to.kind === RESIDENT ? to.base : b.byteOffset;
-        const il = a.BYTES_PER_ELEMENT * a.length;
-        const ol = b.BYTES_PER_ELEMENT * b.length;
-        if (io >= oo + ol || oo >= io + il) continue;
-        if (throughWindow(ti.kind) && a.buffer !== b.buffer) continue;
-        if (io === oo && il === ol && out.alias.includes(i)) continue;
-        ti.arr = a.slice();
-        ti.kind = COPIED;
-        made = true;
-        break;
-      }
-    }
-    return made;
   }
 
   /** Sizes the segment to the window and gives each copied array its region. */

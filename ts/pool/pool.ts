@@ -3,6 +3,7 @@
  * calls run. Rows of one call are cut into chunks computed by workers that all run the
  * simd-threads module on one shared WebAssembly.Memory, so a job passes addresses, not data.
  *
+ * - ways.ts: where a call runs (now on this thread, or sharded, as choice.ts learns);
  * - workers.ts: starting, replacing and stopping the workers;
  * - dispatch.ts: running one job (chunks, wake-ups, the calling thread's part, waiting);
  * - operands.ts: placing a call's arrays and copying results back;
@@ -17,13 +18,13 @@ import { heapOf, Scratch, type F32Buffer, type Heap, type U16Buffer } from '../m
 import { checkBackward, checkForward, type CheckedArgs } from '../check/calls.js';
 import { backwardCall, forwardCall, type Call } from '../results.js';
 import type { FloatArray, RmsNormBackwardOptions, RmsNormBackwardResult, RmsNormOptions, RmsNormQuantOptions, QuantArray, QuantDtype } from '../types.js';
-import { BACKWARD, FORWARD, NO_PARAMS, type Data, type Op, type Placed } from '../ops.js';
+import { BACKWARD, FORWARD, NO_PARAMS, type Op, type Placed } from '../ops.js';
 import * as C from './control.js';
 import { Dispatcher } from './dispatch.js';
 import { PoolCalls } from './operands.js';
-import { Choice, type ArrayKind } from './choice.js';
 import { CallQueue, abortReason, type Settle } from './queue.js';
-import { INLINE_BELOW, SLICE_MS } from './tuning.js';
+import { SLICE_MS } from './tuning.js';
+import { Ways } from './ways.js';
 import { Workers } from './workers.js';
 import { registerPoolHooks, type PoolHooks } from './hooks.js';
 import { registerTaskQueue, TaskQueue } from './task-queue.js';
@@ -51,26 +52,20 @@ export class Pool implements RmsNormPool {
   private readonly calls: PoolCalls;
   /** The instance whose memory the workers share (a threads build; its plain twin in single mode). */
   private readonly rn: RmsNorm;
-  /** Runs inline calls on plain arrays: non-shared memory copies them faster (load.ts, defaultBuild). */
-  private readonly plain: RmsNorm;
   private ctlAddr = 0;
   private ctl: Int32Array | null = null;
   private workers: Workers | null = null;
   private dispatcher: Dispatcher | null = null;
   private taskQueue: TaskQueue | null = null;
   private readonly queue = new CallQueue<Job>();
-  private readonly choice = new Choice();
   private busy = false;
   private destroyed = false;
   private readonly joinAllowed = canBlock();
-  /** hooks.ts's forceWay: true sharded, false on this thread alone, null as `choice` decides. */
-  #forcedWay: boolean | null = null;
-  /** INLINE_BELOW, changeable through hooks.ts (to measure the threshold). */
-  #inlineBelow: number = INLINE_BELOW[canBlock() ? 'join' : 'async'];
+  /** Where each call runs: see ways.ts. */
+  private readonly ways: Ways;
 
   constructor(rn: RmsNorm, plain: RmsNorm, threads: number, private readonly cores: number) {
     this.rn = rn;
-    this.plain = plain;
     this.heap = heapOf(rn.wasm);
     this.blockRows = rn.wasm.exports.dg_block_rows();
     this.mode = threads > 0 ? 'threads' : 'single';
@@ -78,6 +73,7 @@ export class Pool implements RmsNormPool {
     this.threads = threads;
     this.scratch = new Scratch(this.heap);
     this.calls = new PoolCalls(this.heap, this.scratch, this.blockRows);
+    this.ways = new Ways(rn, plain, this.heap, threads, this.blockRows, this.joinAllowed);
     registerPoolHooks(this, this.hooks());
   }
 
@@ -113,9 +109,9 @@ export class Pool implements RmsNormPool {
     const fn = 'pool.rmsNorm';
     try {
       // A small float32 call with nothing ahead of it: the sync API's short way, now.
-      if (this.idle() && x instanceof Float32Array && this.small(x.length)) {
-        const kind = this.kindOf(x);
-        const y = this.instanceFor(kind).shortForward(fn, x, weight, options, kind === 'shared');
+      if (this.idle() && x instanceof Float32Array && this.ways.small(x.length)) {
+        const kind = this.ways.kindOf(x);
+        const y = this.ways.instanceFor(kind).shortForward(fn, x, weight, options, kind === 'shared');
         if (y !== undefined) return Promise.resolve(y);
       }
       return this.submit(fn, FORWARD, () => checkForward(fn, x, weight, options, POOL_KEYS), forwardCall, options);
@@ -132,9 +128,9 @@ export class Pool implements RmsNormPool {
   ): Promise<RmsNormBackwardResult<T, W>> {
     const fn = 'pool.rmsNormBackward';
     try {
-      if (this.idle() && dy instanceof Float32Array && this.small(dy.length)) {
-        const kind = this.kindOf(dy);
-        const r = this.instanceFor(kind).shortBackward(fn, dy, x, weight, options, kind === 'shared');
+      if (this.idle() && dy instanceof Float32Array && this.ways.small(dy.length)) {
+        const kind = this.ways.kindOf(dy);
+        const r = this.ways.instanceFor(kind).shortBackward(fn, dy, x, weight, options, kind === 'shared');
         if (r !== undefined) return Promise.resolve(r as RmsNormBackwardResult<T, W>);
       }
       return this.submit(fn, BACKWARD, () => checkBackward(fn, dy, x, weight, options, POOL_KEYS), backwardCall, options) as Promise<RmsNormBackwardResult<T, W>>;
@@ -151,33 +147,14 @@ export class Pool implements RmsNormPool {
   private submit<A extends CheckedArgs, R>(fn: string, op: Op, check: () => A, callOf: (a: A, shared: boolean) => Call<R>, options: unknown): Promise<R> {
     const a = check();
     const signal = checkSignal(fn, options);
-    if (this.idle() && !signal?.aborted && this.inline(a.rows, a.rows * a.dim, op)) {
-      return Promise.resolve(this.inlineFor(a.x).runChecked(fn, callOf(a, this.kindOf(a.x) === 'shared')));
+    if (this.idle() && !signal?.aborted && this.ways.inline(a.rows, a.rows * a.dim, op)) {
+      return Promise.resolve(this.ways.inlineFor(a.x).runChecked(fn, callOf(a, this.ways.kindOf(a.x) === 'shared')));
     }
     const make = (): Call<R> => {
       const b = check();
-      return callOf(b, this.kindOf(b.x) === 'shared');
+      return callOf(b, this.ways.kindOf(b.x) === 'shared');
     };
     return this.enqueue<R>((settle) => ({ kind: 'call', fn, make, settle: settle as Settle<unknown>, signal }), signal);
-  }
-
-  /**
-   * The instance an inline call on `x` runs on: the shared one when it is a view of the shared
-   * memory (used in place), else the non-shared one.
-   */
-  private inlineFor(x: Data): RmsNorm {
-    return this.instanceFor(this.kindOf(x));
-  }
-
-  /** The instance for calls on arrays of `kind`: see {@link inlineFor}. */
-  private instanceFor(kind: ArrayKind): RmsNorm {
-    return kind === 'view' ? this.rn : this.plain;
-  }
-
-  /** Where `x` is, as the choice tells calls apart. */
-  private kindOf(x: FloatArray): ArrayKind {
-    if (this.heap.holds(x as Float32Array)) return 'view';
-    return typeof SharedArrayBuffer !== 'undefined' && x.buffer instanceof SharedArrayBuffer ? 'shared' : 'plain';
   }
 
   allocF32(length: number): F32Buffer {
@@ -193,18 +170,6 @@ export class Pool implements RmsNormPool {
   /** Nothing queued or running, and not destroyed. */
   private idle(): boolean {
     return !this.busy && this.queue.length === 0 && !this.destroyed;
-  }
-
-  /** Whether a call of `elems` elements runs on the calling thread whatever its rows. */
-  private small(elems: number): boolean {
-    return this.threads === 0 || elems < this.#inlineBelow;
-  }
-
-  /** Whether a call of operation `op` runs on the calling thread rather than being sharded. */
-  private inline(rows: number, elems: number, op: Op): boolean {
-    if (this.small(elems)) return true;
-    // Chunks of whole dweight blocks (the backward): one block cannot be shared.
-    return op.blockAligned ? rows <= this.blockRows : rows < 2;
   }
 
   ping(): Promise<void> {
@@ -263,23 +228,7 @@ export class Pool implements RmsNormPool {
       return;
     }
     const c = job.make();
-    job.settle.resolve(await this.call(c, () => this.inlineFor(c.x).runChecked(job.fn, c), () => this.calls.run(this.dispatcher!, job.fn, c, this.joinAllowed)));
-  }
-
-  /**
-   * One checked call: inline when too small to shard, else sharded or (where this thread may
-   * block) on this thread alone, as `choice` decides from recent timings of calls of its kind.
-   */
-  private async call<R>(c: Call<unknown>, alone: () => R, sharded: () => Promise<R>): Promise<R> {
-    const { op, rows } = c;
-    const elems = rows * c.params.dim;
-    if (this.inline(rows, elems, op)) return alone();
-    if (this.#forcedWay !== null) return this.#forcedWay ? sharded() : alone();
-    // A page's main thread keeps sharding: keeping the page responsive is the point there.
-    const pick = this.joinAllowed ? this.choice.pick(op.id, this.kindOf(c.x), elems, op.cost * elems) : null;
-    const r = !pick || pick.sharded ? await sharded() : alone();
-    if (pick) this.choice.record(pick);
-    return r;
+    job.settle.resolve(await this.ways.run(c, () => this.ways.inlineFor(c.x).runChecked(job.fn, c), () => this.calls.run(this.dispatcher!, job.fn, c, this.joinAllowed)));
   }
 
   async destroy(): Promise<void> {
@@ -313,10 +262,10 @@ export class Pool implements RmsNormPool {
           (e: unknown) => e,
         ),
       setInlineBelow: (elems: number): void => {
-        this.#inlineBelow = elems;
+        this.ways.inlineBelow = elems;
       },
       forceWay: (way: 'sharded' | 'alone' | null): void => {
-        this.#forcedWay = way === null ? null : way === 'sharded';
+        this.ways.forced = way === null ? null : way === 'sharded';
       },
       hold: (i: number): void => {
         if (this.ctl) Atomics.store(this.ctl, C.HOLD, i + 1);

@@ -130,17 +130,11 @@ impl F32x4 for V128 {
         if v128_any_true(v128_or(f32x4_ne(a, a), f32x4_ne(b, b))) {
             return store8_slow(v, p, Self::store_bf16);
         }
-        // The high halves of the eight rounded lanes, in order (x86: psrld + packusdw).
-        v128_store(
-            p as *mut v128,
-            i16x8_shuffle::<1, 3, 5, 7, 9, 11, 13, 15>(
-                bf16_round_not_nan(a),
-                bf16_round_not_nan(b),
-            ),
-        );
+        Self::store8_bf16_not_nan(v, p)
     }
     #[inline(always)]
     unsafe fn store8_bf16_not_nan(v: [Self; 2], p: *mut u16) {
+        // The high halves of the eight rounded lanes, in order (x86: psrld + packusdw).
         v128_store(
             p as *mut v128,
             i16x8_shuffle::<1, 3, 5, 7, 9, 11, 13, 15>(
@@ -177,10 +171,7 @@ impl F32x4 for V128 {
         if v128_any_true(v128_or(f32x4_ne(a, a), f32x4_ne(b, b))) {
             return store8_slow(v, p, Self::store_f16);
         }
-        v128_store(
-            p as *mut v128,
-            u16x8_narrow_i32x4(to_f16_bits_not_nan(a), to_f16_bits_not_nan(b)),
-        );
+        Self::store8_f16_not_nan(v, p)
     }
     #[inline(always)]
     unsafe fn store8_f16_not_nan(v: [Self; 2], p: *mut u16) {
