@@ -149,6 +149,16 @@ describe('the repository\'s structure', () => {
     expect(literalsOf(names, files)).toEqual([]);
   });
 
+  it('no TypeScript module of ts/ over 300 lines, no Rust file of crate/src over 350', () => {
+    const over = (dir: string, ext: string, cap: number) =>
+      walk(join(ROOT, dir))
+        .filter((f) => f.endsWith(ext))
+        .map((f) => [relative(ROOT, f), readFileSync(f, 'utf8').split('\n').length - 1] as const)
+        .filter(([, lines]) => lines > cap);
+    expect(over('ts', '.ts', 300)).toEqual([]);
+    expect(over('crate/src', '.rs', 350)).toEqual([]);
+  });
+
   it('the compiler refuses unused locals', () => {
     const cfg = JSON.parse(readFileSync(join(ROOT, 'tsconfig.json'), 'utf8')) as { compilerOptions: Record<string, unknown> };
     expect(cfg.compilerOptions.noUnusedLocals).toBe(true);
