@@ -182,10 +182,10 @@ pub(super) unsafe fn scale<V: F32x4, X: Elem, A: Elem, R: Elem, const LLAMA: boo
     // all of a block's loads first (as the sum pass is written) the float32 forward ran at
     // 0.6-0.7x its speed whenever `y` sat 16 or 32 bytes (mod 64) past `x` modulo 4 KiB, where
     // a load's address matches an earlier store's in the bits the CPU checks first (Intel
-    // Xeon; bench/placements.ts). A float32 store is one vector; a half type stores eight
+    // Xeon; bench/placements.ts). A float32 store is one vector; another type stores eight
     // elements in one (its `store8`).
     let mut i = 0;
-    if core::mem::size_of::<A>() == 4 {
+    if A::F32 {
         while i + 16 <= n {
             for j in [i, i + 4, i + 8, i + 12] {
                 A::store::<V>(y.add(j), scale(X::load::<V>(x.add(j)), j));
