@@ -139,7 +139,7 @@ impl Case {
             self.dim,
             self.eps,
         );
-        (k.z, k.s.gate, k.s.offset, k.s.stat) =
+        (k.z, k.s.gate, k.s.p.offset, k.s.stat) =
             (self.z.as_ptr(), self.gate, self.offset, self.stat);
         k
     }
@@ -166,7 +166,7 @@ impl Case {
             self.dim,
             self.eps,
         );
-        (k.z, k.dz, k.s.gate, k.s.offset, k.s.stat) = (
+        (k.z, k.dz, k.s.gate, k.s.p.offset, k.s.stat) = (
             self.z.as_ptr(),
             dz.as_mut_ptr(),
             self.gate,
