@@ -33,7 +33,7 @@ export function writeAddrs(i32: Int32Array, at: number, addrs: ArrayLike<number>
  */
 export class CallBlock {
   private last: Params | null = null;
-  /** Who wrote the addresses the block holds, when they said so ({@link holdsFor}); null after any other write. */
+  /** Who wrote the addresses the block holds, when they said so ({@link holds}); null after any other write. */
   private holder: object | null = null;
 
   constructor(
