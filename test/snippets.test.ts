@@ -2,7 +2,10 @@
  * The code a user copies from the README and docs/ runs as written: every ```js block that
  * imports the package is run by Node as a module, and every `npx rmsnorm-wasm` line of a ```sh
  * block by the command, in a folder with the package installed (linked) and the data files the
- * examples name (rows of 4096). A snippet that stops working fails here.
+ * examples name (rows of 4096). A snippet that stops working fails here. The same blocks also
+ * compile as TypeScript under `strict` against the published types, as in a user's strict
+ * project (a page's and Node's libs): a snippet that only runs because JavaScript does not
+ * check (a possibly-null result used as it is) fails too.
  */
 import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -74,6 +77,29 @@ describe('the code blocks of the README and docs/ run as written', () => {
     writeFileSync(file, s.code);
     await expect(run(process.execPath, [file], { cwd: dir, timeout: 60_000 })).resolves.toBeDefined();
   }, 60_000);
+
+  it('they compile as TypeScript under strict against the published types', async () => {
+    const files = js.map((s) => {
+      const f = `${s.page.replace(/\W/g, '_')}_${s.index}.ts`;
+      writeFileSync(join(dir, f), s.code);
+      return f;
+    });
+    const compilerOptions = {
+      target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', lib: ['es2022', 'dom'], types: ['node'],
+      typeRoots: [join(REPO, 'node_modules', '@types')], strict: true, noEmit: true, skipLibCheck: false,
+    };
+    writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions, files }));
+    // The check is real: a made-up snippet using a possibly-null result fails it.
+    writeFileSync(join(dir, 'made-up.ts'), "import { rmsNormBackward } from 'rmsnorm-wasm';\nconsole.log(rmsNormBackward(new Float32Array(4), new Float32Array(4), null, { dim: 4 }).dweight.length);\n");
+    writeFileSync(join(dir, 'made-up.json'), JSON.stringify({ compilerOptions, files: ['made-up.ts'] }));
+    const tsc = (config: string) =>
+      run(process.execPath, [join(REPO, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', config], { cwd: dir, timeout: 120_000 }).then(
+        () => '',
+        (e: { stdout?: string }) => String(e.stdout ?? e),
+      );
+    expect(await tsc('made-up.json')).toMatch(/possibly 'null'/);
+    expect(await tsc('tsconfig.json')).toBe('');
+  }, 120_000);
 
   it.each(commands.map((s) => [`${s.page}: ${s.code}`, s] as const))('%s', async (_name, s) => {
     const bin = join(REPO, 'bundle', 'node', 'bin.js');
