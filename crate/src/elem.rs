@@ -7,12 +7,10 @@ pub use crate::half_bits::{bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16};
 use crate::simd::F32x4;
 /// An element type the kernels store rows in: f32, or a half type widened on load.
 pub trait Elem: Copy + 'static {
-    /// Whether this is a half type: the one an intermediate rounding of the `llama` casting
-    /// mode rounds to (for f32 that rounding is the identity, and its code is not instantiated).
-    /// `abi::DTYPES` states the same per storage code; a test keeps the two equal.
-    const HALF: bool;
-    /// Whether this is f32 itself: rows read as stored need no widening (every other type is
-    /// widened to f32 on load, whatever its width).
+    /// Whether this is f32 itself: rows read as stored need no widening, and an intermediate
+    /// rounding of the `llama` casting mode is the identity (every other type is widened to f32
+    /// on load and rounded on store, whatever its width). `abi::DTYPES`' `half` states the
+    /// opposite per storage code; a test keeps the two agreeing.
     const F32: bool = false;
     /// Whether the kernels widen each row of this type once into an f32 scratch row and run
     /// every pass over that, rounding the results into the output: worth it where widening
@@ -75,7 +73,6 @@ pub trait Elem: Copy + 'static {
 }
 
 impl Elem for f32 {
-    const HALF: bool = false;
     const F32: bool = true;
     #[inline(always)]
     unsafe fn load<V: F32x4>(p: *const Self) -> V {
@@ -114,7 +111,6 @@ pub struct Bf16(pub u16);
 pub struct F16(pub u16);
 
 impl Elem for Bf16 {
-    const HALF: bool = true;
     #[inline(always)]
     unsafe fn load<V: F32x4>(p: *const Self) -> V {
         V::load_bf16(p as *const u16)
@@ -154,7 +150,6 @@ impl Elem for Bf16 {
 }
 
 impl Elem for F16 {
-    const HALF: bool = true;
     const WIDEN_ONCE: bool = true;
     #[inline(always)]
     unsafe fn load<V: F32x4>(p: *const Self) -> V {

@@ -30,7 +30,7 @@ pub(super) unsafe fn plain_rows<V: F32x4, A: Elem>(
     p: *mut f32,
 ) {
     let (w, d) = (!k.g.is_null(), !k.dh.is_null());
-    let l = k.s.llama && A::HALF && w;
+    let l = k.s.llama && !A::F32 && w;
     // The `dx` loop compiled for each of these choices, made once per call: with the three
     // read per element, the f32 backward of rows in cache ran 6-11% slower and the bfloat16
     // one up to 2× slower (bench/ab-builds.mjs, 64×4096, 2048×768, 1×896).
@@ -117,7 +117,7 @@ unsafe fn backward_row_f64<A: Elem>(k: &Backward<A>, row: usize, p: *mut f32) {
     let n = k.s.dim;
     let off = row * n;
     let (dy, x, dx, g) = (k.dy.add(off), k.x.add(off), k.dx.add(off), k.g);
-    let llama = k.s.llama && A::HALF && !g.is_null();
+    let llama = k.s.llama && !A::F32 && !g.is_null();
     let gy = |i: usize| {
         let d = A::get(dy.add(i)) as f64;
         match gain_at(g, &k.s, i) {

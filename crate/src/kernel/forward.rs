@@ -46,14 +46,14 @@ pub unsafe fn forward_with<V: F32x4, A: Elem>(k: &Forward<A>, rows: usize) -> Re
     let (wx, wr) = wide
         .as_ref()
         .map_or((null_mut(), null_mut()), |(x, r)| (x.ptr(), r.ptr()));
-    // llama differs only for a half type with a gain. The rows' loops compiled for each of
+    // llama differs only for a type narrower than f32, with a gain. The rows' loops compiled for each of
     // these choices, made once per call: with both sums and both scalings in one function the
     // bfloat16 forward ran 7-9% slower (bench/ab-builds.mjs).
-    let llama = k.s.llama && A::HALF && !k.g.is_null();
+    let llama = k.s.llama && !A::F32 && !k.g.is_null();
     let g = gain.ptr();
     // Whether a row with a finite rstd has no NaN result (elems.rs NOT_NAN_ROWS): its statistic
     // saw every element finite, and the gain is.
-    let finite = A::HALF && rows >= NOT_NAN_ROWS && k.s.stat == n && all_finite::<V>(g, n);
+    let finite = !A::F32 && rows >= NOT_NAN_ROWS && k.s.stat == n && all_finite::<V>(g, n);
     match (k.res.is_null(), llama) {
         (true, false) => rows_go::<V, A, false, false>(k, rows, g, wx, wr, finite),
         (false, false) => rows_go::<V, A, true, false>(k, rows, g, wx, wr, finite),
@@ -159,7 +159,7 @@ unsafe fn row_f64<A: Elem>(k: &Forward<A>, src: *const A, y: *mut A) -> f32 {
         ss += v * v;
     }
     let r = 1.0 / (ss / k.s.stat as f64 + k.s.p.eps as f64).sqrt();
-    let llama = k.s.llama && A::HALF;
+    let llama = k.s.llama && !A::F32;
     for i in 0..k.s.dim {
         let v = A::get(src.add(i)) as f64 * r;
         let v = match gain_at(k.g, &k.s, i) {

@@ -125,7 +125,7 @@ unsafe fn normed<A: Elem>(gate: Gate, x: *const A, z: *const A, i: usize) -> f32
 /// gained (and rounded again with `llama_w`), gated after the norm; in f32.
 #[inline(always)]
 unsafe fn forward_elem<A: Elem>(k: &Forward<A>, v: f32, i: usize, row_z: *const A) -> f32 {
-    let l = k.s.llama && A::HALF && !k.g.is_null();
+    let l = k.s.llama && !A::F32 && !k.g.is_null();
     let v = if l { A::round1(v) } else { v };
     let t = match gain_at(k.g, &k.s, i) {
         Some(g) if l && k.s.llama_w => A::round1(v * g),
