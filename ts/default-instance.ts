@@ -10,7 +10,7 @@ import { RmsNorm } from './rmsnorm.js';
 import type { PoolOptions, RmsNormPool } from './pool/api.js';
 import { options as checkOptions } from './check/options.js';
 import type { ConvertOptions } from './check/convert.js';
-import type { FloatArray, HalfDtype, RmsNormBackwardOptions, RmsNormBackwardResult, RmsNormLayerOptions, RmsNormOptions, RmsNormQuantOptions, QuantArray, QuantDtype } from './types.js';
+import type { FloatArray, HalfBits, HalfDtype, RmsNormBackwardOptions, RmsNormBackwardResult, RmsNormLayerOptions, RmsNormOptions, RmsNormQuantOptions, QuantArray, QuantDtype } from './types.js';
 
 const loaded = new Map<Build, Promise<RmsNorm>>();
 let current: RmsNorm | null = null;
@@ -180,7 +180,7 @@ export function allocU16(length: number): U16Buffer {
  *   as they are; a float16 NaN's payload moved up with the quiet bit set).
  * @throws TypeError / RangeError naming the bad argument, before anything is written.
  */
-export function halfToFloat32(bits: Uint16Array, dtype: HalfDtype, options?: ConvertOptions<Float32Array>): Float32Array {
+export function halfToFloat32(bits: HalfBits, dtype: HalfDtype, options?: ConvertOptions<Float32Array>): Float32Array {
   return ready('halfToFloat32').halfToFloat32(bits, dtype, options);
 }
 
@@ -193,7 +193,7 @@ export function halfToFloat32(bits: Uint16Array, dtype: HalfDtype, options?: Con
  * @returns `options.out`, or a new Uint16Array of `n` bit patterns.
  * @throws TypeError / RangeError naming the bad argument, before anything is written.
  */
-export function float32ToHalf(x: Float32Array, dtype: HalfDtype, options?: ConvertOptions<Uint16Array>): Uint16Array {
+export function float32ToHalf(x: Float32Array, dtype: HalfDtype, options?: ConvertOptions<HalfBits>): HalfBits {
   return ready('float32ToHalf').float32ToHalf(x, dtype, options);
 }
 

@@ -5,7 +5,7 @@
  * @module
  */
 import { DTYPE_FACTS, type Casting, type Gate } from './abi.js';
-import type { CastingMode, Dtype, GateMode, HalfDtype, QuantDtype } from './types.js';
+import type { CastingMode, Dtype, GateMode, HalfBits, HalfDtype, QuantDtype } from './types.js';
 
 /** Whether two types are the same. */
 export type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
@@ -43,6 +43,10 @@ type ArrayConstructorOf<K extends ArrayName> = {
 };
 /** The constructors of the arrays the table names. */
 const ARRAYS: { readonly [K in ArrayName]: ArrayConstructorOf<K> } = { Float32Array, Uint16Array, Float64Array, Int8Array, Uint8Array };
+
+// The half types' array, which the public conversions take and return, likewise.
+const HALF_BITS_MATCH: Same<HalfBits, Arrays[Extract<Facts, { half: true }>['array']]> = true;
+void HALF_BITS_MATCH;
 
 /** The array the kernels read a storage type from (a type the activations may have): Float32Array, or a half type's bits. */
 export type Data = Arrays[Extract<Facts, { qmax: 0 }>['array']];

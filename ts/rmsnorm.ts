@@ -24,7 +24,7 @@ import { checkConvertInput } from './check/arrays.js';
 import { convertOut, type ConvertOptions } from './check/convert.js';
 import { checkBackward, checkForward } from './check/calls.js';
 import { halfDtypeCode } from './check/scalars.js';
-import type { FloatArray, HalfDtype, RmsNormBackwardOptions, RmsNormBackwardResult, RmsNormLayerOptions, RmsNormOptions, RmsNormQuantOptions, QuantArray, QuantDtype } from './types.js';
+import type { FloatArray, HalfBits, HalfDtype, RmsNormBackwardOptions, RmsNormBackwardResult, RmsNormLayerOptions, RmsNormOptions, RmsNormQuantOptions, QuantArray, QuantDtype } from './types.js';
 
 /** The sync API's window rules: segments of any row count (the backward carries its open dweight block). */
 const syncRules = (floats: number): WindowRules => ({
@@ -191,19 +191,19 @@ export class RmsNorm {
   }
 
   /** Half bit patterns to float32 values, exactly: see the top-level {@link halfToFloat32}. */
-  halfToFloat32(bits: Uint16Array, dtype: HalfDtype, options?: ConvertOptions<Float32Array>): Float32Array {
+  halfToFloat32(bits: HalfBits, dtype: HalfDtype, options?: ConvertOptions<Float32Array>): Float32Array {
     const fn = 'halfToFloat32';
     const dt = halfDtypeCode(fn, dtype);
-    const src = checkConvertInput<Uint16Array>(fn, bits, dt);
+    const src = checkConvertInput<HalfBits>(fn, bits, dt);
     return this.toFloat32(src, dt, convertOut<Float32Array>(fn, options, src, DT.float32) ?? resultArray(src.length), fn);
   }
 
   /** float32 values to half bit patterns, nearest even: see the top-level {@link float32ToHalf}. */
-  float32ToHalf(x: Float32Array, dtype: HalfDtype, options?: ConvertOptions<Uint16Array>): Uint16Array {
+  float32ToHalf(x: Float32Array, dtype: HalfDtype, options?: ConvertOptions<HalfBits>): HalfBits {
     const fn = 'float32ToHalf';
     const dt = halfDtypeCode(fn, dtype);
     const src = checkConvertInput<Float32Array>(fn, x, DT.float32);
-    const out = convertOut<Uint16Array>(fn, options, src, dt) ?? new Uint16Array(src.length);
+    const out = convertOut<HalfBits>(fn, options, src, dt) ?? (new BY_CODE[dt]!.Array(src.length) as HalfBits);
     return this.fromFloat32(src, dt, out, fn);
   }
 

@@ -27,6 +27,9 @@ export type Dtype = 'float32' | 'float16' | 'bfloat16';
 /** The two half-precision dtypes. */
 export type HalfDtype = 'float16' | 'bfloat16';
 
+/** The array that holds a {@link HalfDtype}'s elements as bit patterns. */
+export type HalfBits = Uint16Array;
+
 /**
  * A quantized output's storage (`options.outDtype`), as inference engines feed an int8 or
  * float8 matrix multiply: `'int8'` (an Int8Array) or `'float8_e4m3'` (OCP float8 E4M3FN, no

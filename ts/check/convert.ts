@@ -3,12 +3,13 @@
  * @module
  */
 import { arrayTag, BY_CODE, type Data } from '../dtypes.js';
+import type { HalfBits } from '../types.js';
 import { describe } from './arrays.js';
 import { options as checkOptions } from './options.js';
 import { overlaps } from './overlap.js';
 
 /** Options of the half-precision conversions. */
-export interface ConvertOptions<T extends Float32Array | Uint16Array> {
+export interface ConvertOptions<T extends Float32Array | HalfBits> {
   /** Where the results go: as many elements as the input, not overlapping it. Default: a new array. */
   out?: T;
 }
