@@ -15,6 +15,6 @@ export type * from './types.js';
 export { RmsNorm } from './rmsnorm.js';
 export type { RmsNormLayer } from './layer.js';
 export { relaxedSimdSupported, simdSupported, threadsAvailable } from './platform.js';
-export { DEFAULT_EPS, statOf } from './check/scalars.js';
+export { DEFAULT_EPS, statOf } from './check/scalar-options.js';
 export type { PoolCallOptions, PoolOptions, RmsNormPool } from './pool/api.js';
 export * from './default-instance.js';

@@ -10,7 +10,8 @@ import type { Data, Op, Params } from '../ops.js';
 import { listed, QUANT_DTYPES } from '../dtypes.js';
 import type { GateMode, QuantDtype } from '../types.js';
 import { describe, typed } from './arrays.js';
-import { actDtype, castingBits, DEFAULT_EPS, dimOf, eps, offsetOf, partialOf, weightDtype, weightOf } from './scalars.js';
+import { actDtype, castingBits, dimOf, weightDtype, weightOf } from './scalars.js';
+import { SCALARS, scalarParams } from './scalar-options.js';
 
 /**
  * The options every call reads into its Params, with their defaults: the one list of them
@@ -20,9 +21,7 @@ import { actDtype, castingBits, DEFAULT_EPS, dimOf, eps, offsetOf, partialOf, we
  */
 export const PARAM_DEFAULTS: Readonly<Record<string, unknown>> = {
   dim: undefined,
-  eps: DEFAULT_EPS,
-  offset: 0,
-  partial: 1,
+  ...Object.fromEntries(Object.entries(SCALARS).map(([k, s]) => [k, s.fallback])),
   dtype: undefined,
   weightDtype: undefined,
   castingMode: 'none',
@@ -32,7 +31,7 @@ export const PARAM_DEFAULTS: Readonly<Record<string, unknown>> = {
 };
 export const PARAM_KEYS: readonly string[] = Object.keys(PARAM_DEFAULTS);
 /** The parameters only a forward has: its output's quantization. */
-const FORWARD_ONLY_KEYS: readonly string[] = ['outDtype', 'quantScale'];
+export const FORWARD_ONLY_KEYS: readonly string[] = ['outDtype', 'quantScale'];
 /** The parameters of a backward. */
 export const BACKWARD_PARAM_KEYS: readonly string[] = PARAM_KEYS.filter((k) => !FORWARD_ONLY_KEYS.includes(k));
 /**
@@ -42,10 +41,10 @@ export const BACKWARD_PARAM_KEYS: readonly string[] = PARAM_KEYS.filter((k) => !
  */
 export const FILE_PARAM_KEYS: readonly string[] = BACKWARD_PARAM_KEYS.filter((k) => k !== 'gateMode');
 
-/** The parameter options `o` gives (those of {@link FILE_PARAM_KEYS} that are not undefined), to pass on whole. */
-export function paramOptions(o: Readonly<Record<string, unknown>>): Record<string, unknown> {
+/** The options of `keys` (by default {@link FILE_PARAM_KEYS}) that `o` gives (not undefined), to pass on whole. */
+export function paramOptions(o: Readonly<Record<string, unknown>>, keys: readonly string[] = FILE_PARAM_KEYS): Record<string, unknown> {
   const r: Record<string, unknown> = {};
-  for (const k of FILE_PARAM_KEYS) if (o[k] !== undefined) r[k] = o[k];
+  for (const k of keys) if (o[k] !== undefined) r[k] = o[k];
   return r;
 }
 
@@ -99,15 +98,13 @@ export function checkParams(
   const wdt = weightDtype(fn, weight, o.weightDtype, act);
   const w = weightOf(fn, weight, wdt);
   const dim = dimOf(fn, w, o.dim);
-  const e = eps(fn, o.eps);
-  const offset = offsetOf(fn, o.offset, w);
-  const stat = partialOf(fn, o.partial, dim);
+  const scalars = scalarParams(fn, o, { w, dim });
   const llama = castingBits(fn, o.castingMode);
   // A half weight of the activations' own dtype: llama rounds what it multiplies to that dtype too.
   const llamaW = llama !== 0 && w !== null && wdt === act && act !== DT.float32 ? LLAMA_W : 0;
   const gate = gateModeCode(fn, o.gateMode, gated, needsGate);
   const out = quantOf(fn, o.outDtype, o.quantScale);
-  return { params: { dim, stat, eps: e, offset, dtypes: act | llama | llamaW, gate, wdt, out_dtype: out.code, quant_scale: out.scale }, weight: w, act };
+  return { params: { ...scalars, dim, dtypes: act | llama | llamaW, gate, wdt, out_dtype: out.code, quant_scale: out.scale }, weight: w, act };
 }
 
 const QUANT_NAMES = listed(Object.keys(QUANT_DTYPES));

@@ -1,6 +1,7 @@
 /**
- * The rules of each scalar option (dim, eps, offset, partial) and of the dtype options, and
- * how they become the kernel's Params.
+ * The rules of the options that say how a call's arrays are stored and how long their rows are
+ * (dtype, weightDtype, castingMode, dim) and how they become the kernel's Params; the scalar
+ * options' are scalar-options.ts's table.
  * @module
  */
 import { Casting, DTYPE_FACTS, Dtype as DT, LLAMA } from '../abi.js';
@@ -8,9 +9,6 @@ import { arrayTag, listed } from '../dtypes.js';
 import type { Data } from '../ops.js';
 import type { CastingMode, Dtype } from '../types.js';
 import { describe, DTYPE_NAMES, dtypesOf, typed } from './arrays.js';
-
-/** eps when none is given. */
-export const DEFAULT_EPS = 1e-6;
 
 /** The half dtypes' names (abi.rs's DTYPES with `half`), as messages list them. */
 const HALF_NAMES = listed(DTYPE_FACTS.filter((d) => d.half).map((d) => d.name));
@@ -88,51 +86,3 @@ export function dimOf(fn: string, w: Data | null, dimOpt: unknown): number {
   }
   return dimOpt;
 }
-
-/** options.eps: DEFAULT_EPS when absent; a number ≥ 0 that stays finite as a float32. */
-export function eps(fn: string, v: unknown): number {
-  if (v === undefined) return DEFAULT_EPS;
-  if (typeof v !== 'number') throw new TypeError(`${fn}: options.eps must be a number, got ${describe(v)}`);
-  // eps is used as float32: a value finite in float64 but beyond float32's range (> 3.4e38)
-  // would become +Inf there and silently zero every row.
-  if (!Number.isFinite(v) || v < 0 || !Number.isFinite(Math.fround(v))) {
-    throw new RangeError(`${fn}: options.eps must be >= 0 and finite as a float32 (at most 3.4028234663852886e38), got ${v}`);
-  }
-  return v;
-}
-
-/** options.offset: 0 when absent; finite as a float32, and not 0 only with a weight `w`. */
-export function offsetOf(fn: string, v: unknown, w: Data | null): number {
-  if (v === undefined) return 0;
-  if (typeof v !== 'number') throw new TypeError(`${fn}: options.offset must be a number, got ${describe(v)}`);
-  if (!Number.isFinite(Math.fround(v))) {
-    throw new RangeError(`${fn}: options.offset must be finite as a float32 (|offset| at most 3.4028234663852886e38), got ${v}`);
-  }
-  if (v !== 0 && w === null) {
-    throw new RangeError(`${fn}: options.offset (${v}) needs a weight (the gain is offset + weight), but weight is null`);
-  }
-  return v;
-}
-
-/**
- * The number of leading elements rstd is estimated from: the smallest `k` with
- * `k / dim ≥ partial`. Not bare `Math.ceil(partial * dim)`: `0.1 * 30` is 3.0000000000000004
- * in float64, whose ceiling would be 4 where 3/30 is exactly the float64 0.1.
- */
-export function statOf(partial: number, dim: number): number {
-  let k = Math.min(dim, Math.max(1, Math.ceil(partial * dim)));
-  while (k > 1 && (k - 1) / dim >= partial) k--;
-  while (k < dim && k / dim < partial) k++;
-  return k;
-}
-
-/** options.partial as the element count rstd is estimated from (`dim` when absent). */
-export function partialOf(fn: string, v: unknown, dim: number): number {
-  if (v === undefined) return dim;
-  if (typeof v !== 'number') throw new TypeError(`${fn}: options.partial must be a number, got ${describe(v)}`);
-  if (!(v > 0 && v <= 1)) {
-    throw new RangeError(`${fn}: options.partial must be a number in (0, 1] (the fraction of each row rstd is estimated from), got ${v}`);
-  }
-  return statOf(v, dim);
-}
-

@@ -7,10 +7,8 @@ import { parseArgs } from 'node:util';
 import { CASTING_MODES } from '../check/scalars.js';
 import { KERNEL_DTYPES, listed, OUT_DTYPES } from '../dtypes.js';
 import { FORMAT_NAMES, type FormatName } from './formats/index.js';
-import { SCALAR_FLAGS } from './cli-usage.js';
-
-/** The flag of scalar option `key` (see {@link SCALAR_FLAGS}). */
-const flagOf = (key: string): string => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+import { SCALARS } from '../check/scalar-options.js';
+import { DATASET_ONLY, FILE_ONLY, FLAGS, flagOf, VALUED } from './cli-flags.js';
 
 /** A mistake in the command line: printed with a pointer to --help, exit code 2. */
 export class UsageError extends Error {}
@@ -24,20 +22,12 @@ export function num(name: string, v: string | undefined, integer = false): numbe
   return n;
 }
 
-
-
 /** A flag whose value is one of `allowed` (a UsageError otherwise), or undefined when absent. */
 function oneOf<T extends string>(name: string, v: string | undefined, allowed: readonly T[]): T | undefined {
   if (v === undefined) return undefined;
   if (!allowed.includes(v as T)) throw new UsageError(`--${name} must be ${listed(allowed, '')}, got ${JSON.stringify(v)}`);
   return v as T;
 }
-
-/** The flags that take a value (a value may start with '-': `--eps -1e-3`, `--offset -1`). */
-const VALUED = [
-  'dtype', 'out-dtype', 'quant-scale', 'weight-dtype', 'weight-tensor', 'tensor', 'casting-mode', 'weight', ...Object.keys(SCALAR_FLAGS).map(flagOf), 'dim', 'threads', 'rstd', 'format',
-  'out-dir', 'shard', 'lock-wait', 'lock-stale', 'progress', 'progress-interval',
-];
 
 /**
  * `argv` with `--flag -value` written `--flag=-value` for the flags that take a value, so that
@@ -61,7 +51,7 @@ export function asFlags(msg: string): string {
   const flag: Record<string, string> = { tensors: 'tensor', followSymlinks: 'no-follow-symlinks', durable: 'no-fsync' };
   return msg
     .replace(/^(normalizeFile|normalizeDataset|createPool): /, '')
-    .replace(/options\.([A-Za-z]+)/g, (_, k: string) => `--${flag[k] ?? k.replace(/[A-Z]/g, (c) => '-' + c.toLowerCase())}`);
+    .replace(/options\.([A-Za-z]+)/g, (_, k: string) => `--${flag[k] ?? flagOf(k)}`);
 }
 
 export const SEE_HELP = '(see rmsnorm-wasm --help)';
@@ -85,45 +75,6 @@ function shardFlag(v: string | undefined): { index: number; count: number } | un
   if (!m || count < 1 || index >= count) throw new UsageError(`--shard must be I/N with 0 <= I < N (e.g. 0/4), got ${JSON.stringify(v)}`);
   return { index, count };
 }
-
-
-/** The flags parseArgs reads. */
-const FLAGS = {
-  dtype: { type: 'string' },
-  'out-dtype': { type: 'string' },
-  'quant-scale': { type: 'string' },
-  'weight-dtype': { type: 'string' },
-  'weight-tensor': { type: 'string' },
-  tensor: { type: 'string', multiple: true },
-  'casting-mode': { type: 'string' },
-  weight: { type: 'string' },
-  ...Object.fromEntries(Object.keys(SCALAR_FLAGS).map((k) => [flagOf(k), { type: 'string' }])),
-  dim: { type: 'string' },
-  threads: { type: 'string' },
-  rstd: { type: 'string' },
-  format: { type: 'string' },
-  'in-place': { type: 'boolean' },
-  'out-dir': { type: 'string' },
-  shard: { type: 'string' },
-  force: { type: 'boolean' },
-  'keep-going': { type: 'boolean' },
-  checksum: { type: 'boolean' },
-  'no-follow-symlinks': { type: 'boolean' },
-  'lock-wait': { type: 'string' },
-  'lock-stale': { type: 'string' },
-  verbose: { type: 'boolean' },
-  progress: { type: 'string' },
-  'progress-interval': { type: 'string' },
-  'no-fsync': { type: 'boolean' },
-  quiet: { type: 'boolean' },
-  json: { type: 'boolean' },
-  help: { type: 'boolean', short: 'h' },
-  version: { type: 'boolean', short: 'v' },
-} as const;
-
-/** Flags of a dataset run only, and of a one-file run only. */
-const DATASET_ONLY = ['shard', 'force', 'keep-going', 'checksum', 'verbose', 'no-follow-symlinks', 'lock-wait', 'lock-stale'];
-const FILE_ONLY = ['rstd', 'in-place'];
 
 /** A command line, parsed. */
 export interface Command {
@@ -190,7 +141,7 @@ export function parseCommand(argv: readonly string[]): Command {
     weightDtype: oneOf('weight-dtype', values['weight-dtype'] as string | undefined, KERNEL_DTYPES),
     castingMode: oneOf('casting-mode', values['casting-mode'] as string | undefined, CASTING_MODES),
     tensors: values.tensor as string[] | undefined,
-    ...Object.fromEntries(Object.keys(SCALAR_FLAGS).map((k) => [k, num(flagOf(k), str(flagOf(k)))])),
+    ...Object.fromEntries(Object.keys(SCALARS).map((k) => [k, num(flagOf(k), str(flagOf(k)))])),
     dim: num('dim', str('dim'), true),
     threads: num('threads', str('threads'), true),
     format: oneOf<FormatName>('format', values.format as string | undefined, FORMAT_NAMES),

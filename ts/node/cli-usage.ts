@@ -1,22 +1,35 @@
 /**
  * The command's usage text (`--help`): what it does, every flag, the exit codes and signals.
- * The scalar parameters' flags are listed once here, with their lines of help.
+ * The scalar options' lines come from their table (check/scalar-options.ts).
  * @module
  */
+import { SCALARS } from '../check/scalar-options.js';
 import { KERNEL_DTYPES, listed, OUT_DTYPES, QUANT_DTYPES } from '../dtypes.js';
+import { flagOf } from './cli-flags.js';
 import { FORMAT_NAMES, FORMATS } from './formats/index.js';
 
-/**
- * The flags of the scalar parameters (types.ts's `ScalarOptions`), by option name, each with its
- * lines of --help: `--NAME` (a camelCase name in kebab case: `fooBar` is `--foo-bar`), read as a
- * number into the option and passed on with the others, so a new scalar parameter reaches the
- * command with one entry here.
- */
-export const SCALAR_FLAGS: Readonly<Record<string, string>> = {
-  eps: '  --eps E             added inside the square root (default 1e-6)',
-  offset: '  --offset O          add O to the weight: the gain is O + weight (Gemma: 1; default 0)',
-  partial: '  --partial P         pRMSNorm: rms from the first ceil(P * dim) elements, 0 < P <= 1\n                      (default 1)',
-};
+/** Where a flag's help starts, and the width its lines wrap at. */
+const HELP_AT = 22;
+const WIDTH = 92;
+
+/** A flag's lines of help: `--flag V` then `help`, wrapped at {@link WIDTH} under {@link HELP_AT}. */
+function flagLines(flag: string, help: string): string {
+  const lines = [`  ${flag}`.padEnd(HELP_AT)];
+  for (const word of help.split(' ')) {
+    const last = lines.length - 1;
+    if (lines[last]!.length + word.length + 1 > WIDTH && lines[last]!.trim() !== flag) lines.push(' '.repeat(HELP_AT) + word);
+    else lines[last] += (lines[last]!.length > HELP_AT ? ' ' : '') + word;
+  }
+  return lines.join('\n');
+}
+
+/** A default as the help shows it: 1e-6, not 0.000001. */
+const shown = (v: number) => (v !== 0 && Math.abs(v) < 1e-3 ? v.toExponential() : String(v));
+
+/** The scalar options' flags, each `--NAME V` with its help and default. */
+const SCALAR_LINES = Object.entries(SCALARS)
+  .map(([k, s]) => flagLines(`--${flagOf(k)} ${s.flag.letter}`, `${s.flag.help} (default ${shown(s.fallback)})`))
+  .join('\n');
 
 /** The quantized output types, as the help lists them. */
 const QUANT = Object.values(QUANT_DTYPES);
@@ -61,7 +74,7 @@ Options:
   --weight-dtype T    what a raw W holds (default float32); for a file with a header
                       optional, and checked against it
   --casting-mode M    none, llama or gemma: where half results are rounded (default none)
-${Object.values(SCALAR_FLAGS).join('\n')}
+${SCALAR_LINES}
   --dim D             row length (raw input; default: the weight's length)
   --threads N         worker threads (default: one per core)
   --rstd FILE         also write each row's rstd (same format as IN; float32)

@@ -1,0 +1,99 @@
+/**
+ * The scalar options (types.ts's `ScalarOptions`), one row each: the value when absent, the
+ * rule a given number must meet, the `Params` field it becomes, and the command's flag with its
+ * help. The calls' checks, the defaults every pass-on goes by (params.ts `PARAM_DEFAULTS`), the
+ * command's flags and its `--help` all read this table, so a new scalar is one row here.
+ * @module
+ */
+import type { Data, Params } from '../ops.js';
+import type { ScalarOptions } from '../types.js';
+import { describe } from './arrays.js';
+
+/** eps when none is given. */
+export const DEFAULT_EPS = 1e-6;
+
+/** What a scalar's rule knows of the call besides the value: its weight (null for none) and row length. */
+interface Context {
+  readonly w: Data | null;
+  readonly dim: number;
+}
+
+/** One scalar option. */
+interface Scalar {
+  /** Its value when absent. */
+  readonly fallback: number;
+  /** The `Params` field it sets. */
+  readonly param: keyof Params;
+  /**
+   * The field's value for a given number `v` (already known to be a number), or a RangeError
+   * naming `options.NAME` (`what`) when `v` breaks the rule.
+   */
+  readonly rule: (fn: string, what: string, v: number, c: Context) => number;
+  /** The command's flag: the letter its value is shown by in `--help`, and what it does. */
+  readonly flag: { readonly letter: string; readonly help: string };
+}
+
+/** Finite as a float32: the kernel reads each scalar as one, where a larger float64 is ±Inf. */
+const finite32 = (v: number) => Number.isFinite(Math.fround(v));
+
+/** The scalar options, in the order the resume record and the memo of the short ways list them. */
+export const SCALARS = {
+  eps: {
+    fallback: DEFAULT_EPS,
+    param: 'eps',
+    rule(fn, what, v) {
+      // A value beyond float32's range would become +Inf there and silently zero every row.
+      if (!(v >= 0) || !finite32(v)) throw new RangeError(`${fn}: ${what} must be >= 0 and finite as a float32 (at most 3.4028234663852886e38), got ${v}`);
+      return v;
+    },
+    flag: { letter: 'E', help: 'added inside the square root' },
+  },
+  offset: {
+    fallback: 0,
+    param: 'offset',
+    rule(fn, what, v, c) {
+      if (!finite32(v)) throw new RangeError(`${fn}: ${what} must be finite as a float32 (|offset| at most 3.4028234663852886e38), got ${v}`);
+      if (v !== 0 && c.w === null) throw new RangeError(`${fn}: ${what} (${v}) needs a weight (the gain is offset + weight), but weight is null`);
+      return v;
+    },
+    flag: { letter: 'O', help: 'add O to the weight: the gain is O + weight, 1 for Gemma' },
+  },
+  partial: {
+    fallback: 1,
+    param: 'stat',
+    rule(fn, what, v, c) {
+      if (!(v > 0 && v <= 1)) throw new RangeError(`${fn}: ${what} must be a number in (0, 1] (the fraction of each row rstd is estimated from), got ${v}`);
+      return statOf(v, c.dim);
+    },
+    flag: { letter: 'P', help: 'pRMSNorm: rms from the first ceil(P * dim) elements, 0 < P <= 1' },
+  },
+} as const satisfies { readonly [K in keyof Required<ScalarOptions>]: Scalar };
+
+/** The `Params` fields the scalar options set. */
+type ScalarParams = Pick<Params, (typeof SCALARS)[keyof typeof SCALARS]['param']>;
+
+/** The `Params` fields of the scalar options in `o` (each absent one at its fallback), checked. */
+export function scalarParams(fn: string, o: Readonly<Record<string, unknown>>, c: Context): ScalarParams {
+  const p: Record<string, number> = {};
+  for (const [k, s] of Object.entries(SCALARS)) {
+    const v = o[k];
+    if (v !== undefined && typeof v !== 'number') throw new TypeError(`${fn}: options.${k} must be a number, got ${describe(v)}`);
+    p[s.param] = s.rule(fn, `options.${k}`, v ?? s.fallback, c);
+  }
+  return p as ScalarParams;
+}
+
+/**
+ * The number of leading elements rstd is estimated from: the smallest `k` with
+ * `k / dim ≥ partial`. Not bare `Math.ceil(partial * dim)`: `0.1 * 30` is 3.0000000000000004
+ * in float64, whose ceiling would be 4 where 3/30 is exactly the float64 0.1.
+ * @param partial The fraction of each row, `0 < partial ≤ 1`.
+ * @param dim The row length (elements).
+ * @returns `k`, from 1 to `dim`.
+ */
+export function statOf(partial: number, dim: number): number {
+  let k = Math.min(dim, Math.max(1, Math.ceil(partial * dim)));
+  while (k > 1 && (k - 1) / dim >= partial) k--;
+  while (k < dim && k / dim < partial) k++;
+  return k;
+}
