@@ -115,6 +115,22 @@ describe('one run over a directory', () => {
     expectSameAsReference(out);
   });
 
+  it('a manifest whose records list absent options as null, in another order, still vouches for its outputs', () => {
+    const path = join(out, 'manifest.jsonl');
+    const lines = readFileSync(path, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as DatasetRecord);
+    expect(lines.length).toBeGreaterThanOrEqual(30);
+    const older = lines.map((rec) => ({ ...rec, options: { outDtype: null, tensors: null, format: null, dim: null, ...Object.fromEntries(Object.entries(rec.options).reverse()) } }));
+    writeFileSync(path, older.map((rec) => JSON.stringify(rec)).join('\n') + '\n');
+    let r = cli('normalize', DATA, '--out-dir', out, '--eps', '1e-5', '--json');
+    expect(JSON.parse(r.stdout)).toMatchObject({ written: 0, skipped: 30 });
+    // A value the record does not have is not taken for the default.
+    r = cli('normalize', DATA, '--out-dir', out, '--eps', '1e-5', '--partial', '0.5', '--json');
+    expect(JSON.parse(r.stdout)).toMatchObject({ written: 30, skipped: 0 });
+    r = cli('normalize', DATA, '--out-dir', out, '--eps', '1e-5', '--json');
+    expect(JSON.parse(r.stdout)).toMatchObject({ written: 30, skipped: 0 });
+    expectSameAsReference(out);
+  });
+
   it('--no-fsync gives the same bytes; an output directory that is an input directory is refused before anything is written', () => {
     const o = join(root, 'nofsync');
     const r = cli('normalize', DATA, '--out-dir', o, '--eps', '1e-5', '--no-fsync', '--json');

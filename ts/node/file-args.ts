@@ -5,7 +5,7 @@
  */
 import { ARRAYS_TAKEN, describe, dtypesOf } from '../check/arrays.js';
 import { options as checkOptions } from '../check/options.js';
-import { checkParams, FILE_PARAM_KEYS, paramOptions } from '../check/params.js';
+import { checkParams, FILE_PARAM_KEYS, FORWARD_ONLY_KEYS, paramOptions } from '../check/params.js';
 import { MAX_THREADS } from '../pool/api.js';
 import type { Dtype } from '../types.js';
 import { arrayTag, isQuant, KERNEL_DTYPES, listed, OUT_DTYPES, type OutDtype } from '../dtypes.js';
@@ -13,10 +13,15 @@ import { FORMAT_NAMES, type FormatName } from './formats/index.js';
 import type { FsPath } from './paths.js';
 import type { NormalizeFileOptions } from './types.js';
 
-/** The options of a file's normalization that a dataset passes on to each of its files. */
-const PER_FILE_KEYS: readonly string[] = [
-  ...FILE_PARAM_KEYS, 'weight', 'weightTensor', 'outDtype', 'quantScale', 'format', 'tensors', 'threads', 'pool', 'chunkBytes', 'checksum', 'durable', 'signal',
-];
+/**
+ * The options besides the weight that a file's output depends on: the parameters, a
+ * forward's own (a file's output is a forward's), its format and the arrays normalized. A
+ * dataset's resume record holds them.
+ */
+export const OUTPUT_KEYS: readonly string[] = [...FILE_PARAM_KEYS, ...FORWARD_ONLY_KEYS, 'format', 'tensors'];
+
+/** The options of a file's normalization that a dataset passes on to each of its files: those, the weight, and how the work is done. */
+export const PER_FILE_KEYS: readonly string[] = [...OUTPUT_KEYS, 'weight', 'weightTensor', 'threads', 'pool', 'chunkBytes', 'checksum', 'durable', 'signal'];
 
 /** The options `normalizeFile` has for one file alone, which a dataset has not (its own `onProgress` is per run). */
 export const ONE_FILE_KEYS = ['rstd', 'range', 'inPlace', 'onProgress'] as const;

@@ -6,8 +6,9 @@
  */
 import { createHash } from 'node:crypto';
 import { lstat } from 'node:fs/promises';
-import { PARAM_DEFAULTS, FILE_PARAM_KEYS } from '../../check/params.js';
+import { PARAM_DEFAULTS } from '../../check/params.js';
 import { isQuant } from '../../dtypes.js';
+import { OUTPUT_KEYS } from '../file-args.js';
 import { formatNamed } from '../formats/index.js';
 import type { FloatArray } from '../../types.js';
 import { joinPath, recordPath, scalesPathOf, type FsPath } from '../paths.js';
@@ -31,13 +32,21 @@ export function settingsOf(o: NormalizeDatasetOptions, weight: LoadedWeight | nu
     const a = o.weight as FloatArray;
     w = { sha256: createHash('sha256').update(new Uint8Array(a.buffer, a.byteOffset, a.byteLength)).digest('hex'), dtype: o.weightDtype ?? null };
   }
-  // Every parameter option (the weight's dtype is in `weight`), then what else shapes an output.
-  const params = Object.fromEntries(
-    FILE_PARAM_KEYS.filter((k) => k !== 'weightDtype').map((k) => [k, (o as Record<string, unknown>)[k] ?? PARAM_DEFAULTS[k] ?? null]),
-  );
-  // quantScale only when given: the records of runs before it existed still match.
-  return { weight: w, ...params, outDtype: o.outDtype ?? null, ...(o.quantScale !== undefined && { quantScale: o.quantScale }), format: o.format ?? null, tensors: o.tensors ?? null };
+  // Every option an output depends on (the weight's dtype is in `weight`), absent ones left out.
+  const s: Record<string, unknown> = { weight: w };
+  for (const k of OUTPUT_KEYS) {
+    const v = (o as Record<string, unknown>)[k] ?? PARAM_DEFAULTS[k];
+    if (k !== 'weightDtype' && v !== undefined && v !== null) s[k] = v;
+  }
+  return s;
 }
+
+/**
+ * Settings as a record is compared by: keys in order, entries of null left out (absent), so
+ * that records written before an option existed, or in another order, still match.
+ */
+export const settingsText = (s: Readonly<Record<string, unknown>>): string =>
+  JSON.stringify(Object.fromEntries(Object.entries(s).filter(([, v]) => v !== null && v !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))));
 
 /**
  * Whether record `r` vouches for `f`'s output at `out` with these settings: same input, part and
@@ -48,9 +57,9 @@ export async function isDone(r: DatasetRecord | undefined, f: DatasetFile, out: 
   const input = recordPath(absolute(f.input));
   if (r.input !== input.text || r.inputBase64 !== input.base64) return false;
   if (JSON.stringify(r.part) !== JSON.stringify(f.part)) return false;
-  if (JSON.stringify(r.options) !== settings || (checksum && !r.sha256)) return false;
+  if (settingsText(r.options) !== settings || (checksum && !r.sha256)) return false;
   // A one-array file quantized with a scale per row has its scales file: the record must vouch for it too.
-  const needsScales = !formatNamed(r.format).several && isQuant(r.outDtype) && r.options.quantScale === undefined;
+  const needsScales = !formatNamed(r.format).several && isQuant(r.outDtype) && r.options.quantScale == null;
   if (needsScales && !r.scales) return false;
   return (await isFile(out, r.outputSize, r.outputMtimeMs)) && (!r.scales || (await isFile(scalesPathOf(out), r.scales.outputSize, r.scales.outputMtimeMs)));
 }

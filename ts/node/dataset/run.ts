@@ -23,7 +23,7 @@ import { NormalizeError } from '../errors.js';
 import { makeDirs } from '../sink.js';
 import { makeDirsBelow } from '../confined.js';
 import { CHUNK_BYTES, SLOTS } from '../chunks.js';
-import { isPath } from '../file-args.js';
+import { isPath, PER_FILE_KEYS } from '../file-args.js';
 import { checkRun } from './args.js';
 import { refuseLongNames, refuseOutDtype, refuseScalesOverOutputs } from './refusals.js';
 import { normalizeFileWith } from '../file.js';
@@ -38,7 +38,7 @@ import { listInputs, type DatasetFile } from './inputs.js';
 import { ShardLock, STALE_S } from './lock.js';
 import { describeOwner } from './lock-owner.js';
 import { ManifestWriter, manifestName, readManifests, recordKey } from './manifest.js';
-import { isDone, isFile, recordOf, settingsOf } from './resume.js';
+import { isDone, isFile, recordOf, settingsOf, settingsText } from './resume.js';
 import { SPLIT_BYTES, shardOf, splitLarge } from './shards.js';
 import type { DatasetFileEvent, DatasetRecord, DatasetSummary, NormalizeDatasetOptions } from './types.js';
 
@@ -143,7 +143,7 @@ async function runLocked(
   await using engineStart = startEngine({ pool: o.pool, threads: o.threads }, files.reduce((a, f) => a + f.bytes, 0));
   refuseLongNames(files);
   const settings = settingsOf(o, weight);
-  const settingsKey = JSON.stringify(settings);
+  const settingsKey = settingsText(settings);
   const records = await readManifests(outDir);
   const recorded = o.force ? new Map<string, DatasetRecord>() : records;
   const summary: DatasetSummary = {
@@ -162,10 +162,10 @@ async function runLocked(
   for (const rel of await removeStale(outDir, plan, files)) warn(`removed ${shown(rel)}: an output of an earlier run that split the dataset otherwise`);
   await removeTemps(outDir, todo, isQuant(o.outDtype) && o.quantScale === undefined);
   await refuseOverwrites(outDir, todo);
+  // Every per-file option as given (the run's engine and signal are passed on their own), the weight as loaded once.
   const perFile: NormalizeFileOptions = {
-    ...paramOptions(o as Record<string, unknown>),
+    ...paramOptions(o as Record<string, unknown>, PER_FILE_KEYS),
     weight: weight ? weight.w : o.weight, weightDtype: weight ? weight.dtype : o.weightDtype, weightTensor: weight ? undefined : o.weightTensor,
-    outDtype: o.outDtype, quantScale: o.quantScale, format: o.format, tensors: o.tensors, chunkBytes: o.chunkBytes, checksum: o.checksum, durable: o.durable,
   };
   const totalBytes = todo.reduce((a, f) => a + f.bytes, 0);
   const inFlight = new Map<DatasetFile, number>();
