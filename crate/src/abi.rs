@@ -84,7 +84,9 @@ pub struct DtypeFacts {
     pub name: &'static str,
     /// Bytes per element.
     pub bytes: usize,
-    /// Whether it is a half type: rounded after the math, and what the `llama` mode rounds to.
+    /// Whether it is one of the half types the public conversions (`halfToFloat32`,
+    /// `float32ToHalf`) take, two bytes held as a Uint16Array of bits. (What the `llama` mode
+    /// rounds to is every storage type but f32: `Elem::F32`.)
     pub half: bool,
     /// The typed array that holds its elements (a half type's bit patterns).
     pub array: &'static str,
@@ -154,6 +156,18 @@ pub const DTYPES: [DtypeFacts; 5] = [
         qmax: 448,
     },
 ];
+
+/// How many rows of [`DTYPES`] are storage types (a `qmax` of 0): the activations' and weights'.
+pub const fn storage_dtypes() -> usize {
+    let (mut i, mut n) = (0, 0);
+    while i < DTYPES.len() {
+        if DTYPES[i].qmax == 0 {
+            n += 1;
+        }
+        i += 1;
+    }
+    n
+}
 
 /// Where a gated RMSNorm's gate `silu(z)` multiplies (Qwen3-Next's and Mamba-2's RMSNormGated).
 #[repr(u32)]
