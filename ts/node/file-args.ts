@@ -13,21 +13,87 @@ import { FORMAT_NAMES, type FormatName } from './formats/index.js';
 import type { FsPath } from './paths.js';
 import type { NormalizeFileOptions } from './types.js';
 
+/** Whether `p` is a path: a string, or a Buffer of a name's bytes. */
+export const isPath = (p: unknown): p is FsPath => (typeof p === 'string' && p.length > 0) || (Buffer.isBuffer(p) && p.length > 0);
+
+/** A file option's rule: returns when `v` (given, not undefined) is fine, else throws naming `what` (`options.NAME`). */
+type Rule = (fn: string, what: string, v: unknown) => void;
+
+/** A rule of a TypeError when `ok(v)` is false: `must be ${expected}`. */
+const typeRule = (expected: string, ok: (v: unknown) => boolean): Rule => (fn, what, v) => {
+  if (!ok(v)) throw new TypeError(`${fn}: ${what} must be ${expected}, got ${describe(v)}`);
+};
+
+/** An integer from 1 to `max` (a TypeError for a non-number, a RangeError out of range). */
+const positive = (max: number): Rule => (fn, what, v) => {
+  if (typeof v !== 'number') throw new TypeError(`${fn}: ${what} must be a number, got ${describe(v)}`);
+  if (!Number.isInteger(v) || v < 1 || v > max) throw new RangeError(`${fn}: ${what} must be an integer from 1 to ${max}, got ${v}`);
+};
+
+const boolean = typeRule('a boolean', (v) => typeof v === 'boolean');
+const callback = typeRule('a function', (v) => typeof v === 'function');
+
+/**
+ * normalizeFile's options besides the parameters (which `checkParams` checks), each once: its
+ * rule, whether a dataset passes it on to each of its files (`each`; the others are for one
+ * file alone — a dataset's own `onProgress` is per run), and whether the output depends on it
+ * (`output`, for a dataset's resume record; the weight is recorded by its hash).
+ */
+const FILE_OPTIONS = {
+  signal: {
+    each: true, output: false,
+    rule: (fn: string, what: string, v: unknown) => {
+      if (!(v instanceof AbortSignal)) throw new TypeError(`${fn}: ${what} must be an AbortSignal, got ${describe(v)}`);
+      v.throwIfAborted();
+    },
+  },
+  weight: { each: true, output: false, rule: typeRule(`${ARRAYS_TAKEN}, or a path`, (v) => v === null || isPath(v) || dtypesOf(arrayTag(v)).length > 0) },
+  weightTensor: { each: true, output: false, rule: typeRule('a string', (v) => typeof v === 'string') },
+  format: {
+    each: true, output: true,
+    rule: (fn: string, what: string, v: unknown) => {
+      if (!FORMAT_NAMES.includes(v as FormatName)) throw new RangeError(`${fn}: ${what} must be ${listed(FORMAT_NAMES)}, got ${describe(v)}`);
+    },
+  },
+  tensors: {
+    each: true, output: true,
+    rule: typeRule('a non-empty array of array names', (v) => Array.isArray(v) && v.length > 0 && v.every((t) => typeof t === 'string')),
+  },
+  threads: { each: true, output: false, rule: positive(MAX_THREADS) },
+  pool: { each: true, output: false, rule: () => {} },
+  chunkBytes: { each: true, output: false, rule: positive(2 ** 30) },
+  checksum: { each: true, output: false, rule: boolean },
+  durable: { each: true, output: false, rule: boolean },
+  rstd: { each: false, output: false, rule: typeRule('a path', isPath) },
+  range: {
+    each: false, output: false,
+    rule: (fn: string, what: string, v: unknown) => {
+      const ok = Array.isArray(v) && v.length === 2 && v.every((n) => Number.isSafeInteger(n) && n >= 0) && v[0] < v[1];
+      if (!ok) throw new RangeError(`${fn}: ${what} must be [start, end], integers with 0 <= start < end, got ${describe(v)}`);
+    },
+  },
+  inPlace: { each: false, output: false, rule: boolean },
+  onProgress: { each: false, output: false, rule: callback },
+} as const satisfies Record<string, { each: boolean; output: boolean; rule: Rule }>;
+
+type FileOption = keyof typeof FILE_OPTIONS;
+const FILE_OPTION_KEYS = Object.keys(FILE_OPTIONS) as FileOption[];
+
+/** The options `normalizeFile` has for one file alone, which a dataset has not. */
+export type OneFileKey = { [K in FileOption]: (typeof FILE_OPTIONS)[K]['each'] extends false ? K : never }[FileOption];
+
 /**
  * The options besides the weight that a file's output depends on: the parameters, a
- * forward's own (a file's output is a forward's), its format and the arrays normalized. A
- * dataset's resume record holds them.
+ * forward's own (a file's output is a forward's), and those the table marks. A dataset's
+ * resume record holds them.
  */
-export const OUTPUT_KEYS: readonly string[] = [...FILE_PARAM_KEYS, ...FORWARD_ONLY_KEYS, 'format', 'tensors'];
+export const OUTPUT_KEYS: readonly string[] = [...FILE_PARAM_KEYS, ...FORWARD_ONLY_KEYS, ...FILE_OPTION_KEYS.filter((k) => FILE_OPTIONS[k].output)];
 
-/** The options of a file's normalization that a dataset passes on to each of its files: those, the weight, and how the work is done. */
-export const PER_FILE_KEYS: readonly string[] = [...OUTPUT_KEYS, 'weight', 'weightTensor', 'threads', 'pool', 'chunkBytes', 'checksum', 'durable', 'signal'];
-
-/** The options `normalizeFile` has for one file alone, which a dataset has not (its own `onProgress` is per run). */
-export const ONE_FILE_KEYS = ['rstd', 'range', 'inPlace', 'onProgress'] as const;
+/** The options of a file's normalization that a dataset passes on to each of its files. */
+export const PER_FILE_KEYS: readonly string[] = [...FILE_PARAM_KEYS, ...FORWARD_ONLY_KEYS, ...FILE_OPTION_KEYS.filter((k) => FILE_OPTIONS[k].each)];
 
 /** Every option of `normalizeFile`. */
-export const FILE_KEYS: readonly string[] = [...PER_FILE_KEYS, ...ONE_FILE_KEYS];
+export const FILE_KEYS: readonly string[] = [...FILE_PARAM_KEYS, ...FORWARD_ONLY_KEYS, ...FILE_OPTION_KEYS];
 
 /** normalizeFile's options, checked. */
 export interface FileArgs {
@@ -42,9 +108,6 @@ export interface FileArgs {
   tensors: readonly string[] | undefined;
 }
 
-/** Whether `p` is a path: a string, or a Buffer of a name's bytes. */
-export const isPath = (p: unknown): p is FsPath => (typeof p === 'string' && p.length > 0) || (Buffer.isBuffer(p) && p.length > 0);
-
 /** A dtype option, one of `allowed`; undefined when absent. */
 function dtypeOpt<T extends string>(fn: string, name: string, v: unknown, allowed: readonly T[]): T | undefined {
   if (v === undefined) return undefined;
@@ -52,62 +115,30 @@ function dtypeOpt<T extends string>(fn: string, name: string, v: unknown, allowe
   return v as T;
 }
 
-function positive(fn: string, name: string, v: unknown, max: number): number | undefined {
-  if (v === undefined) return undefined;
-  if (typeof v !== 'number') throw new TypeError(`${fn}: options.${name} must be a number, got ${describe(v)}`);
-  if (!Number.isInteger(v) || v < 1 || v > max) throw new RangeError(`${fn}: options.${name} must be an integer from 1 to ${max}, got ${v}`);
-  return v;
-}
-
-/** options.range, checked: two integers, 0 ≤ start < end (the end against the file later). */
-function rangeOpt(v: unknown): readonly [number, number] | undefined {
-  if (v === undefined) return undefined;
-  const ok = Array.isArray(v) && v.length === 2 && v.every((n) => Number.isSafeInteger(n) && n >= 0) && v[0] < v[1];
-  if (!ok) throw new RangeError(`normalizeFile: options.range must be [start, end], integers with 0 <= start < end, got ${describe(v)}`);
-  return v as [number, number];
-}
-
-function booleanOpt(fn: string, o: Readonly<Record<string, unknown>>, name: string): void {
-  if (o[name] !== undefined && typeof o[name] !== 'boolean') throw new TypeError(`${fn}: options.${name} must be a boolean, got ${describe(o[name])}`);
-}
-
 /** Checks the options that need no file (`fn` names the function in messages, `keys` its options). */
 export function checkFileOptions(fn: string, options: unknown, keys: readonly string[]): FileArgs {
   const o = checkOptions(fn, options, keys) as NormalizeFileOptions;
-  if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) throw new TypeError(`${fn}: options.signal must be an AbortSignal, got ${describe(o.signal)}`);
-  o.signal?.throwIfAborted();
-  const format = o.format;
-  if (format !== undefined && !FORMAT_NAMES.includes(format)) throw new RangeError(`${fn}: options.format must be ${listed(FORMAT_NAMES)}, got ${describe(format)}`);
-  const tensors = o.tensors;
-  if (tensors !== undefined && (!Array.isArray(tensors) || tensors.length === 0 || !tensors.every((t) => typeof t === 'string'))) {
-    throw new TypeError(`${fn}: options.tensors must be a non-empty array of array names, got ${describe(tensors)}`);
+  for (const k of FILE_OPTION_KEYS) {
+    const v = (o as Record<string, unknown>)[k];
+    if (v !== undefined) FILE_OPTIONS[k].rule(fn, `options.${k}`, v);
   }
-  for (const k of ['weightTensor'] as const) {
-    if (o[k] !== undefined && typeof o[k] !== 'string') throw new TypeError(`${fn}: options.${k} must be a string, got ${describe(o[k])}`);
-  }
-  for (const k of ['durable', 'checksum', 'inPlace']) booleanOpt(fn, o as Record<string, unknown>, k);
-  if (o.onProgress !== undefined && typeof o.onProgress !== 'function') throw new TypeError(`${fn}: options.onProgress must be a function, got ${describe(o.onProgress)}`);
   const w = o.weight;
-  if (w !== undefined && w !== null && !isPath(w) && dtypesOf(arrayTag(w)).length === 0) {
-    throw new TypeError(`${fn}: options.weight must be ${ARRAYS_TAKEN}, or a path, got ${describe(w)}`);
-  }
-  if (o.rstd !== undefined && !isPath(o.rstd)) throw new TypeError(`${fn}: options.rstd must be a path, got ${describe(o.rstd)}`);
   // The parameters no file settles, checked now, once, by the calls' own check (on a stand-in
   // row of one element): a bad one is refused before any file is opened or made.
   const quant = isQuant(o.outDtype) ? o.outDtype : undefined;
   const standIn = { ...paramOptions(o as Record<string, unknown>), dim: 1, dtype: undefined, weightDtype: undefined, outDtype: quant, quantScale: o.quantScale };
   checkParams(fn, standIn, 'x', undefined, w === undefined || w === null ? null : new Float32Array(1), false);
-  positive(fn, 'threads', o.threads, MAX_THREADS);
+  if (o.dim !== undefined) positive(Number.MAX_SAFE_INTEGER)(fn, 'options.dim', o.dim);
   return {
     o,
-    dim: positive(fn, 'dim', o.dim, Number.MAX_SAFE_INTEGER),
+    dim: o.dim,
     dtype: dtypeOpt(fn, 'dtype', o.dtype, KERNEL_DTYPES),
     weightDtype: dtypeOpt(fn, 'weightDtype', o.weightDtype, KERNEL_DTYPES),
     outDtype: dtypeOpt(fn, 'outDtype', o.outDtype, OUT_DTYPES),
-    chunkBytes: positive(fn, 'chunkBytes', o.chunkBytes, 2 ** 30),
-    format,
-    range: rangeOpt(o.range),
-    tensors,
+    chunkBytes: o.chunkBytes,
+    format: o.format,
+    range: o.range,
+    tensors: o.tensors,
   };
 }
 

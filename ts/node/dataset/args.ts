@@ -4,11 +4,36 @@
  * @module
  */
 import { describe } from '../../check/arrays.js';
-import { checkFileOptions, FILE_KEYS, isPath, ONE_FILE_KEYS } from '../file-args.js';
+import { checkFileOptions, PER_FILE_KEYS } from '../file-args.js';
 import type { NormalizeDatasetOptions } from './types.js';
 
-const RUN_KEYS = ['shard', 'splitBytes', 'force', 'keepGoing', 'filesInFlight', 'followSymlinks', 'lockWait', 'lockStale', 'onProgress', 'onFile', 'onWarning'];
-const KEYS = [...FILE_KEYS.filter((k) => !(ONE_FILE_KEYS as readonly string[]).includes(k)), ...RUN_KEYS];
+/** What a run option's value must be, when given: a number `>= 0` (with what it counts), a function, a boolean, or checked below. */
+type Kind = { count: string } | 'function' | 'boolean' | 'below';
+
+/** The run's own options (types.ts), each once with its kind. */
+const RUN_OPTIONS: Readonly<Record<string, Kind>> = {
+  shard: 'below',
+  splitBytes: { count: 'of bytes >= 0 (Infinity: never split)' },
+  force: 'boolean',
+  keepGoing: 'boolean',
+  filesInFlight: 'below',
+  followSymlinks: 'boolean',
+  lockWait: { count: 'of seconds >= 0 (Infinity: as long as the other run lives)' },
+  lockStale: { count: 'of seconds >= 0' },
+  onProgress: 'function',
+  onFile: 'function',
+  onWarning: 'function',
+};
+const KEYS = [...PER_FILE_KEYS, ...Object.keys(RUN_OPTIONS)];
+
+/** Checks run option `k` of value `v` (given) by its kind. */
+function byKind(k: string, v: unknown, kind: Kind): void {
+  const what = `normalizeDataset: options.${k}`;
+  if (typeof kind === 'object') {
+    if (typeof v !== 'number') throw new TypeError(`${what} must be a number, got ${describe(v)}`);
+    if (!(v >= 0)) throw new RangeError(`${what} must be a number ${kind.count}, got ${describe(v)}`);
+  } else if (kind !== 'below' && typeof v !== kind) throw new TypeError(`${what} must be a ${kind}, got ${describe(v)}`);
+}
 
 /**
  * The arguments of {@link normalizeDataset}, checked before anything is read or made: its own
@@ -26,17 +51,11 @@ export function checkRun(inputs: unknown, outDir: unknown, options: unknown): { 
   if (!Number.isInteger(index) || index < 0 || index >= count) {
     throw new RangeError(`normalizeDataset: options.shard.index must be an integer from 0 to ${count - 1}, got ${describe(index)}`);
   }
-  const what = { splitBytes: 'of bytes >= 0 (Infinity: never split)', lockWait: 'of seconds >= 0 (Infinity: as long as the other run lives)', lockStale: 'of seconds >= 0' };
-  for (const k of ['splitBytes', 'lockWait', 'lockStale'] as const) {
-    if (o[k] !== undefined && typeof o[k] !== 'number') throw new TypeError(`normalizeDataset: options.${k} must be a number, got ${describe(o[k])}`);
-    if (o[k] !== undefined && !(o[k]! >= 0)) throw new RangeError(`normalizeDataset: options.${k} must be a number ${what[k]}, got ${describe(o[k])}`);
+  for (const [k, kind] of Object.entries(RUN_OPTIONS)) {
+    const v = (o as Record<string, unknown>)[k];
+    if (v !== undefined) byKind(k, v, kind);
   }
   const k = o.filesInFlight;
   if (k !== undefined && (!Number.isInteger(k) || k < 1 || k > 64)) throw new RangeError(`normalizeDataset: options.filesInFlight must be an integer from 1 to 64, got ${describe(k)}`);
-  for (const f of ['onProgress', 'onFile', 'onWarning'] as const) {
-    if (o[f] !== undefined && typeof o[f] !== 'function') throw new TypeError(`normalizeDataset: options.${f} must be a function, got ${describe(o[f])}`);
-  }
-  if (o.followSymlinks !== undefined && typeof o.followSymlinks !== 'boolean') throw new TypeError(`normalizeDataset: options.followSymlinks must be a boolean, got ${describe(o.followSymlinks)}`);
-  if (o.weight !== undefined && o.weight !== null && !isPath(o.weight) && !ArrayBuffer.isView(o.weight)) throw new TypeError(`normalizeDataset: options.weight must be an array or a path, got ${describe(o.weight)}`);
   return { list: list as string[], o, index, count };
 }

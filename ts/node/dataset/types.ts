@@ -5,10 +5,10 @@
 import type { FileDtype, OutDtype } from '../../dtypes.js';
 import type { FormatName } from '../formats/types.js';
 import type { NormalizeFileOptions } from '../types.js';
-import type { ONE_FILE_KEYS } from '../file-args.js';
+import type { OneFileKey } from '../file-args.js';
 
 /** Options of `normalizeDataset`: the per-file options of `normalizeFile` (not `rstd`, `inPlace`, `onProgress`, `range`), plus the run's. */
-export interface NormalizeDatasetOptions extends Omit<NormalizeFileOptions, (typeof ONE_FILE_KEYS)[number]> {
+export interface NormalizeDatasetOptions extends Omit<NormalizeFileOptions, OneFileKey> {
   /**
    * This process's part of the dataset: shard `index` (0-based) of `count`. Processes given
    * the same inputs and indices 0..count-1 together write every output exactly once. Default
