@@ -296,6 +296,13 @@ describe('normalizeDataset (the API)', () => {
     await expect(normalizeDataset(DATA, 'o', { shard: { index: 2, count: 2 } })).rejects.toThrow(/options\.shard\.index must be an integer from 0 to 1/);
     await expect(normalizeDataset(DATA, 'o', { filesInFlight: 0 })).rejects.toThrow(RangeError);
     await expect(normalizeDataset(DATA, 'o', { bogus: 1 } as never)).rejects.toThrow(/bogus/);
+    // Each kind of run option by its rule, and a file option by the file functions' rule.
+    await expect(normalizeDataset(DATA, 'o', { force: 'yes' } as never)).rejects.toThrow(new TypeError('normalizeDataset: options.force must be a boolean, got string "yes"'));
+    await expect(normalizeDataset(DATA, 'o', { lockWait: -1 })).rejects.toThrow(RangeError);
+    await expect(normalizeDataset(DATA, 'o', { onFile: 1 } as never)).rejects.toThrow(/options\.onFile must be a function/);
+    await expect(normalizeDataset(DATA, 'o', { durable: 1 } as never)).rejects.toThrow(/options\.durable must be a boolean/);
+    await expect(normalizeDataset(DATA, 'o', { weight: new Int32Array(4) } as never)).rejects.toThrow(/options\.weight must be/);
+    expect(existsSync('o')).toBe(false);
   });
 });
 
