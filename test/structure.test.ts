@@ -1,7 +1,7 @@
 // The repository's shape, checked over all of it: no import circle among the TypeScript
 // modules (ts/) or among the Rust modules (crate/src/, by their `use crate::…` / `super::…` /
 // `self::…` paths, file by file); no export of ts/ that nothing else names; the compiler refuses
-// unused locals. Each check is shown to fail on a made-up case first.
+// unused locals; each list of modes or option keys written once; the modules' line caps. Each check is shown to fail on a made-up case first.
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -113,6 +113,20 @@ function literalsOf(names: readonly string[], files: [string, string][]): string
   return out;
 }
 
+/**
+ * The lists of option keys written in ts/ (outside comments): array literals and unions of
+ * string literals naming two or more of `keys`, as `file: the list`.
+ */
+function keyLists(keys: ReadonlySet<string>, files: [string, string][]): string[] {
+  const out: string[] = [];
+  for (const [f, t] of files) {
+    const c = code(t);
+    const lists = [...c.matchAll(/\[[^[\]]*\]/g), ...c.matchAll(/(?:'[A-Za-z]+'\s*\|\s*)+'[A-Za-z]+'/g)].map((m) => m[0]);
+    for (const l of lists) if ([...l.matchAll(/'([A-Za-z]+)'/g)].filter((m) => keys.has(m[1]!)).length >= 2) out.push(`${f}: ${l.replace(/\s+/g, ' ')}`);
+  }
+  return out;
+}
+
 describe('the repository\'s structure', () => {
   it('the circle finder finds a circle', () => {
     expect(circles({ a: ['b'], b: ['c'], c: ['a'], d: ['a'] }).map((c) => c.join(' → '))).toEqual(['a → b → c → a']);
@@ -147,6 +161,25 @@ describe('the repository\'s structure', () => {
       .map((f) => [relative(ROOT, f), readFileSync(f, 'utf8')] as [string, string]);
     expect(literalsOf(names, [['made-up.ts', "// 'llama' in a comment\nconst a = 'gemma';\nconst b = `x`; /* 'after' */"]])).toEqual(["made-up.ts: 'gemma'"]);
     expect(literalsOf(names, files)).toEqual([]);
+  });
+
+  it('every list of option keys is written once, in its table: no other array or union of two or more of them in ts/', async () => {
+    const { PARAM_KEYS, FORWARD_ONLY_KEYS, operandKeys } = await import('../ts/check/params.js');
+    const { OPS } = await import('../ts/ops.js');
+    const { FILE_KEYS } = await import('../ts/node/file-args.js');
+    const keys = new Set([...PARAM_KEYS, ...FILE_KEYS, ...OPS.flatMap((op) => operandKeys(op))]);
+    expect([...keys]).toEqual(expect.arrayContaining(['eps', 'outDtype', 'rstd', 'inPlace', 'residual', 'dweight']));
+    const files = walk(join(ROOT, 'ts'))
+      .filter((f) => f.endsWith('.ts') && !f.endsWith('ts/abi.ts'))
+      .map((f) => [relative(ROOT, f), readFileSync(f, 'utf8')] as [string, string]);
+    expect(keyLists(keys, [['made-up.ts', "const a = ['eps', 'offset'];\n// ['eps', 'rstd']\ntype B = 'out' | 'rstd';\nconst c = ['eps', 'other'];"]])).toEqual([
+      "made-up.ts: ['eps', 'offset']",
+      "made-up.ts: 'out' | 'rstd'",
+    ]);
+    // The tables: the options only a forward has; the operands each short way takes (a choice
+    // of that way, not a fact of the operation); the public types' Pick of the layer's options.
+    expect(keyLists(keys, files).map((l) => l.split(':')[0])).toEqual(['ts/check/params.ts', 'ts/short/backward.ts', 'ts/short/forward.ts', 'ts/types.ts', 'ts/types.ts', 'ts/types.ts']);
+    expect(FORWARD_ONLY_KEYS.length).toBeGreaterThan(0);
   });
 
   it('no TypeScript module of ts/ over 300 lines, no Rust file of crate/src over 350', () => {
