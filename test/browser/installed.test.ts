@@ -10,7 +10,7 @@
  * Every case runs fixtures/check.js: results vs a float64 reference computed in the page.
  */
 import type { ChildProcess } from 'node:child_process';
-import { copyFile, readdir, readFile, writeFile } from 'node:fs/promises';
+import { copyFile, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -130,9 +130,11 @@ describe('installed tarball', () => {
       dist = join(app, 'dist');
     }, 150_000);
 
-    test('emits the wasm builds and the worker as separate assets', async () => {
+    test('emits the wasm builds docs/web-app.md names (bench/results/size.json: every build, its bytes) and the worker as separate assets', async () => {
       const assets = await readdir(join(dist, 'assets'));
-      expect(assets.filter((f) => f.endsWith('.wasm')).length).toBeGreaterThanOrEqual(2);
+      const sizes = JSON.parse(await readFile(join(REPO, 'bench/results/size.json'), 'utf8')) as { builds: Record<string, { wasm: { bytes: number } }> };
+      const emitted = await Promise.all(assets.filter((f) => f.endsWith('.wasm')).map(async (f) => (await stat(join(dist, 'assets', f))).size));
+      expect(emitted.sort()).toEqual(Object.values(sizes.builds).map((b) => b.wasm.bytes).sort());
       expect(assets.some((f) => /worker/i.test(f) && f.endsWith('.js'))).toBe(true);
     });
 
