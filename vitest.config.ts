@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { defineConfig } from 'vitest/config';
-import { relaxedSimdSupported } from './ts/platform.js';
+import { relaxedSimdSupported } from './ts/glue/platform.js';
 
 /**
  * Node flags that give the test processes relaxed SIMD, so that the `simd-relaxed` builds are

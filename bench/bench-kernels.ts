@@ -6,9 +6,9 @@
  * @module
  */
 import { readFile } from 'node:fs/promises';
-import type { LoadedWasm } from '../dist/load.js';
+import type { LoadedWasm } from '../dist/glue/load.js';
 import { RmsNorm } from '../dist/rmsnorm.js';
-import { checkStatus } from '../dist/status.js';
+import { checkStatus } from '../dist/glue/status.js';
 import { initSync } from '../wasm/bench-simd/rmsnorm_wasm.js';
 
 interface BenchExports {

@@ -17,7 +17,7 @@
  * @module
  */
 import { createRmsNorm, init, rmsNorm } from '../dist/index.js';
-import { resultArray } from '../dist/platform.js';
+import { resultArray } from '../dist/glue/platform.js';
 import { naiveForward } from '../shared/naive.js';
 import { DEFAULT_SHAPES } from './defaults.js';
 import { median, quantile } from './pairs.js';

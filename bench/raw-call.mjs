@@ -1,11 +1,11 @@
 // The raw kernel exports' calling convention, for the bench scripts that call them directly
 // (per-call.mjs, half-breakdown.mjs, ab-builds.mjs): a call block in wasm memory holding the
-// call's parameters, then its operands' addresses (what ts/call-block.ts writes for the API).
+// call's parameters, then its operands' addresses (what ts/call/call-block.ts writes for the API).
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import * as block from '../dist/call-block.js';
-import * as ops from '../dist/ops.js';
+import * as block from '../dist/call/call-block.js';
+import * as ops from '../dist/call/ops.js';
 
 /** This checkout's call-block layout (its dist/): what {@link callBlock} writes by default. */
 export const LAYOUT = { ...block, ...ops };

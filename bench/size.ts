@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join, posix } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
-import { BUILDS } from '../ts/load.js';
+import { BUILDS } from '../ts/glue/load.js';
 import { writeBenchmarks } from './docs.js';
 
 const REPO = fileURLToPath(new URL('..', import.meta.url));

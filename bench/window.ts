@@ -8,7 +8,8 @@
  * Run: `npm run bench:window` (after `npm run build`).
  * @module
  */
-import { loadWasm, type Build } from '../dist/load.js';
+import { loadWasm } from '../dist/glue/load.js';
+import type { Build } from '../dist/index.js';
 import { RmsNorm } from '../dist/rmsnorm.js';
 import { rng, uniform } from '../shared/reference.js';
 

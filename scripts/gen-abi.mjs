@@ -1,4 +1,4 @@
-// Writes ts/abi.ts from crate/src/abi.rs: the wasm boundary's status codes (with their
+// Writes ts/generated/abi.ts from crate/src/abi.rs: the wasm boundary's status codes (with their
 // meanings), the storage types and their facts, the casting flags, the gate codes, the layout
 // of a call's parameter block and each operation's operand order, so that TypeScript never
 // copies them by hand. `node scripts/gen-abi.mjs` rewrites the file; `--check` exits 1 when it is out of date
@@ -7,7 +7,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 
 const root = new URL('..', import.meta.url);
 const RUST = 'crate/src/abi.rs';
-const TS = 'ts/abi.ts';
+const TS = 'ts/generated/abi.ts';
 
 /** The enums and constants of abi.rs: each with its one-line `///` doc. */
 export function parseAbi(src) {
@@ -45,7 +45,7 @@ export function parseAbi(src) {
 const docOf = (lines) => lines.trim().split('\n').map((l) => l.replace(/^\/\/\/ ?/, '')).join(' ').replace(/\[`(\w+)`\]/g, '{@link $1}');
 const q = (s) => `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
 
-/** The text of ts/abi.ts for `src` (abi.rs). */
+/** The text of ts/generated/abi.ts for `src` (abi.rs). */
 export function renderAbi(src) {
   const { enums, consts, params, dtypes, extents } = parseAbi(src);
   const out = [

@@ -1,18 +1,18 @@
-// The wasm boundary's codes are defined once, in crate/src/abi.rs: ts/abi.ts must be what
+// The wasm boundary's codes are defined once, in crate/src/abi.rs: ts/generated/abi.ts must be what
 // scripts/gen-abi.mjs writes from it, every status code a kernel can return must reach the
 // caller as its meaning (not "unknown status"), and every storage type code must run.
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { DTYPE_FACTS, DTYPE_MASK, DTYPE_TEXT, Dtype, Gate, GATE_TEXT, LLAMA, LLAMA_W, STATUS_TEXT, Status } from '../dist/abi.js';
-import { loadWasm, type KernelExports } from '../dist/load.js';
-import { checkStatus } from '../dist/status.js';
-import { writeAddrs, writeParams } from '../dist/call-block.js';
-import { ADDRS_AT, B, F, NO_PARAMS, type Params } from '../dist/ops.js';
+import { DTYPE_FACTS, DTYPE_MASK, DTYPE_TEXT, Dtype, Gate, GATE_TEXT, LLAMA, LLAMA_W, STATUS_TEXT, Status } from '../dist/generated/abi.js';
+import { loadWasm, type KernelExports } from '../dist/glue/load.js';
+import { checkStatus } from '../dist/glue/status.js';
+import { writeAddrs, writeParams } from '../dist/call/call-block.js';
+import { ADDRS_AT, B, F, NO_PARAMS, type Params } from '../dist/call/ops.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 
-it('ts/abi.ts is what scripts/gen-abi.mjs writes from crate/src/abi.rs', () => {
+it('ts/generated/abi.ts is what scripts/gen-abi.mjs writes from crate/src/abi.rs', () => {
   const r = spawnSync(process.execPath, ['scripts/gen-abi.mjs', '--check'], { cwd: root, encoding: 'utf8' });
   expect(r.stderr).toBe('');
   expect(r.status).toBe(0);

@@ -6,7 +6,7 @@
  */
 import { totalmem } from 'node:os';
 import { describe, expect, it } from 'vitest';
-import { loadWasm } from '../dist/load.js';
+import { loadWasm } from '../dist/glue/load.js';
 import { RmsNorm } from '../dist/rmsnorm.js';
 import { firstBitDiff, testRows, testWeight } from '../shared/reference.js';
 

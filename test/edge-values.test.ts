@@ -3,7 +3,7 @@
 // rows in float64; these tests hold them to the same float64 reference as ordinary rows.
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadRmsNorm, type RmsNorm } from '../dist/index.js';
-import { BUILDS } from '../ts/load.js';
+import { BUILDS } from '../ts/glue/load.js';
 import {
   dweightTolerance,
   firstBitDiff,

@@ -51,7 +51,7 @@ import {
   toF32Array,
   type Tolerance,
 } from '../shared/reference.js';
-import { BUILDS } from '../ts/load.js';
+import { BUILDS } from '../ts/glue/load.js';
 import { rejection, thrown } from './thrown.js';
 
 const EPS = 1e-6;

@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadRmsNorm, type RmsNorm } from '../dist/index.js';
-import { BUILDS } from '../ts/load.js';
+import { BUILDS } from '../ts/glue/load.js';
 import { f32BitsOf, f32BitsToHalf, halfIsInf, halfIsNaN, halfToF32Bits, rng, type HalfDtype } from '../shared/reference.js';
 
 const DTYPES: HalfDtype[] = ['float16', 'bfloat16'];

@@ -9,7 +9,7 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPool, loadRmsNorm, type RmsNorm, type RmsNormPool } from '../dist/index.js';
-import { BUILDS } from '../ts/load.js';
+import { BUILDS } from '../ts/glue/load.js';
 import { f32ToHalf, halfIsInf, halfIsNaN, halfToF32, halfUlp, halfUlpDiff, type HalfDtype } from '../shared/reference.js';
 
 type Mode = 'none' | 'llama' | 'gemma';

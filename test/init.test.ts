@@ -2,7 +2,7 @@
 // every test imports its own fresh copy of the package (vi.resetModules + dynamic import).
 import { describe, expect, it, vi } from 'vitest';
 import { mismatch, randn, refForward, yTolerance } from '../shared/reference.js';
-import { BUILDS } from '../ts/load.js';
+import { BUILDS } from '../ts/glue/load.js';
 import { rejection, thrown } from './thrown.js';
 
 type Pkg = typeof import('../dist/index.js');

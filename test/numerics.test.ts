@@ -4,7 +4,7 @@
 // row longer than any cache line pattern (65536).
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadRmsNorm, type RmsNorm } from '../dist/index.js';
-import { BUILDS } from '../ts/load.js';
+import { BUILDS } from '../ts/glue/load.js';
 import {
   dweightF32,
   dweightTolerance,

@@ -6,9 +6,9 @@
  * the way the real ones are.
  */
 import { describe, expect, it } from 'vitest';
-import { FORWARD, PER_ROW, ROW, type Op } from '../dist/ops.js';
-import { Dtype } from '../dist/abi.js';
-import { plainOperands } from '../dist/check/calls.js';
+import { FORWARD, PER_ROW, ROW, type Op } from '../dist/call/ops.js';
+import { Dtype } from '../dist/generated/abi.js';
+import { plainOperands } from '../dist/call/check/calls.js';
 
 const op: Op = {
   ...FORWARD,

@@ -11,8 +11,8 @@ import { describe, expect, it } from 'vitest';
 import * as C from '../dist/pool/control.js';
 import { Dispatcher } from '../dist/pool/dispatch.js';
 import type { Workers } from '../dist/pool/workers.js';
-import type { KernelExports, WasmMemoryLike } from '../dist/load.js';
-import { NO_PARAMS } from '../dist/ops.js';
+import type { KernelExports, WasmMemoryLike } from '../dist/glue/load.js';
+import { NO_PARAMS } from '../dist/call/ops.js';
 
 const tick = (ms = 20) => new Promise((r) => setTimeout(r, ms));
 

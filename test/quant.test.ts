@@ -10,7 +10,7 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPool, loadRmsNorm, relaxedSimdSupported, RmsNorm, type Build, type QuantDtype, type RmsNormPool, type RmsNormQuantOptions } from '../dist/index.js';
-import { loadWasm } from '../dist/load.js';
+import { loadWasm } from '../dist/glue/load.js';
 import { e4m3ToNumber, halfToF32, numberToE4m3, QMAX, randn, refForward, refQuantize, sameBits, type HalfDtype } from '../shared/reference.js';
 
 const BUILDS: Build[] = ['simd', 'simd-threads', 'scalar', ...(relaxedSimdSupported() ? (['simd-relaxed', 'simd-relaxed-threads'] as Build[]) : [])];

@@ -1,4 +1,4 @@
-// The short ways of the one-off calls (ts/short/): a float32 call whose options are only
+// The short ways of the one-off calls (ts/call/short-ways/): a float32 call whose options are only
 // parameters and outputs skips the checks and the placement the general path does. They must
 // give the general path's bits (the general path is forced by an option key they do not take,
 // given as undefined, which the general path ignores), follow every change between calls — the
@@ -6,8 +6,8 @@
 // refuse nothing but with the general path's own error.
 import { describe, expect, it, vi } from 'vitest';
 import { createPool, loadRmsNorm, type RmsNorm } from '../dist/index.js';
-import { ShortBackward } from '../dist/short/backward.js';
-import { ShortForward } from '../dist/short/forward.js';
+import { ShortBackward } from '../dist/call/short-ways/backward.js';
+import { ShortForward } from '../dist/call/short-ways/forward.js';
 import { firstBitDiff, testRows, testWeight } from '../shared/reference.js';
 import { thrown } from './thrown.js';
 

@@ -138,6 +138,12 @@ describe('the repository\'s structure', () => {
     expect(circles(g)).toEqual([]);
   });
 
+  it('no module of ts/ imports a public entry point (ts/index.ts, ts/node/index.ts): each imports what it uses from its own module', () => {
+    const g = tsGraph();
+    const entries = [join(ROOT, 'ts/index.ts'), join(ROOT, 'ts/node/index.ts')];
+    expect(Object.entries(g).filter(([, deps]) => deps.some((d) => entries.includes(d))).map(([f]) => relative(ROOT, f))).toEqual([]);
+  });
+
   it('no import circle among the Rust modules', () => {
     const g = rustGraph();
     // the graph is read: the kernel's modules use one another
@@ -150,27 +156,27 @@ describe('the repository\'s structure', () => {
   });
 
   it('the casting and gate modes are named by abi.rs alone: no string literal of one in ts/', async () => {
-    const { Casting, Gate } = await import('../ts/abi.js');
+    const { Casting, Gate } = await import('../ts/generated/abi.js');
     // 'none' also names other things (a progress mode): the modes that are only modes.
     const names = [...Object.keys(Casting), ...Object.keys(Gate)].filter((n) => n !== 'none');
     expect(names).toEqual(expect.arrayContaining(['llama', 'gemma', 'after', 'before']));
     // abi.ts is generated from abi.rs; types.ts spells the public unions out for the API
     // reference, and dtypes.ts has the compiler hold them to abi.ts.
     const files = walk(join(ROOT, 'ts'))
-      .filter((f) => f.endsWith('.ts') && !f.endsWith('ts/abi.ts') && !f.endsWith('ts/types.ts'))
+      .filter((f) => f.endsWith('.ts') && !f.endsWith('ts/generated/abi.ts') && !f.endsWith('ts/types.ts'))
       .map((f) => [relative(ROOT, f), readFileSync(f, 'utf8')] as [string, string]);
     expect(literalsOf(names, [['made-up.ts', "// 'llama' in a comment\nconst a = 'gemma';\nconst b = `x`; /* 'after' */"]])).toEqual(["made-up.ts: 'gemma'"]);
     expect(literalsOf(names, files)).toEqual([]);
   });
 
   it('every list of option keys is written once, in its table: no other array or union of two or more of them in ts/', async () => {
-    const { PARAM_KEYS, FORWARD_ONLY_KEYS, operandKeys } = await import('../ts/check/params.js');
-    const { OPS } = await import('../ts/ops.js');
+    const { PARAM_KEYS, FORWARD_ONLY_KEYS, operandKeys } = await import('../ts/call/check/params.js');
+    const { OPS } = await import('../ts/call/ops.js');
     const { FILE_KEYS } = await import('../ts/node/file-args.js');
     const keys = new Set([...PARAM_KEYS, ...FILE_KEYS, ...OPS.flatMap((op) => operandKeys(op))]);
     expect([...keys]).toEqual(expect.arrayContaining(['eps', 'outDtype', 'rstd', 'inPlace', 'residual', 'dweight']));
     const files = walk(join(ROOT, 'ts'))
-      .filter((f) => f.endsWith('.ts') && !f.endsWith('ts/abi.ts'))
+      .filter((f) => f.endsWith('.ts') && !f.endsWith('ts/generated/abi.ts'))
       .map((f) => [relative(ROOT, f), readFileSync(f, 'utf8')] as [string, string]);
     expect(keyLists(keys, [['made-up.ts', "const a = ['eps', 'offset'];\n// ['eps', 'rstd']\ntype B = 'out' | 'rstd';\nconst c = ['eps', 'other'];"]])).toEqual([
       "made-up.ts: ['eps', 'offset']",
@@ -178,7 +184,7 @@ describe('the repository\'s structure', () => {
     ]);
     // The tables: the options only a forward has; the operands each short way takes (a choice
     // of that way, not a fact of the operation); the public types' Pick of the layer's options.
-    expect(keyLists(keys, files).map((l) => l.split(':')[0])).toEqual(['ts/check/params.ts', 'ts/short/backward.ts', 'ts/short/forward.ts', 'ts/types.ts', 'ts/types.ts', 'ts/types.ts']);
+    expect(keyLists(keys, files).map((l) => l.split(':')[0])).toEqual(['ts/call/check/params.ts', 'ts/call/short-ways/backward.ts', 'ts/call/short-ways/forward.ts', 'ts/types.ts', 'ts/types.ts', 'ts/types.ts']);
     expect(FORWARD_ONLY_KEYS.length).toBeGreaterThan(0);
   });
 

@@ -1,11 +1,11 @@
 /**
- * Plain arrays stream through a fixed window of wasm memory (ts/place/placer.ts): segment after
+ * Plain arrays stream through a fixed window of wasm memory (ts/call/placement/placer.ts): segment after
  * segment, the bits are those of one pass over views of wasm memory (zero-copy, no segments),
  * for every mix of plain arrays and views, for row counts that do not divide the segment, and
  * for rows longer than the window; and the memory grows by no more than the window.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { loadWasm } from '../dist/load.js';
+import { loadWasm } from '../dist/glue/load.js';
 import { RmsNorm } from '../dist/rmsnorm.js';
 import { firstBitDiff, randn, testRows, testWeight } from '../shared/reference.js';
 

@@ -3,13 +3,14 @@
  * realm, {@link loadRmsNorm}) and the calls made on it. index.ts re-exports them.
  * @module
  */
-import { BUILDS, defaultBuild, isBuild, loadWasm, missingFor, type Build } from './load.js';
-import type { F32Buffer, U16Buffer } from './memory.js';
+import { BUILDS, defaultBuild, isBuild, loadWasm, missingFor } from './glue/load.js';
+import type { Build } from './types.js';
+import type { F32Buffer, U16Buffer } from './glue/memory.js';
 import type { RmsNormLayer } from './layer.js';
 import { RmsNorm } from './rmsnorm.js';
 import type { PoolOptions, RmsNormPool } from './pool/api.js';
-import { options as checkOptions } from './check/options.js';
-import type { ConvertOptions } from './check/convert.js';
+import { options as checkOptions } from './call/check/options.js';
+import type { ConvertOptions } from './call/check/convert.js';
 import type { FloatArray, HalfBits, HalfDtype, RmsNormBackwardOptions, RmsNormBackwardResult, RmsNormLayerOptions, RmsNormOptions, RmsNormQuantOptions, QuantArray, QuantDtype } from './types.js';
 
 const loaded = new Map<Build, Promise<RmsNorm>>();

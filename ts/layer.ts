@@ -6,18 +6,18 @@
  * options object to check.
  * @module
  */
-import type { DataBuffer } from './memory.js';
-import { DTYPE_NAMES, isJsArray, rowsOf, typed } from './check/arrays.js';
-import { noQuantized, rowScalesOf } from './check/calls.js';
-import { checkLayerBackward, checkLayerForward, checkLayerOptions } from './check/layer-calls.js';
-import { gateModeOf } from './check/params.js';
-import { Dtype as DT } from './abi.js';
-import { BY_CODE } from './dtypes.js';
-import { B, BACKWARD, F, type Data, type Params, type Placed } from './ops.js';
+import type { DataBuffer } from './glue/memory.js';
+import { DTYPE_NAMES, isJsArray, rowsOf, typed } from './call/check/arrays.js';
+import { noQuantized, rowScalesOf } from './call/check/calls.js';
+import { checkLayerBackward, checkLayerForward, checkLayerOptions } from './call/check/layer-calls.js';
+import { gateModeOf } from './call/check/params.js';
+import { Dtype as DT } from './generated/abi.js';
+import { BY_CODE } from './glue/dtypes.js';
+import { B, BACKWARD, F, type Data, type Params, type Placed } from './call/ops.js';
 import type { Dtype, FloatArray, GateMode, QuantDtype, RmsNormBackwardResult, RmsNormLayerBackwardOptions, RmsNormLayerForwardOptions, RmsNormOutput } from './types.js';
-import { Owned } from './owned.js';
-import { backwardCall, forwardCall, type Call } from './results.js';
-import { jsArrayOver } from './platform.js';
+import { Owned } from './call/owned.js';
+import { backwardCall, forwardCall, type Call } from './call/results.js';
+import { jsArrayOver } from './glue/platform.js';
 
 /**
  * What a layer needs of the instance it runs on (rmsnorm.ts's RmsNorm): memory for its weight

@@ -6,24 +6,25 @@
  * (ops.ts), finish. See docs/architecture.md.
  * @module
  */
-import type { Build, LoadedWasm } from './load.js';
+import type { LoadedWasm } from './glue/load.js';
+import type { Build } from './types.js';
 import { RmsNormLayer } from './layer.js';
-import { heapOf, Scratch, type DataBuffer, type Heap, type F32Buffer, type U16Buffer } from './memory.js';
-import { type Data, type Params, type Placed } from './ops.js';
-import { BY_CODE } from './dtypes.js';
-import { Dtype as DT } from './abi.js';
-import { CALL_WORDS, CallBlock } from './call-block.js';
-import { ShortBackward } from './short/backward.js';
-import { ShortForward } from './short/forward.js';
-import { WindowCalls } from './short/window-calls.js';
-import { backwardCall, forwardCall, type Call } from './results.js';
-import { Placer, SYNC_WINDOW_FLOATS, type WindowRules } from './place/placer.js';
-import { checkStatus } from './status.js';
-import { resultArray } from './platform.js';
-import { checkConvertInput } from './check/arrays.js';
-import { convertOut, type ConvertOptions } from './check/convert.js';
-import { checkBackward, checkForward } from './check/calls.js';
-import { halfDtypeCode } from './check/scalars.js';
+import { heapOf, Scratch, type DataBuffer, type Heap, type F32Buffer, type U16Buffer } from './glue/memory.js';
+import { type Data, type Params, type Placed } from './call/ops.js';
+import { BY_CODE } from './glue/dtypes.js';
+import { Dtype as DT } from './generated/abi.js';
+import { CALL_WORDS, CallBlock } from './call/call-block.js';
+import { ShortBackward } from './call/short-ways/backward.js';
+import { ShortForward } from './call/short-ways/forward.js';
+import { WindowCalls } from './call/short-ways/window-calls.js';
+import { backwardCall, forwardCall, type Call } from './call/results.js';
+import { Placer, SYNC_WINDOW_FLOATS, type WindowRules } from './call/placement/placer.js';
+import { checkStatus } from './glue/status.js';
+import { resultArray } from './glue/platform.js';
+import { checkConvertInput } from './call/check/arrays.js';
+import { convertOut, type ConvertOptions } from './call/check/convert.js';
+import { checkBackward, checkForward } from './call/check/calls.js';
+import { halfDtypeCode } from './call/check/scalars.js';
 import type { FloatArray, HalfBits, HalfDtype, RmsNormBackwardOptions, RmsNormBackwardResult, RmsNormLayerOptions, RmsNormOptions, RmsNormQuantOptions, QuantArray, QuantDtype } from './types.js';
 
 /** The sync API's window rules: segments of any row count (the backward carries its open dweight block). */

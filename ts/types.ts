@@ -24,6 +24,14 @@ declare global {
  */
 export type Dtype = 'float32' | 'float16' | 'bfloat16';
 
+/**
+ * The wasm builds (see build.sh): `simd` and `simd-threads` run wherever SIMD128 does (the
+ * second on shared memory, for the pool); `simd-relaxed` and `simd-relaxed-threads` are the
+ * same with relaxed SIMD, for engines that have it, and give the same bits; `scalar` runs
+ * where SIMD128 does not.
+ */
+export type Build = 'simd' | 'simd-threads' | 'simd-relaxed' | 'simd-relaxed-threads' | 'scalar';
+
 /** The two half-precision dtypes. */
 export type HalfDtype = 'float16' | 'bfloat16';
 

@@ -1,6 +1,6 @@
 //! What crosses the wasm boundary, defined once: status codes, storage types with their facts,
 //! the parameter block of a call, the gate of a gated RMSNorm, and each operation's operand
-//! order. `scripts/gen-abi.mjs` writes `ts/abi.ts` from this file (the names, values, layouts
+//! order. `scripts/gen-abi.mjs` writes `ts/generated/abi.ts` from this file (the names, values, layouts
 //! and doc lines below), and a test keeps the two equal, so the TypeScript side never copies a
 //! code, an offset or an order by hand.
 //!

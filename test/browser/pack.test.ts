@@ -16,7 +16,7 @@ import { mkdir, readFile } from 'node:fs/promises';
 import { dirname, join, posix } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { BUILDS } from '../../ts/load.js';
+import { BUILDS } from '../../ts/glue/load.js';
 import { packRepo, REPO, run, type Packed } from './pack.js';
 import { buildSizes, scriptSizes } from '../../bench/size.js';
 

@@ -11,11 +11,11 @@
  * rounded once, to nearest even).
  * @module
  */
-import type { RmsNorm } from '../index.js';
+import type { RmsNorm } from '../rmsnorm.js';
 import type { Engine } from './engine.js';
-import type { F32Buffer } from '../memory.js';
+import type { F32Buffer } from '../glue/memory.js';
 import type { Dtype, FloatArray, RmsNormOptions } from '../types.js';
-import { ALL_DTYPES, DTYPES, isQuant, type Data, type FileDtype, type OutDtype } from '../dtypes.js';
+import { ALL_DTYPES, DTYPES, isQuant, type Data, type FileDtype, type OutDtype } from '../glue/dtypes.js';
 import { NormalizeError } from './errors.js';
 import type { OutputFile } from './output.js';
 import { shown } from './paths.js';

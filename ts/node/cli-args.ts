@@ -4,10 +4,10 @@
  * @module
  */
 import { parseArgs } from 'node:util';
-import { CASTING_MODES } from '../check/scalars.js';
-import { KERNEL_DTYPES, listed, OUT_DTYPES } from '../dtypes.js';
+import { CASTING_MODES } from '../call/check/scalars.js';
+import { KERNEL_DTYPES, listed, OUT_DTYPES } from '../glue/dtypes.js';
 import { FORMAT_NAMES, type FormatName } from './formats/index.js';
-import { SCALARS } from '../check/scalar-options.js';
+import { SCALARS } from '../call/check/scalar-options.js';
 import { DATASET_ONLY, FILE_ONLY, FLAGS, flagOf, VALUED } from './cli-flags.js';
 
 /** A mistake in the command line: printed with a pointer to --help, exit code 2. */

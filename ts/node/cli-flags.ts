@@ -4,7 +4,7 @@
  * (check/scalar-options.ts): `--NAME`, the option's name in kebab case.
  * @module
  */
-import { SCALARS } from '../check/scalar-options.js';
+import { SCALARS } from '../call/check/scalar-options.js';
 
 /** The flag of option `key`: its camelCase name in kebab case (`fooBar` is `foo-bar`). */
 export const flagOf = (key: string): string => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);

@@ -3,8 +3,8 @@
  * The scalar options' lines come from their table (check/scalar-options.ts).
  * @module
  */
-import { SCALARS } from '../check/scalar-options.js';
-import { KERNEL_DTYPES, listed, OUT_DTYPES, QUANT_DTYPES } from '../dtypes.js';
+import { SCALARS } from '../call/check/scalar-options.js';
+import { KERNEL_DTYPES, listed, OUT_DTYPES, QUANT_DTYPES } from '../glue/dtypes.js';
 import { flagOf } from './cli-flags.js';
 import { FORMAT_NAMES, FORMATS } from './formats/index.js';
 

@@ -5,8 +5,10 @@
  * sync API on its own memory.
  * @module
  */
-import { createPool, loadRmsNorm, threadsAvailable, type RmsNormPool } from '../index.js';
-import { defaultBuild, twinOf } from '../load.js';
+import { createPool, loadRmsNorm } from '../default-instance.js';
+import { threadsAvailable } from '../glue/platform.js';
+import type { RmsNormPool } from '../pool/api.js';
+import { defaultBuild, twinOf } from '../glue/load.js';
 import type { FloatArray, RmsNormOptions } from '../types.js';
 
 /**

@@ -3,12 +3,12 @@
  * the option keys (the same for `normalizeDataset`, which adds its own).
  * @module
  */
-import { ARRAYS_TAKEN, describe, dtypesOf } from '../check/arrays.js';
-import { options as checkOptions } from '../check/options.js';
-import { checkParams, FILE_PARAM_KEYS, FORWARD_ONLY_KEYS, paramOptions } from '../check/params.js';
+import { ARRAYS_TAKEN, describe, dtypesOf } from '../call/check/arrays.js';
+import { options as checkOptions } from '../call/check/options.js';
+import { checkParams, FILE_PARAM_KEYS, FORWARD_ONLY_KEYS, paramOptions } from '../call/check/params.js';
 import { MAX_THREADS } from '../pool/api.js';
 import type { Dtype } from '../types.js';
-import { arrayTag, isQuant, KERNEL_DTYPES, listed, OUT_DTYPES, type OutDtype } from '../dtypes.js';
+import { arrayTag, isQuant, KERNEL_DTYPES, listed, OUT_DTYPES, type OutDtype } from '../glue/dtypes.js';
 import { FORMAT_NAMES, type FormatName } from './formats/index.js';
 import type { FsPath } from './paths.js';
 import type { NormalizeFileOptions } from './types.js';

@@ -3,7 +3,7 @@
  * threads, and the output's SHA-256 and scales file when there are.
  * @module
  */
-import { DTYPES } from '../dtypes.js';
+import { DTYPES } from '../glue/dtypes.js';
 import type { Engine } from './engine.js';
 import { shown, type FsPath } from './paths.js';
 import type { ArrayPlan } from './plan.js';

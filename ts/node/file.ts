@@ -13,12 +13,12 @@
  * streams (`-`, a FIFO, a device) are written through. See chunks.ts for the pipeline.
  * @module
  */
-import { loadRmsNorm } from '../index.js';
+import { loadRmsNorm } from '../default-instance.js';
 import { callingThreadEngine, startEngine, type Engine } from './engine.js';
-import { checkForward } from '../check/calls.js';
-import { paramOptions } from '../check/params.js';
+import { checkForward } from '../call/check/calls.js';
+import { paramOptions } from '../call/check/params.js';
 import type { Dtype, FloatArray } from '../types.js';
-import { isQuant, KERNEL_DTYPES, DTYPES } from '../dtypes.js';
+import { isQuant, KERNEL_DTYPES, DTYPES } from '../glue/dtypes.js';
 import { AtomicFile, removeStrays } from './atomic.js';
 import { CHUNK_BYTES, copyArray, normalizeArray, Regions, REGIONS_MAX_BYTES, SLOTS, type ChunkCall } from './chunks.js';
 import { NormalizeError } from './errors.js';
@@ -32,7 +32,7 @@ import { planOutputs, planScales, publish } from './file-outputs.js';
 import { summaryOf } from './file-summary.js';
 import { openSource } from './source.js';
 import { fitsRegions, normalizePositioned } from './positioned.js';
-import { taskQueueOf } from '../pool/task-queue.js';
+import { taskQueueOf } from './tasks/queue.js';
 import * as zlib from 'node:zlib';
 import type { NormalizeFileOptions, NormalizeSummary } from './types.js';
 import { loadWeight, type LoadedWeight } from './weight.js';

@@ -5,9 +5,9 @@
  * from the header alone, before anything is written.
  * @module
  */
-import { Casting } from '../abi.js';
+import { Casting } from '../generated/abi.js';
 import type { Dtype } from '../types.js';
-import { ALL_DTYPES, DTYPES, isQuant, listed, type FileDtype, type OutDtype } from '../dtypes.js';
+import { ALL_DTYPES, DTYPES, isQuant, listed, type FileDtype, type OutDtype } from '../glue/dtypes.js';
 import { NormalizeError } from './errors.js';
 import type { FileArgs } from './file-args.js';
 import { FORMATS, formatNamed, type ArrayIn, type ArrayOut, type Contents, type Format } from './formats/index.js';

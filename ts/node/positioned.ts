@@ -1,5 +1,5 @@
 /**
- * A file normalized by the pool's workers themselves (pool/tasks.ts): the calling thread lays
+ * A file normalized by the pool's workers themselves (node/tasks/run.ts): the calling thread lays
  * the output out from its format (where each array's data goes, what bytes lie around it),
  * then hands out ranges of rows as task records; each worker reads its rows from the input at
  * their position into the shared memory, normalizes them there and writes them to the output
@@ -14,16 +14,17 @@
  * @module
  */
 import { constants } from 'node:os';
-import type { RmsNorm, RmsNormPool } from '../index.js';
-import { ADDRS_AT, F } from '../ops.js';
-import { CALL_WORDS, writeParams } from '../call-block.js';
-import { checkForward } from '../check/calls.js';
-import { ALL_DTYPES, DTYPES, type FileDtype, type OutDtype } from '../dtypes.js';
-import { Dtype as DT } from '../abi.js';
+import type { RmsNorm } from '../rmsnorm.js';
+import type { RmsNormPool } from '../pool/api.js';
+import { ADDRS_AT, F } from '../call/ops.js';
+import { CALL_WORDS, writeParams } from '../call/call-block.js';
+import { checkForward } from '../call/check/calls.js';
+import { ALL_DTYPES, DTYPES, type FileDtype, type OutDtype } from '../glue/dtypes.js';
+import { Dtype as DT } from '../generated/abi.js';
 import type { Dtype, FloatArray } from '../types.js';
-import type { Data } from '../ops.js';
-import type { TaskQueue, TaskResult } from '../pool/task-queue.js';
-import { dtypeIndex, Kind, Outcome, regionBytesFor } from '../pool/task-records.js';
+import type { Data } from '../call/ops.js';
+import type { TaskQueue, TaskResult } from './tasks/queue.js';
+import { dtypeIndex, Kind, Outcome, regionBytesFor } from './tasks/records.js';
 import type { AtomicFile } from './atomic.js';
 import { Follower } from './follower.js';
 import { crcOfRanges, layoutOf, RowFile, writePiece } from './layout.js';

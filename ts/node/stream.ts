@@ -7,12 +7,13 @@
  * @module
  */
 import { Transform, type TransformCallback } from 'node:stream';
-import { loadRmsNorm, type RmsNorm } from '../index.js';
-import { DTYPES, KERNEL_DTYPES, listed, type Data } from '../dtypes.js';
-import { describe } from '../check/arrays.js';
-import { checkForward } from '../check/calls.js';
-import { paramOptions, FILE_PARAM_KEYS } from '../check/params.js';
-import { options as checkOptions } from '../check/options.js';
+import { loadRmsNorm } from '../default-instance.js';
+import type { RmsNorm } from '../rmsnorm.js';
+import { DTYPES, KERNEL_DTYPES, listed, type Data } from '../glue/dtypes.js';
+import { describe } from '../call/check/arrays.js';
+import { checkForward } from '../call/check/calls.js';
+import { paramOptions, FILE_PARAM_KEYS } from '../call/check/params.js';
+import { options as checkOptions } from '../call/check/options.js';
 import type { CastingMode, Dtype, FloatArray, ScalarOptions } from '../types.js';
 
 /** Options of {@link createNormalizeStream}. */

@@ -4,11 +4,11 @@
  */
 import type { RmsNormPool } from '../pool/api.js';
 import type { CastingMode, Dtype, FloatArray, ScalarOptions } from '../types.js';
-import type { FileDtype, OutDtype } from '../dtypes.js';
+import type { FileDtype, OutDtype } from '../glue/dtypes.js';
 import type { FormatName } from './formats/index.js';
 import type { FsPath } from './paths.js';
 
-export type { FileDtype, OutDtype } from '../dtypes.js';
+export type { FileDtype, OutDtype } from '../glue/dtypes.js';
 export type { FormatName } from './formats/index.js';
 export type { FsPath } from './paths.js';
 

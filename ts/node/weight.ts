@@ -8,7 +8,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { Dtype } from '../types.js';
-import { DTYPES, type Data, type FileDtype } from '../dtypes.js';
+import { DTYPES, type Data, type FileDtype } from '../glue/dtypes.js';
 import { NormalizeError } from './errors.js';
 import { FORMATS, type ArrayIn } from './formats/index.js';
 import { shown, type FsPath } from './paths.js';

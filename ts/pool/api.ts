@@ -2,10 +2,11 @@
  * The pool's public types: what createPool takes and what it returns.
  * @module
  */
-import { BUILDS, isBuild, isShared, type Build } from '../load.js';
-import type { F32Buffer, U16Buffer } from '../memory.js';
-import { describe } from '../check/arrays.js';
-import { options as checkOptions } from '../check/options.js';
+import { BUILDS, isBuild, isShared } from '../glue/load.js';
+import type { Build } from '../types.js';
+import type { F32Buffer, U16Buffer } from '../glue/memory.js';
+import { describe } from '../call/check/arrays.js';
+import { options as checkOptions } from '../call/check/options.js';
 import type { FloatArray, RmsNormBackwardOptions, RmsNormBackwardResult, RmsNormOptions, RmsNormQuantOptions, QuantArray, QuantDtype } from '../types.js';
 
 /** Options of {@link createPool}. */

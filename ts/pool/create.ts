@@ -2,8 +2,9 @@
  * Starting a pool: which builds it runs, how many threads.
  * @module
  */
-import { defaultBuild, missingFor, twinOf, type Build } from '../load.js';
-import { coreCount, threadsAvailable } from '../platform.js';
+import { defaultBuild, missingFor, twinOf } from '../glue/load.js';
+import type { Build } from '../types.js';
+import { coreCount, threadsAvailable } from '../glue/platform.js';
 import type { RmsNorm } from '../rmsnorm.js';
 import { checkCreateOptions, type PoolOptions, type RmsNormPool } from './api.js';
 import { Pool } from './pool.js';

@@ -4,14 +4,14 @@
  * block, and waiting for completion without ever holding the event loop for long.
  * @module
  */
-import type { KernelExports, WasmMemoryLike } from '../load.js';
-import { yieldToEventLoop } from '../platform.js';
-import { NO_PARAMS } from '../ops.js';
-import { writeAddrs, writeParams } from '../call-block.js';
-import { checkStatus } from '../status.js';
+import type { KernelExports, WasmMemoryLike } from '../glue/load.js';
+import { yieldToEventLoop } from '../glue/platform.js';
+import { NO_PARAMS } from '../call/ops.js';
+import { writeAddrs, writeParams } from '../call/call-block.js';
+import { checkStatus } from '../glue/status.js';
 import * as C from './control.js';
 import type { SabTable } from './control.js';
-import { MAX_ADDRS } from '../ops.js';
+import { MAX_ADDRS } from '../call/ops.js';
 import {
   CHUNKS_PER_THREAD,
   MAX_CHUNK_ELEMS,

@@ -20,7 +20,7 @@ export interface PoolHooks {
   busy(i: number): boolean;
   /** Terminates worker `i` from outside, as a crash would. */
   killWorker(i: number): void;
-  /** Task records (pool/tasks.ts) the workers have finished since the pool started. */
+  /** Task records (node/tasks/run.ts) the workers have finished since the pool started. */
   taskRecords(): number;
   /** Threads (workers, and the calling thread where it took part) of the last kernel job. */
   lastJobThreads(): number;

@@ -7,10 +7,10 @@
  * earlier ones, so the bits equal one job over all rows.
  * @module
  */
-import type { Heap, Scratch } from '../memory.js';
-import type { Call } from '../results.js';
-import { Placer, POOL_WINDOW_FLOATS, type Placement } from '../place/placer.js';
-import { EXTERNAL } from '../place/placement.js';
+import type { Heap, Scratch } from '../glue/memory.js';
+import type { Call } from '../call/results.js';
+import { Placer, POOL_WINDOW_FLOATS, type Placement } from '../call/placement/placer.js';
+import { EXTERNAL } from '../call/placement/placement.js';
 import type { Dispatcher } from './dispatch.js';
 import { KERNEL0 } from './control.js';
 

@@ -11,14 +11,14 @@
  * - control.ts: the control block the threads share; serve.ts: the worker's loop.
  * @module
  */
-import { canBlock, yieldToEventLoop } from '../platform.js';
+import { canBlock, yieldToEventLoop } from '../glue/platform.js';
 import type { RmsNorm } from '../rmsnorm.js';
-import type { Build } from '../load.js';
-import { heapOf, Scratch, type F32Buffer, type Heap, type U16Buffer } from '../memory.js';
-import { checkBackward, checkForward, type CheckedArgs } from '../check/calls.js';
-import { backwardCall, forwardCall, type Call } from '../results.js';
+import type { Build } from '../types.js';
+import { heapOf, Scratch, type F32Buffer, type Heap, type U16Buffer } from '../glue/memory.js';
+import { checkBackward, checkForward, type CheckedArgs } from '../call/check/calls.js';
+import { backwardCall, forwardCall, type Call } from '../call/results.js';
 import type { FloatArray, RmsNormBackwardOptions, RmsNormBackwardResult, RmsNormOptions, RmsNormQuantOptions, QuantArray, QuantDtype } from '../types.js';
-import { BACKWARD, FORWARD, NO_PARAMS, type Op, type Placed } from '../ops.js';
+import { BACKWARD, FORWARD, NO_PARAMS, type Op, type Placed } from '../call/ops.js';
 import * as C from './control.js';
 import { Dispatcher } from './dispatch.js';
 import { PoolCalls } from './operands.js';
@@ -27,7 +27,7 @@ import { SLICE_MS } from './tuning.js';
 import { Ways } from './ways.js';
 import { Workers } from './workers.js';
 import { registerPoolHooks, type PoolHooks } from './hooks.js';
-import { registerTaskQueue, TaskQueue } from './task-queue.js';
+import { registerTaskQueue, TaskQueue } from '../node/tasks/queue.js';
 
 import { checkSignal, POOL_KEYS, type PoolCallOptions, type RmsNormPool } from './api.js';
 

@@ -9,11 +9,11 @@
 // compiled module, so this glue serves both threads builds: wasm-bindgen writes the same file
 // for both (they differ in target features only; test/relaxed.test.ts compares them).
 import { initSync } from '../../wasm/simd-threads/rmsnorm_wasm.js';
-import type { KernelExports } from '../load.js';
+import type { KernelExports } from '../glue/load.js';
 import { BUSY, COMPLETED, DONE, EXITING, FAIL_WORKER, JOB, MESSAGE, N_CHUNKS, Op, OP, REGION, SEQ0, SPIN, STRIDE, TASK_WORDS, work, type SabTable } from './control.js';
 import type { AttachMessage, InitMessage, ResumeMessage, WorkerMessage } from './messages.js';
-import type { TaskIo } from './task-records.js';
-import { serveTasks } from './tasks.js';
+import type { TaskIo } from '../node/tasks/records.js';
+import { serveTasks } from '../node/tasks/run.js';
 
 /** The worker's end of its channel to the pool. */
 export interface Port {

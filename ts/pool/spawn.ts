@@ -3,8 +3,8 @@
  * one small handle: messages, death, termination, and (Node) whether it keeps the process alive.
  * @module
  */
-import { isNode } from '../platform.js';
-import { nodeWorkerUrl, startWebWorker } from '../worker-entries.js';
+import { isNode } from '../glue/platform.js';
+import { nodeWorkerUrl, startWebWorker } from '../entries.js';
 import type { AttachMessage, InitMessage, ResumeMessage, WorkerMessage } from './messages.js';
 
 /** A running worker. */
@@ -70,7 +70,7 @@ function workerExecArgv(refused?: string): string[] {
   return argv;
 }
 
-/** Starts a worker running pool/worker-node.js (Node) or pool/worker.js (browsers): see worker-entries.ts. */
+/** Starts a worker running pool/worker-node.js (Node) or pool/worker.js (browsers): see entries.ts. */
 export async function spawnWorker(events: WorkerEvents): Promise<WorkerHandle> {
   if (isNode) {
     const { Worker } = await import(/* @vite-ignore */ 'node:worker_threads');

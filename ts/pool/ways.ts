@@ -6,10 +6,10 @@
  * @module
  */
 import type { RmsNorm } from '../rmsnorm.js';
-import type { Heap } from '../memory.js';
-import type { Call } from '../results.js';
+import type { Heap } from '../glue/memory.js';
+import type { Call } from '../call/results.js';
 import type { FloatArray } from '../types.js';
-import type { Data, Op } from '../ops.js';
+import type { Data, Op } from '../call/ops.js';
 import { Choice, type ArrayKind } from './choice.js';
 import { INLINE_BELOW } from './tuning.js';
 

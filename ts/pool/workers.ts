@@ -5,7 +5,7 @@
  * this thread once the worker has stopped.
  * @module
  */
-import type { LoadedWasm } from '../load.js';
+import type { LoadedWasm } from '../glue/load.js';
 import * as C from './control.js';
 import type { WorkerMessage } from './messages.js';
 import type { ThreadExports } from './serve.js';

@@ -3,7 +3,7 @@
  * output directory, the run's own options, and every file's options once.
  * @module
  */
-import { describe } from '../../check/arrays.js';
+import { describe } from '../../call/check/arrays.js';
 import { checkFileOptions, PER_FILE_KEYS } from '../file-args.js';
 import type { NormalizeDatasetOptions } from './types.js';
 

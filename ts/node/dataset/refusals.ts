@@ -4,7 +4,7 @@
  * output dtype some inputs' format cannot hold.
  * @module
  */
-import { ALL_DTYPES } from '../../dtypes.js';
+import { ALL_DTYPES } from '../../glue/dtypes.js';
 import { NormalizeError } from '../errors.js';
 import { FORMATS, formatNamed, takesName, type FormatName } from '../formats/index.js';
 import { baseOf, byteLength, bytesOf, NAME_MAX, scalesPathOf, shown, type FsPath } from '../paths.js';

@@ -6,8 +6,8 @@
  */
 import { createHash } from 'node:crypto';
 import { lstat } from 'node:fs/promises';
-import { PARAM_DEFAULTS } from '../../check/params.js';
-import { isQuant } from '../../dtypes.js';
+import { PARAM_DEFAULTS } from '../../call/check/params.js';
+import { isQuant } from '../../glue/dtypes.js';
 import { OUTPUT_KEYS } from '../file-args.js';
 import { formatNamed } from '../formats/index.js';
 import type { FloatArray } from '../../types.js';

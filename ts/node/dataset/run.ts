@@ -16,9 +16,9 @@
 import { lstat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { startEngine } from '../engine.js';
-import { taskQueueOf } from '../../pool/task-queue.js';
-import { paramOptions } from '../../check/params.js';
-import { DTYPES, isQuant } from '../../dtypes.js';
+import { taskQueueOf } from '../tasks/queue.js';
+import { paramOptions } from '../../call/check/params.js';
+import { DTYPES, isQuant } from '../../glue/dtypes.js';
 import { NormalizeError } from '../errors.js';
 import { makeDirs } from '../sink.js';
 import { makeDirsBelow } from '../confined.js';
@@ -196,7 +196,7 @@ async function runLocked(
     if (!p) dirsMade.set(key, (p = makeDirsBelow(outDir, d)));
     return p;
   };
-  // One task job for the whole run, not one per file (pool/task-queue.ts).
+  // One task job for the whole run, not one per file (node/tasks/queue.ts).
   const queue = engine?.pool ? taskQueueOf(engine.pool) : null;
   await queue?.acquire();
   try {

@@ -2,7 +2,7 @@
  * The public types of {@link normalizeDataset} (rmsnorm-wasm/node).
  * @module
  */
-import type { FileDtype, OutDtype } from '../../dtypes.js';
+import type { FileDtype, OutDtype } from '../../glue/dtypes.js';
 import type { FormatName } from '../formats/types.js';
 import type { NormalizeFileOptions } from '../types.js';
 import type { OneFileKey } from '../file-args.js';

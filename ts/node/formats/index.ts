@@ -2,7 +2,7 @@
  * The formats, and telling which one a file is by its first bytes — never by its name.
  * @module
  */
-import { listed } from '../../dtypes.js';
+import { listed } from '../../glue/dtypes.js';
 import { NormalizeError } from '../errors.js';
 import { shown } from '../paths.js';
 import type { Source } from '../source.js';

@@ -8,7 +8,7 @@
  * @module
  */
 
-import { ALL_DTYPES, DTYPES, dtypeOfNpy, listed, type Facts, type FileDtype, type Same } from '../../dtypes.js';
+import { ALL_DTYPES, DTYPES, dtypeOfNpy, listed, type Facts, type FileDtype, type Same } from '../../glue/dtypes.js';
 import type { QuantDtype } from '../../types.js';
 import { NormalizeError } from '../errors.js';
 import { shown } from '../paths.js';

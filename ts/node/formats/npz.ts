@@ -5,7 +5,7 @@
  * output's members are stored (uncompressed), whatever the input's were.
  * @module
  */
-import { DTYPES } from '../../dtypes.js';
+import { DTYPES } from '../../glue/dtypes.js';
 import { NormalizeError } from '../errors.js';
 import { shown } from '../paths.js';
 import type { Source } from '../source.js';

@@ -3,7 +3,7 @@
  * asked for (`format: 'raw'`), since nothing in the bytes says what they are.
  * @module
  */
-import { DTYPES } from '../../dtypes.js';
+import { DTYPES } from '../../glue/dtypes.js';
 import { NormalizeError } from '../errors.js';
 import { shown } from '../paths.js';
 import type { Source } from '../source.js';

@@ -7,7 +7,7 @@
  * ordered by alignment (largest element first), then by name, the header padded to 8 bytes.
  * @module
  */
-import { ALL_DTYPES, dtypeOfSafetensors } from '../../dtypes.js';
+import { ALL_DTYPES, dtypeOfSafetensors } from '../../glue/dtypes.js';
 import { NormalizeError } from '../errors.js';
 import { shown } from '../paths.js';
 import type { Source } from '../source.js';

@@ -4,7 +4,7 @@
  * output. Each format is one module implementing {@link Format}; `index.ts` lists them.
  * @module
  */
-import type { FileDtype } from '../../dtypes.js';
+import type { FileDtype } from '../../glue/dtypes.js';
 import type { QuantDtype } from '../../types.js';
 import type { Source } from '../source.js';
 

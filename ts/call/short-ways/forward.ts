@@ -17,14 +17,14 @@
  * ~0.15 µs, where the general path's checks and placement cost several times that.
  * @module
  */
-import { Dtype as DT } from '../abi.js';
+import { Dtype as DT } from '../../generated/abi.js';
 import type { CallBlock } from '../call-block.js';
 import { overlaps } from '../check/overlap.js';
-import type { KernelExports } from '../load.js';
-import type { Heap } from '../memory.js';
+import type { KernelExports } from '../../glue/load.js';
+import type { Heap } from '../../glue/memory.js';
 import { F, FORWARD, type Params } from '../ops.js';
-import { resultArray } from '../platform.js';
-import { checkStatus } from '../status.js';
+import { resultArray } from '../../glue/platform.js';
+import { checkStatus } from '../../glue/status.js';
 import { ParamsMemo } from './params-memo.js';
 import { apart, Seen } from './seen.js';
 import type { WindowCalls } from './window-calls.js';

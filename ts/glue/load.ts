@@ -2,15 +2,9 @@
  * Finding, compiling and instantiating one of the wasm builds, in Node or a browser.
  * @module
  */
+import { GLUE, WASM_URL } from '../entries.js';
 import { sharedMemoryMissing, isNode, relaxedSimdSupported, simdSupported, threadsAvailable } from './platform.js';
-
-/**
- * The wasm builds (see build.sh): `simd` and `simd-threads` run wherever SIMD128 does (the
- * second on shared memory, for the pool); `simd-relaxed` and `simd-relaxed-threads` are the
- * same with relaxed SIMD, for engines that have it, and give the same bits; `scalar` runs
- * where SIMD128 does not.
- */
-export type Build = 'simd' | 'simd-threads' | 'simd-relaxed' | 'simd-relaxed-threads' | 'scalar';
+import type { Build } from '../types.js';
 
 /** What a build needs of the engine, and its counterpart on the other kind of memory. */
 interface BuildTraits {
@@ -140,26 +134,6 @@ export interface LoadedWasm {
   /** Whether the memory is shared (the `simd-threads` build). */
   shared: boolean;
 }
-
-interface Glue {
-  initSync(opts: { module: WebAssembly.Module; memory?: WebAssembly.Memory; thread_stack_size?: number }): unknown;
-}
-
-// Literal import() and new URL(..., import.meta.url) so that bundlers can see and copy them.
-const GLUE: Record<Build, () => Promise<Glue>> = {
-  simd: () => import('../wasm/simd/rmsnorm_wasm.js') as Promise<Glue>,
-  'simd-threads': () => import('../wasm/simd-threads/rmsnorm_wasm.js') as Promise<Glue>,
-  'simd-relaxed': () => import('../wasm/simd-relaxed/rmsnorm_wasm.js') as Promise<Glue>,
-  'simd-relaxed-threads': () => import('../wasm/simd-relaxed-threads/rmsnorm_wasm.js') as Promise<Glue>,
-  scalar: () => import('../wasm/scalar/rmsnorm_wasm.js') as Promise<Glue>,
-};
-const WASM_URL: Record<Build, () => URL> = {
-  simd: () => new URL('../wasm/simd/rmsnorm_wasm_bg.wasm', import.meta.url),
-  'simd-threads': () => new URL('../wasm/simd-threads/rmsnorm_wasm_bg.wasm', import.meta.url),
-  'simd-relaxed': () => new URL('../wasm/simd-relaxed/rmsnorm_wasm_bg.wasm', import.meta.url),
-  'simd-relaxed-threads': () => new URL('../wasm/simd-relaxed-threads/rmsnorm_wasm_bg.wasm', import.meta.url),
-  scalar: () => new URL('../wasm/scalar/rmsnorm_wasm_bg.wasm', import.meta.url),
-};
 
 /**
  * The build `init()` picks: `simd-relaxed` where the engine validates relaxed SIMD, else

@@ -2,8 +2,8 @@
  * The arguments of the half-precision conversions: `options.out`, of the array the dtype table gives.
  * @module
  */
-import { arrayTag, BY_CODE, type Data } from '../dtypes.js';
-import type { HalfBits } from '../types.js';
+import { arrayTag, BY_CODE, type Data } from '../../glue/dtypes.js';
+import type { HalfBits } from '../../types.js';
 import { describe } from './arrays.js';
 import { options as checkOptions } from './options.js';
 import { overlaps } from './overlap.js';

@@ -4,10 +4,10 @@
  * options' are scalar-options.ts's table.
  * @module
  */
-import { Casting, DTYPE_FACTS, Dtype as DT, LLAMA } from '../abi.js';
-import { arrayTag, listed } from '../dtypes.js';
+import { Casting, DTYPE_FACTS, Dtype as DT, LLAMA } from '../../generated/abi.js';
+import { arrayTag, listed } from '../../glue/dtypes.js';
 import type { Data } from '../ops.js';
-import type { CastingMode, Dtype } from '../types.js';
+import type { CastingMode, Dtype } from '../../types.js';
 import { describe, DTYPE_NAMES, dtypesOf, typed } from './arrays.js';
 
 /** The half dtypes' names (abi.rs's DTYPES with `half`), as messages list them. */

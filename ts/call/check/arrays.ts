@@ -5,8 +5,8 @@
  * what it expected.
  * @module
  */
-import { arrayTag, BY_CODE, listed, type Data } from '../dtypes.js';
-import type { Dtype } from '../types.js';
+import { arrayTag, BY_CODE, listed, type Data } from '../../glue/dtypes.js';
+import type { Dtype } from '../../types.js';
 
 /** A short description of a value for error messages: `Float64Array(12)`, `number -1`, `null`. */
 export function describe(v: unknown): string {

@@ -32,10 +32,10 @@
  *   needed no snapshot.
  * @module
  */
-import { REGION_PAD_FLOATS, type Heap, type Scratch } from '../memory.js';
-import { BY_CODE } from '../dtypes.js';
-import { checkStatus } from '../status.js';
-import { Dtype as DT } from '../abi.js';
+import { REGION_PAD_FLOATS, type Heap, type Scratch } from '../../glue/memory.js';
+import { BY_CODE } from '../../glue/dtypes.js';
+import { checkStatus } from '../../glue/status.js';
+import { Dtype as DT } from '../../generated/abi.js';
 import { MATRIX, OPS, PER_ROW, ROW, type Op, type Params, type Placed } from '../ops.js';
 import { ABSENT, COPIED, EXTERNAL, Placement, RESIDENT, throughWindow } from './placement.js';
 import { snapshotConflicts } from './snapshot.js';

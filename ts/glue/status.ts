@@ -5,7 +5,7 @@
  * and asks for a report.
  * @module
  */
-import { STATUS_TEXT } from './abi.js';
+import { STATUS_TEXT } from '../generated/abi.js';
 
 /** The meaning of kernel status `status`. */
 function statusMessage(status: number): string {

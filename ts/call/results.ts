@@ -6,12 +6,12 @@
  * the pool, so that neither spells out an operand order.
  * @module
  */
-import { DTYPE_MASK } from './abi.js';
+import { DTYPE_MASK } from '../generated/abi.js';
 import { B, BACKWARD, F, FORWARD, type Data, type Op, type Params, type Placed } from './ops.js';
-import type { Placement } from './place/placer.js';
-import { jsArrayOver, resultOf } from './platform.js';
+import type { Placement } from './placement/placer.js';
+import { jsArrayOver, resultOf } from '../glue/platform.js';
 import type { BackwardArgs, ForwardArgs } from './check/calls.js';
-import type { FloatArray, RmsNormBackwardResult } from './types.js';
+import type { FloatArray, RmsNormBackwardResult } from '../types.js';
 
 /**
  * The forward's output: `y` as the kernel writes it (half results as bits) and `given`, what

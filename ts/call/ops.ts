@@ -10,11 +10,11 @@
  * `ForwardOperand` / `BackwardOperand` give.
  * @module
  */
-import { BACKWARD_EXTENTS, BackwardOperand, DG_SUM_FLOATS, Extent, FORWARD_EXTENTS, ForwardOperand, PARAMS, PARAMS_WORDS } from './abi.js';
-import type { KernelExports } from './load.js';
+import { BACKWARD_EXTENTS, BackwardOperand, DG_SUM_FLOATS, Extent, FORWARD_EXTENTS, ForwardOperand, PARAMS, PARAMS_WORDS } from '../generated/abi.js';
+import type { KernelExports } from '../glue/load.js';
 
-import type { Placed } from './dtypes.js';
-export type { Data, Placed } from './dtypes.js';
+import type { Placed } from '../glue/dtypes.js';
+export type { Data, Placed } from '../glue/dtypes.js';
 
 /** A row-major `rows × dim` matrix. */
 export const MATRIX = Extent.Matrix;

@@ -4,10 +4,10 @@
  * decisions are the {@link Placer}'s (placer.ts); this module carries them out.
  * @module
  */
-import type { ArrayType, Heap } from '../memory.js';
-import { checkStatus } from '../status.js';
-import { Dtype as DT } from '../abi.js';
-import { BY_CODE } from '../dtypes.js';
+import type { ArrayType, Heap } from '../../glue/memory.js';
+import { checkStatus } from '../../glue/status.js';
+import { Dtype as DT } from '../../generated/abi.js';
+import { BY_CODE } from '../../glue/dtypes.js';
 import { MATRIX, MAX_ADDRS, PER_ROW, ROW, type Op, type Placed } from '../ops.js';
 
 /** A slot's kind: no array (an absent optional operand). */

@@ -4,8 +4,8 @@
  * written here once and read everywhere else.
  * @module
  */
-import { DTYPE_FACTS, type Casting, type Gate } from './abi.js';
-import type { CastingMode, Dtype, GateMode, HalfBits, HalfDtype, QuantDtype } from './types.js';
+import { DTYPE_FACTS, type Casting, type Gate } from '../generated/abi.js';
+import type { CastingMode, Dtype, GateMode, HalfBits, HalfDtype, QuantDtype } from '../types.js';
 
 /** Whether two types are the same. */
 export type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;

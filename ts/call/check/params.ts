@@ -5,10 +5,10 @@
  * these and from the operations' operands (ops.ts), so that no list of keys is written twice.
  * @module
  */
-import { Dtype as DT, Gate, LLAMA_W } from '../abi.js';
+import { Dtype as DT, Gate, LLAMA_W } from '../../generated/abi.js';
 import type { Data, Op, Params } from '../ops.js';
-import { listed, QUANT_DTYPES } from '../dtypes.js';
-import type { GateMode, QuantDtype } from '../types.js';
+import { listed, QUANT_DTYPES } from '../../glue/dtypes.js';
+import type { GateMode, QuantDtype } from '../../types.js';
 import { describe, typed } from './arrays.js';
 import { actDtype, castingBits, dimOf, weightDtype, weightOf } from './scalars.js';
 import { SCALARS, scalarParams } from './scalar-options.js';

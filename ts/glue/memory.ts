@@ -5,7 +5,7 @@
  * @module
  */
 import type { LoadedWasm } from './load.js';
-import { describe } from './check/arrays.js';
+import { describe } from '../call/check/arrays.js';
 import type { Placed } from './dtypes.js';
 
 /** An array a dtype may be held in (a dtype's facts' `Array`). */

@@ -5,7 +5,7 @@
  * instance; the pool's control block holds one that every worker reads.
  * @module
  */
-import { writeParamsBlock } from './abi.js';
+import { writeParamsBlock } from '../generated/abi.js';
 import { ADDRS_AT, MAX_ADDRS, type Params } from './ops.js';
 
 /** Words in a call block: the parameters and the most addresses an operation has. */

@@ -7,7 +7,7 @@
  * @module
  */
 import { B, BACKWARD, F, FORWARD, MATRIX, PER_ROW, type Data, type Op, type Params, type Placed } from '../ops.js';
-import type { FloatArray } from '../types.js';
+import type { FloatArray } from '../../types.js';
 import { optF32, optQuantized, optTyped, rowsOf, typed } from './arrays.js';
 import { NO_EXTRA_KEYS, options } from './options.js';
 import { disjointOrSame, distinctOutputs } from './overlap.js';

@@ -13,11 +13,11 @@
  * has no Node import and the browser's worker bundles without one.
  * @module
  */
-import { ADDRS_AT, F, FORWARD } from '../ops.js';
-import { PARAMS, PARAMS_WORDS, DTYPE_MASK } from '../abi.js';
-import { ALL_DTYPES, DTYPES, FILE_DTYPES, type FileDtype } from '../dtypes.js';
-import type { KernelExports } from '../load.js';
-import { dtypeAt, Kind, Outcome, RECORD, regionLayout, State, T, type TaskIo } from './task-records.js';
+import { ADDRS_AT, F, FORWARD } from '../../call/ops.js';
+import { PARAMS, PARAMS_WORDS, DTYPE_MASK } from '../../generated/abi.js';
+import { ALL_DTYPES, DTYPES, FILE_DTYPES, type FileDtype } from '../../glue/dtypes.js';
+import type { KernelExports } from '../../glue/load.js';
+import { dtypeAt, Kind, Outcome, RECORD, regionLayout, State, T, type TaskIo } from './records.js';
 
 /** Reads exactly `n` bytes at `pos` (fewer only at the end of the file); returns the bytes read. */
 function readFull(io: TaskIo, fd: number, buf: Uint8Array, n: number, pos: number): number {

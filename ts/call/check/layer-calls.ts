@@ -4,9 +4,9 @@
  * outputs filling the slots the caller leaves (calls.ts checks the one-off calls).
  * @module
  */
-import { Gate } from '../abi.js';
+import { Gate } from '../../generated/abi.js';
 import { BACKWARD, FORWARD, type Data, type Params, type Placed } from '../ops.js';
-import type { FloatArray } from '../types.js';
+import type { FloatArray } from '../../types.js';
 import { optF32, optQuantized, optTyped } from './arrays.js';
 import { BACKWARD_PLAIN, backwardArrays, FORWARD_PLAIN, forwardArrays, fusedAdd, gateOf, plainOperands } from './calls.js';
 import { options } from './options.js';

@@ -5,10 +5,10 @@
  * (the workers go back to waiting for jobs) when the last one releases it.
  * @module
  */
-import type { Heap } from '../memory.js';
-import * as C from './control.js';
-import { RECORD, State, T } from './task-records.js';
-import { REGION_BYTES, TASK_SLOTS } from './tuning.js';
+import type { Heap } from '../../glue/memory.js';
+import * as C from '../../pool/control.js';
+import { RECORD, State, T } from './records.js';
+import { REGION_BYTES, TASK_SLOTS } from '../../pool/tuning.js';
 
 /** The ring's size in floats: the records (float64), then a state word per slot. */
 const TABLE_FLOATS = TASK_SLOTS * RECORD * 2 + TASK_SLOTS;

@@ -4,9 +4,9 @@
  * region. The caller (task-queue.ts, node/positioned.ts) and the workers (tasks.ts) read them here.
  * @module
  */
-import { ALL_DTYPES, DTYPES, type FileDtype } from '../dtypes.js';
-import type { QuantDtype } from '../types.js';
-import { CALL_WORDS } from '../call-block.js';
+import { ALL_DTYPES, DTYPES, type FileDtype } from '../../glue/dtypes.js';
+import type { QuantDtype } from '../../types.js';
+import { CALL_WORDS } from '../../call/call-block.js';
 
 /** What a worker may do with files: Node's synchronous, positioned `fs` calls, and zlib's CRC-32. */
 export interface TaskIo {

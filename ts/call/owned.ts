@@ -3,9 +3,9 @@
  * or, for a caller who gave JavaScript's own arrays of it (Float16Arrays), as one of those.
  * @module
  */
-import { BY_CODE, type Placed } from './dtypes.js';
-import { jsArrayOver } from './platform.js';
-import type { FloatArray } from './types.js';
+import { BY_CODE, type Placed } from '../glue/dtypes.js';
+import { jsArrayOver } from '../glue/platform.js';
+import type { FloatArray } from '../types.js';
 
 
 /**

@@ -6,7 +6,7 @@
  * @module
  */
 import type { Data, Params } from '../ops.js';
-import type { ScalarOptions } from '../types.js';
+import type { ScalarOptions } from '../../types.js';
 import { describe } from './arrays.js';
 
 /** eps when none is given. */

@@ -7,10 +7,10 @@
  * @module
  */
 import type { CallBlock } from '../call-block.js';
-import type { KernelExports } from '../load.js';
-import { regionFloats, type Heap, type Scratch } from '../memory.js';
+import type { KernelExports } from '../../glue/load.js';
+import { regionFloats, type Heap, type Scratch } from '../../glue/memory.js';
 import { B, BACKWARD, F, FORWARD, type Params } from '../ops.js';
-import { checkStatus } from '../status.js';
+import { checkStatus } from '../../glue/status.js';
 
 /** Rows up to this many are copied out of the window element by element (a view would cost more). */
 const FEW = 16;
