@@ -254,6 +254,8 @@ describe.each(['simd', 'scalar'] as const)('the %s build', (build) => {
     cases.push(['backward dweight without a weight', () => m.rmsNormBackward(bx, bx, null, { dim: 64, dweight: new Float32Array(64) }), () => m.rmsNormBackward(bx, bx, null, { dim: 64, dweight: new Float32Array(64), ...GENERAL_B })]);
     cases.push(['backward dx overlapping dweight', () => m.rmsNormBackward(bx, bx, wx, { dx: y, dweight: y.subarray(64) }), () => m.rmsNormBackward(bx, bx, wx, { dx: y, dweight: y.subarray(64), ...GENERAL_B })]);
     cases.push(['backward dy and x of different lengths', () => m.rmsNormBackward(bx, bx.subarray(64), wx), () => m.rmsNormBackward(bx, bx.subarray(64), wx, { ...GENERAL_B })]);
+    // An option only a forward has is unknown to the backward, on either way.
+    cases.push(['backward given quantScale', () => m.rmsNormBackward(bx, bx, wx, { quantScale: 1 } as never), () => m.rmsNormBackward(bx, bx, wx, { quantScale: 1, ...GENERAL_B } as never)]);
     cases.push(['backward rstd of the wrong length', () => m.rmsNormBackward(bx, bx, wx, { rstd: new Float32Array(1) }), () => m.rmsNormBackward(bx, bx, wx, { rstd: new Float32Array(1), ...GENERAL_B })]);
     for (const [name, short, general] of cases) {
       y.fill(7);

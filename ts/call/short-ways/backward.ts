@@ -18,6 +18,7 @@ import { B, BACKWARD, type Params } from '../ops.js';
 import { resultArray } from '../../glue/platform.js';
 import type { RmsNormBackwardResult } from '../../types.js';
 import { checkStatus } from '../../glue/status.js';
+import { BACKWARD_PARAM_KEYS } from '../check/params.js';
 import { ParamsMemo } from './params-memo.js';
 import { apart, Seen } from './seen.js';
 import type { WindowCalls } from './window-calls.js';
@@ -27,7 +28,7 @@ const ARRAYS: readonly string[] = ['rstd', 'dx', 'dweight'];
 
 /** One instance's backward short way: see the module doc. */
 export class ShortBackward {
-  private readonly memo = new ParamsMemo('dy', ARRAYS);
+  private readonly memo = new ParamsMemo('dy', BACKWARD_PARAM_KEYS, ARRAYS);
   private readonly seen = { dy: new Seen(), x: new Seen(), w: new Seen(), rstd: new Seen(), dx: new Seen(), dw: new Seen() };
   /** The last zero-copy call's arrays, whose addresses the call block may still hold. */
   private last: readonly unknown[] = [];

@@ -25,6 +25,7 @@ import type { Heap } from '../../glue/memory.js';
 import { F, FORWARD, type Params } from '../ops.js';
 import { resultArray } from '../../glue/platform.js';
 import { checkStatus } from '../../glue/status.js';
+import { PARAM_KEYS } from '../check/params.js';
 import { ParamsMemo } from './params-memo.js';
 import { apart, Seen } from './seen.js';
 import type { WindowCalls } from './window-calls.js';
@@ -34,7 +35,7 @@ const ARRAYS: readonly string[] = ['out', 'rstd'];
 
 /** One instance's forward short way: see the module doc. */
 export class ShortForward {
-  private readonly memo = new ParamsMemo('x', ARRAYS);
+  private readonly memo = new ParamsMemo('x', PARAM_KEYS, ARRAYS);
   private readonly x = new Seen();
   private readonly w = new Seen();
   private readonly out = new Seen();

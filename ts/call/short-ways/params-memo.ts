@@ -1,13 +1,13 @@
 /**
  * A call's checked parameters, kept for the next call with the same weight and the same option
- * values. The short ways (short/*.ts) read an options object's keys once: each must be one of
- * {@link PARAM_KEYS} — the one list of parameter options, which the general check reads too —
- * or one of the short way's own arrays; each parameter's value is compared with the last
- * call's. Only a change is checked again, by the general check itself (so it throws what the
+ * values. The short ways (short-ways/*.ts) read an options object's keys once: each must be
+ * one of the operation's parameter options (params.ts's `PARAM_KEYS` for a forward,
+ * `BACKWARD_PARAM_KEYS` for a backward — the lists the general check reads too) or one of the
+ * short way's own arrays; each parameter's value is compared with the last call's. Only a change is checked again, by the general check itself (so it throws what the
  * general path would).
  * @module
  */
-import { checkParams, PARAM_KEYS, type CheckedParams } from '../check/params.js';
+import { checkParams, type CheckedParams } from '../check/params.js';
 
 /** A value no caller can pass (every real value, `undefined` included, differs from it). */
 const UNSEEN = Symbol('unseen');
@@ -17,8 +17,8 @@ const NO_OPTIONS: Readonly<Record<string, unknown>> = Object.freeze({});
 export class ParamsMemo {
   private weight: unknown = UNSEEN;
   private weightLength = -1;
-  /** The last call's value of each of PARAM_KEYS, in that order (undefined: absent). */
-  private readonly values: unknown[] = PARAM_KEYS.map(() => undefined);
+  /** The last call's value of each of {@link keys}, in that order (undefined: absent). */
+  private readonly values: unknown[];
   /** How many of {@link values} are not undefined. */
   private given = 0;
   private last: CheckedParams | null = null;
@@ -26,9 +26,13 @@ export class ParamsMemo {
   constructor(
     /** The name of the call's first matrix in messages: `x` (forward) or `dy` (backward). */
     private readonly firstName: string,
+    /** The operation's parameter options. */
+    private readonly keys: readonly string[],
     /** The option names of the arrays the short way takes besides the parameters. */
     private readonly arrays: readonly string[],
-  ) {}
+  ) {
+    this.values = keys.map(() => undefined);
+  }
 
   /**
    * The checked parameters of a call without a gate whose first matrix is the Float32Array
@@ -46,7 +50,7 @@ export class ParamsMemo {
       const o = options as Record<string, unknown>;
       // for..in allocates nothing; it visits inherited keys too, and an object with any is not taken.
       for (const k in o) {
-        const i = PARAM_KEYS.indexOf(k);
+        const i = this.keys.indexOf(k);
         if (i < 0) {
           if (!this.arrays.includes(k)) return null;
         } else if (o[k] !== v[i]) same = false;
@@ -57,7 +61,7 @@ export class ParamsMemo {
     const o = options === undefined ? NO_OPTIONS : (options as Record<string, unknown>);
     const c = checkParams(fn, o, this.firstName, first, weight, false);
     this.given = 0;
-    for (let i = 0; i < v.length; i++) if ((v[i] = o[PARAM_KEYS[i]!]) !== undefined) this.given++;
+    for (let i = 0; i < v.length; i++) if ((v[i] = o[this.keys[i]!]) !== undefined) this.given++;
     this.weight = weight;
     this.weightLength = weight === null ? -1 : weight.length;
     this.last = c;
