@@ -89,11 +89,25 @@ export type OneFileKey = { [K in FileOption]: (typeof FILE_OPTIONS)[K]['each'] e
  */
 export const OUTPUT_KEYS: readonly string[] = [...FILE_PARAM_KEYS, ...FORWARD_ONLY_KEYS, ...FILE_OPTION_KEYS.filter((k) => FILE_OPTIONS[k].output)];
 
+/**
+ * The parameter options of a file's calls (forwards without a gate), as given: the file's
+ * `outDtype` is its output's storage, which a call takes only when it is a quantized one
+ * ({@link callParams}).
+ */
+const CALL_KEYS: readonly string[] = [...FILE_PARAM_KEYS, ...FORWARD_ONLY_KEYS];
+
+/** The parameter options of a file's calls in `o`, to pass on whole: with `outDtype` only when it is quantized. */
+export function callParams(o: Readonly<Record<string, unknown>>): Record<string, unknown> {
+  const r = paramOptions(o, CALL_KEYS);
+  if (!isQuant(r.outDtype as string | undefined)) delete r.outDtype;
+  return r;
+}
+
 /** The options of a file's normalization that a dataset passes on to each of its files. */
-export const PER_FILE_KEYS: readonly string[] = [...FILE_PARAM_KEYS, ...FORWARD_ONLY_KEYS, ...FILE_OPTION_KEYS.filter((k) => FILE_OPTIONS[k].each)];
+export const PER_FILE_KEYS: readonly string[] = [...CALL_KEYS, ...FILE_OPTION_KEYS.filter((k) => FILE_OPTIONS[k].each)];
 
 /** Every option of `normalizeFile`. */
-export const FILE_KEYS: readonly string[] = [...FILE_PARAM_KEYS, ...FORWARD_ONLY_KEYS, ...FILE_OPTION_KEYS];
+export const FILE_KEYS: readonly string[] = [...CALL_KEYS, ...FILE_OPTION_KEYS];
 
 /** normalizeFile's options, checked. */
 export interface FileArgs {
@@ -125,8 +139,7 @@ export function checkFileOptions(fn: string, options: unknown, keys: readonly st
   const w = o.weight;
   // The parameters no file settles, checked now, once, by the calls' own check (on a stand-in
   // row of one element): a bad one is refused before any file is opened or made.
-  const quant = isQuant(o.outDtype) ? o.outDtype : undefined;
-  const standIn = { ...paramOptions(o as Record<string, unknown>), dim: 1, dtype: undefined, weightDtype: undefined, outDtype: quant, quantScale: o.quantScale };
+  const standIn = { ...callParams(o as Record<string, unknown>), dim: 1, dtype: undefined, weightDtype: undefined };
   checkParams(fn, standIn, 'x', undefined, w === undefined || w === null ? null : new Float32Array(1), false);
   if (o.dim !== undefined) positive(Number.MAX_SAFE_INTEGER)(fn, 'options.dim', o.dim);
   return {

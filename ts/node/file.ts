@@ -16,13 +16,12 @@
 import { loadRmsNorm } from '../default-instance.js';
 import { callingThreadEngine, startEngine, type Engine } from './engine.js';
 import { checkForward } from '../call/check/calls.js';
-import { paramOptions } from '../call/check/params.js';
 import type { Dtype, FloatArray } from '../types.js';
 import { isQuant, KERNEL_DTYPES, DTYPES } from '../glue/dtypes.js';
 import { AtomicFile, removeStrays } from './atomic.js';
 import { CHUNK_BYTES, copyArray, normalizeArray, Regions, REGIONS_MAX_BYTES, SLOTS, type ChunkCall } from './chunks.js';
 import { NormalizeError } from './errors.js';
-import { checkFileOptions, FILE_KEYS, isPath, type FileArgs } from './file-args.js';
+import { callParams, checkFileOptions, FILE_KEYS, isPath, type FileArgs } from './file-args.js';
 import { formatNamed, formatOf } from './formats/index.js';
 import { OutputFile } from './output.js';
 import { baseOf, dirOf, shown, type FsPath } from './paths.js';
@@ -81,11 +80,10 @@ function checkCalls(plans: readonly ArrayPlan[], w: FloatArray | null, weightDty
   return settled;
 }
 
-/** The options of the calls that normalize `p`'s chunks: the parameter options as given, the weight's dtype, a quantized output's. */
+/** The options of the calls that normalize `p`'s chunks: the parameter options as given (file-args.ts callParams), the weight's dtype, a quantized output's. */
 function callOf(o: NormalizeFileOptions, p: ArrayPlan, weightDtype: Dtype | undefined): ChunkCall {
-  // quantScale always: the checks refuse it without a quantized output.
   const quant = isQuant(p.norm!.outDtype) && { outDtype: p.norm!.outDtype };
-  return { ...paramOptions(o as Record<string, unknown>), weightDtype: weightDtype!, quantScale: o.quantScale, ...quant };
+  return { ...callParams(o as Record<string, unknown>), weightDtype: weightDtype!, ...quant };
 }
 
 /**
