@@ -115,11 +115,15 @@ describe('one run over a directory', () => {
     expectSameAsReference(out);
   });
 
-  it('a manifest whose records list absent options as null, in another order, still vouches for its outputs', () => {
+  it('a manifest whose records list absent options as null, leave out options at their defaults, in another order, still vouches for its outputs', () => {
     const path = join(out, 'manifest.jsonl');
     const lines = readFileSync(path, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as DatasetRecord);
     expect(lines.length).toBeGreaterThanOrEqual(30);
-    const older = lines.map((rec) => ({ ...rec, options: { outDtype: null, tensors: null, format: null, dim: null, ...Object.fromEntries(Object.entries(rec.options).reverse()) } }));
+    // As a version before `offset` and `castingMode` existed wrote them: without those (at their defaults), nulls for what was absent.
+    const older = lines.map((rec) => ({
+      ...rec,
+      options: { outDtype: null, tensors: null, format: null, dim: null, ...Object.fromEntries(Object.entries(rec.options).filter(([k]) => k !== 'offset' && k !== 'castingMode').reverse()) },
+    }));
     writeFileSync(path, older.map((rec) => JSON.stringify(rec)).join('\n') + '\n');
     let r = cli('normalize', DATA, '--out-dir', out, '--eps', '1e-5', '--json');
     expect(JSON.parse(r.stdout)).toMatchObject({ written: 0, skipped: 30 });

@@ -42,11 +42,18 @@ export function settingsOf(o: NormalizeDatasetOptions, weight: LoadedWeight | nu
 }
 
 /**
- * Settings as a record is compared by: keys in order, entries of null left out (absent), so
- * that records written before an option existed, or in another order, still match.
+ * Settings as a record is compared by: keys in order, entries of null (absent) or of their
+ * option's default left out, so that records written before an option existed (without it, or
+ * with its default filled in), or in another order, still match.
  */
 export const settingsText = (s: Readonly<Record<string, unknown>>): string =>
-  JSON.stringify(Object.fromEntries(Object.entries(s).filter(([, v]) => v !== null && v !== undefined).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))));
+  JSON.stringify(
+    Object.fromEntries(
+      Object.entries(s)
+        .filter(([k, v]) => v !== null && v !== undefined && v !== PARAM_DEFAULTS[k])
+        .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
+    ),
+  );
 
 /**
  * Whether record `r` vouches for `f`'s output at `out` with these settings: same input, part and
