@@ -7,8 +7,7 @@ import { parseArgs } from 'node:util';
 import { CASTING_MODES } from '../call/check/scalars.js';
 import { KERNEL_DTYPES, listed, OUT_DTYPES } from '../glue/dtypes.js';
 import { FORMAT_NAMES, type FormatName } from './formats/index.js';
-import { SCALARS } from '../call/check/scalar-options.js';
-import { DATASET_ONLY, FILE_ONLY, FLAGS, flagOf, VALUED } from './cli-flags.js';
+import { DATASET_ONLY, FILE_ONLY, FLAGS, flagOf, NUMBER_KEYS, VALUED } from './cli-flags.js';
 
 /** A mistake in the command line: printed with a pointer to --help, exit code 2. */
 export class UsageError extends Error {}
@@ -137,11 +136,10 @@ export function parseCommand(argv: readonly string[]): Command {
     weightTensor: str('weight-tensor'),
     dtype: oneOf('dtype', values.dtype as string | undefined, KERNEL_DTYPES),
     outDtype: oneOf('out-dtype', values['out-dtype'] as string | undefined, OUT_DTYPES),
-    quantScale: num('quant-scale', str('quant-scale')),
     weightDtype: oneOf('weight-dtype', values['weight-dtype'] as string | undefined, KERNEL_DTYPES),
     castingMode: oneOf('casting-mode', values['casting-mode'] as string | undefined, CASTING_MODES),
     tensors: values.tensor as string[] | undefined,
-    ...Object.fromEntries(Object.keys(SCALARS).map((k) => [k, num(flagOf(k), str(flagOf(k)))])),
+    ...Object.fromEntries(NUMBER_KEYS.map((k) => [k, num(flagOf(k), str(flagOf(k)))])),
     dim: num('dim', str('dim'), true),
     threads: num('threads', str('threads'), true),
     format: oneOf<FormatName>('format', values.format as string | undefined, FORMAT_NAMES),

@@ -5,21 +5,36 @@
  * @module
  */
 import { SCALARS } from '../call/check/scalar-options.js';
+import { listed, QUANT_DTYPES } from '../glue/dtypes.js';
 
 /** The flag of option `key`: its camelCase name in kebab case (`fooBar` is `foo-bar`). */
 export const flagOf = (key: string): string => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+
+/** Joins words that stay on one line of `--help`. */
+export const NBSP = '\u00a0';
+
+/**
+ * The options besides the scalar ones that the command reads as a number from the flag of
+ * their name (`--NAME V`), with the letter its value is shown by in `--help` and the help: a
+ * new one is an entry here.
+ */
+export const NUMBER_OPTIONS: Readonly<Record<string, { readonly letter: string; readonly help: string }>> = {
+  quantScale: { letter: 'S', help: `with --out-dtype ${listed(Object.keys(QUANT_DTYPES), '')}: one scale for every row (q${NBSP}=${NBSP}y${NBSP}/${NBSP}S); no scales are written` },
+};
+
+/** The options read as a number from the flag of their name: the scalar options and {@link NUMBER_OPTIONS}. */
+export const NUMBER_KEYS: readonly string[] = [...Object.keys(SCALARS), ...Object.keys(NUMBER_OPTIONS)];
 
 /** The flags parseArgs reads. */
 export const FLAGS = {
   dtype: { type: 'string' },
   'out-dtype': { type: 'string' },
-  'quant-scale': { type: 'string' },
   'weight-dtype': { type: 'string' },
   'weight-tensor': { type: 'string' },
   tensor: { type: 'string', multiple: true },
   'casting-mode': { type: 'string' },
   weight: { type: 'string' },
-  ...(Object.fromEntries(Object.keys(SCALARS).map((k) => [flagOf(k), { type: 'string' }])) as Record<string, { type: 'string' }>),
+  ...(Object.fromEntries(NUMBER_KEYS.map((k) => [flagOf(k), { type: 'string' }])) as Record<string, { type: 'string' }>),
   dim: { type: 'string' },
   threads: { type: 'string' },
   rstd: { type: 'string' },

@@ -5,12 +5,12 @@
  */
 import { SCALARS } from '../call/check/scalar-options.js';
 import { KERNEL_DTYPES, listed, OUT_DTYPES, QUANT_DTYPES } from '../glue/dtypes.js';
-import { flagOf } from './cli-flags.js';
+import { flagOf, NBSP, NUMBER_OPTIONS } from './cli-flags.js';
 import { FORMAT_NAMES, FORMATS } from './formats/index.js';
 
 /** Where a flag's help starts, and the width its lines wrap at. */
 const HELP_AT = 22;
-const WIDTH = 92;
+const WIDTH = 90;
 
 /** A flag's lines of help: `--flag V` then `help`, wrapped at {@link WIDTH} under {@link HELP_AT}. */
 function flagLines(flag: string, help: string): string {
@@ -20,15 +20,20 @@ function flagLines(flag: string, help: string): string {
     if (lines[last]!.length + word.length + 1 > WIDTH && lines[last]!.trim() !== flag) lines.push(' '.repeat(HELP_AT) + word);
     else lines[last] += (lines[last]!.length > HELP_AT ? ' ' : '') + word;
   }
-  return lines.join('\n');
+  return lines.join('\n').replaceAll(NBSP, ' ');
 }
 
 /** A default as the help shows it: 1e-6, not 0.000001. */
 const shown = (v: number) => (v !== 0 && Math.abs(v) < 1e-3 ? v.toExponential() : String(v));
 
+/** The other options read as a number, each `--NAME V` with its help. */
+const NUMBER_LINES = Object.entries(NUMBER_OPTIONS)
+  .map(([k, o]) => flagLines(`--${flagOf(k)} ${o.letter}`, o.help))
+  .join('\n');
+
 /** The scalar options' flags, each `--NAME V` with its help and default. */
 const SCALAR_LINES = Object.entries(SCALARS)
-  .map(([k, s]) => flagLines(`--${flagOf(k)} ${s.flag.letter}`, `${s.flag.help} (default ${shown(s.fallback)})`))
+  .map(([k, s]) => flagLines(`--${flagOf(k)} ${s.flag.letter}`, `${s.flag.help} (default${NBSP}${shown(s.fallback)})`))
   .join('\n');
 
 /** The quantized output types, as the help lists them. */
@@ -64,8 +69,7 @@ Options:
                       NAME_scale in an .npz or safetensors OUT, the file OUT.scale.npy beside
                       a .npy (raw: OUT.scale + OUT's extension), renamed into place before
                       OUT, which is removed first
-  --quant-scale S     with --out-dtype ${listed(QUANT.map((d) => d.name), '')}: one scale for every row
-                      (q = y / S); no scales are written
+${NUMBER_LINES}
   --tensor NAME       in an .npz or safetensors IN: normalize this array (repeat for more;
                       default: every float array)
   --weight W          the gain, dim elements: a .npy, an .npz or safetensors file holding
