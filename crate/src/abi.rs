@@ -214,6 +214,23 @@ pub struct Params {
     pub quant_scale: f32,
 }
 
+impl Params {
+    /// Plain RMSNorm over rows of `dim`: every other field at the value that changes nothing
+    /// (the kernels' direct callers: the benchmark kernels, the tests).
+    pub const fn plain(dim: u32, eps: f32) -> Params {
+        Params {
+            dim,
+            stat: dim,
+            eps,
+            offset: 0.0,
+            dtypes: 0,
+            gate: Gate::None as u32,
+            out_dtype: 0,
+            quant_scale: 0.0,
+        }
+    }
+}
+
 /// How much memory an operand spans from its address, for the entry points' bounds checks.
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

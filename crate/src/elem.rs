@@ -195,7 +195,10 @@ impl Elem for F16 {
 /// its arm fails to compile here, instead of reaching the f32 arm and being read as 4-byte
 /// elements.
 const ARMS: usize = 3;
-const _: () = assert!(crate::abi::storage_dtypes() == ARMS, "by_dtype! needs an arm for every storage dtype of abi::DTYPES");
+const _: () = assert!(
+    crate::abi::storage_dtypes() == ARMS,
+    "by_dtype! needs an arm for every storage dtype of abi::DTYPES"
+);
 
 /// Calls `$f::<A>($args)` with `A` the [`Elem`] of the storage code in `$dt`'s low bits (an
 /// `abi::Dtype`; checked before: any other code is f32). The one place a code meets its type;

@@ -50,7 +50,7 @@ fn sharded(
                     seg_ptr.add(parts),
                     n,
                 );
-                kernel::reduce_partials(seg_ptr, s[1] - s[0], dim, dg.as_mut_ptr(), s[0] > 0)
+                kernel::reduce_partials(seg_ptr, s[1] - s[0], &k.s, dg.as_mut_ptr(), s[0] > 0)
             };
         }
         dg

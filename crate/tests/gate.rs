@@ -379,7 +379,7 @@ fn gated_backward_in_spans_and_shards_gives_the_bits_of_one_call() {
         unsafe {
             kernel::backward_rows::<V, f32>(&k, 64, rows, w3).expect("the scratch of a row");
             kernel::backward_rows::<V, f32>(&k, 0, 64, w3).expect("the scratch of a row");
-            kernel::reduce_partials(w3, blocks, dim, dg3.as_mut_ptr(), false);
+            kernel::reduce_partials(w3, blocks, &k.s, dg3.as_mut_ptr(), false);
         }
         assert!(
             same_bits(&dx, &dx3) && same_bits(&dz, &dz3) && same_bits(&dg, &dg3),

@@ -143,7 +143,7 @@ pub fn rms_norm_backward_reduce(params: usize, addrs: usize, rows: usize, accumu
             kernel::reduce_partials(
                 work as *mut f32,
                 blocks,
-                dim,
+                &c.scalars(),
                 dw as *mut f32,
                 accumulate != 0,
             )

@@ -110,7 +110,7 @@ pub(super) fn quant_of(p: &Params) -> Result<Option<Quant>, Status> {
         scales: core::ptr::null_mut(),
         qmax: d.qmax as f32,
         scale: p.quant_scale,
-        fp8: p.out_dtype == Dtype::Float8_e4m3 as u32,
+        code: p.out_dtype,
     }))
 }
 

@@ -10,6 +10,7 @@ use super::args::Backward;
 use super::backward::plain_rows;
 use super::elems::{Buffer, Gain, NoMemory, Row};
 use super::gate;
+use super::scalars::Scalars;
 use crate::abi::Gate;
 use crate::elem::Elem;
 use crate::simd::F32x4;
@@ -213,14 +214,16 @@ pub unsafe fn backward_rows<V: F32x4, A: Elem>(
 /// `dg`.
 ///
 /// # Safety
-/// `work` holds [`pool_work_floats`]`(nblocks, dim)` floats, 8-byte aligned; `dg` holds `dim`.
+/// `work` holds [`pool_work_floats`]`(nblocks, s.dim)` floats, 8-byte aligned; `dg` holds
+/// `s.dim`. `s`: the call's scalars, as the rows' kernels had them.
 pub unsafe fn reduce_partials(
     work: *mut f32,
     nblocks: usize,
-    dim: usize,
+    s: &Scalars,
     dg: *mut f32,
     accumulate: bool,
 ) {
+    let dim = s.dim;
     let acc = acc_of(work);
     if !accumulate {
         core::ptr::write_bytes(acc, 0, dim);

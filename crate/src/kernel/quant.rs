@@ -15,6 +15,7 @@
 use super::args::Forward;
 use super::elems::{Buffer, NoMemory, Row, STACK_ROW};
 use super::forward::forward_with;
+use crate::abi::Dtype;
 use crate::elem::{widen, Elem};
 use crate::quant_bits::{to_e4m3, to_i8};
 use crate::simd::F32x4;
@@ -31,8 +32,9 @@ pub struct Quant {
     pub qmax: f32,
     /// The static scale of every row, or 0: one per row, `max|y| / qmax`.
     pub scale: f32,
-    /// float8 E4M3FN rather than int8.
-    pub fp8: bool,
+    /// The output's storage: an `abi::Dtype` code whose `DTYPES` row has a `qmax` (the entry
+    /// points admit no other), which picks the encoder below.
+    pub code: u32,
 }
 
 /// The forward of `rows` rows of `k` (its `y` unused) with the output quantized as `q` says.
@@ -99,7 +101,7 @@ unsafe fn quantize_row<V: F32x4>(q: &Quant, r: usize, y: *const f32, n: usize) {
     let (out, vinv) = (q.out.add(r * n), V::splat(inv));
     let sixteen = |i: usize| [0, 4, 8, 12].map(|k| V::load(y.add(i + k)).mul(vinv));
     let mut i = 0;
-    if q.fp8 {
+    if q.code == Dtype::Float8_e4m3 as u32 {
         while i + 16 <= n {
             V::store16_e4m3(sixteen(i), out.add(i));
             i += 16;

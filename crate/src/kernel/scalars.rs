@@ -43,16 +43,7 @@ impl Scalars {
     /// Plain RMSNorm over rows of `dim`: no offset, the rms over the whole row, no casting, no gate.
     pub fn plain(dim: usize, eps: f32) -> Self {
         Scalars {
-            p: Params {
-                dim: dim as u32,
-                stat: dim as u32,
-                eps,
-                offset: 0.0,
-                dtypes: 0,
-                gate: Gate::None as u32,
-                out_dtype: 0,
-                quant_scale: 0.0,
-            },
+            p: Params::plain(dim as u32, eps),
             dim,
             stat: dim,
             llama: false,
