@@ -45,6 +45,13 @@ export function parseAbi(src) {
 const docOf = (lines) => lines.trim().split('\n').map((l) => l.replace(/^\/\/\/ ?/, '')).join(' ').replace(/\[`(\w+)`\]/g, '{@link $1}');
 const q = (s) => `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
 
+/** FNV-1a (32 bits) of `bytes`, as abi.rs's `fnv1a` computes it. */
+function fnv1a(bytes) {
+  let h = 0x811c9dc5;
+  for (const b of bytes) h = Math.imul(h ^ b, 0x01000193) >>> 0;
+  return h;
+}
+
 /** The text of ts/generated/abi.ts for `src` (abi.rs). */
 export function renderAbi(src) {
   const { enums, consts, params, dtypes, extents } = parseAbi(src);
@@ -91,6 +98,7 @@ export function renderAbi(src) {
   out.push('', '/** The storage types\' facts, by {@link Dtype} code (see `DtypeFacts` in abi.rs). */', 'export const DTYPE_FACTS = [');
   for (const d of dtypes) out.push(`  { ${Object.entries(d).map(([k, v]) => `${k}: ${typeof v === 'string' ? q(v) : v}`).join(', ')} },`);
   out.push('] as const;');
+  out.push('', `/** The hash of the abi.rs this file was written from: a module whose \`abi_hash()\` differs was built from another. */`, `export const ABI_HASH = 0x${fnv1a(Buffer.from(src, 'utf8')).toString(16).padStart(8, '0')};`);
   return out.join('\n') + '\n';
 }
 

@@ -4,8 +4,9 @@
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { DTYPE_FACTS, DTYPE_MASK, DTYPE_TEXT, Dtype, Gate, GATE_TEXT, LLAMA, LLAMA_W, STATUS_TEXT, Status } from '../dist/generated/abi.js';
-import { loadWasm, type KernelExports } from '../dist/glue/load.js';
+import { ABI_HASH, DTYPE_FACTS, DTYPE_MASK, DTYPE_TEXT, Dtype, Gate, GATE_TEXT, LLAMA, LLAMA_W, STATUS_TEXT, Status } from '../dist/generated/abi.js';
+import { checkAbi, loadWasm, type KernelExports } from '../dist/glue/load.js';
+import { RmsNorm } from '../dist/rmsnorm.js';
 import { checkStatus } from '../dist/glue/status.js';
 import { writeAddrs, writeParams } from '../dist/call/call-block.js';
 import { ADDRS_AT, B, F, NO_PARAMS, type Params } from '../dist/call/ops.js';
@@ -16,6 +17,17 @@ it('ts/generated/abi.ts is what scripts/gen-abi.mjs writes from crate/src/abi.rs
   const r = spawnSync(process.execPath, ['scripts/gen-abi.mjs', '--check'], { cwd: root, encoding: 'utf8' });
   expect(r.stderr).toBe('');
   expect(r.status).toBe(0);
+});
+
+it('every build was built from the abi.rs the scripts were written from; a module of another is refused before any call', async () => {
+  for (const build of ['simd', 'simd-threads', 'scalar'] as const) {
+    const w = await loadWasm(build);
+    expect([build, w.exports.abi_hash() >>> 0]).toEqual([build, ABI_HASH]);
+    // The same module telling another hash, as a stale build or a cached .wasm of another version would.
+    const stale = { ...w, exports: { ...w.exports, abi_hash: () => (ABI_HASH ^ 1) >>> 0 } };
+    expect(() => new RmsNorm(stale)).toThrow(/comes from another version of the package than its scripts/);
+    expect(() => checkAbi(build, stale.exports)).toThrow(Error);
+  }
 });
 
 describe.each(['simd', 'scalar'] as const)('the %s build', (build) => {

@@ -6,7 +6,7 @@
  * (ops.ts), finish. See docs/architecture.md.
  * @module
  */
-import type { LoadedWasm } from './glue/load.js';
+import { checkAbi, type LoadedWasm } from './glue/load.js';
 import type { Build } from './types.js';
 import { RmsNormLayer } from './layer.js';
 import { heapOf, Scratch, type DataBuffer, type Heap, type F32Buffer, type U16Buffer } from './glue/memory.js';
@@ -58,6 +58,7 @@ export class RmsNorm {
    * @param windowFloats The plain-array window's size in floats (default 65536, 256 KiB).
    */
   constructor(wasm: LoadedWasm, windowFloats = SYNC_WINDOW_FLOATS) {
+    checkAbi(wasm.build, wasm.exports);
     this.wasm = wasm;
     this.build = wasm.build;
     this.#heap = heapOf(wasm);

@@ -206,3 +206,6 @@ export const DTYPE_FACTS = [
   { name: 'int8', bytes: 1, half: false, array: 'Int8Array', js_array: '', npy: '|i1', safetensors: 'I8', qmax: 127 },
   { name: 'float8_e4m3', bytes: 1, half: false, array: 'Uint8Array', js_array: '', npy: '', safetensors: 'F8_E4M3', qmax: 448 },
 ] as const;
+
+/** The hash of the abi.rs this file was written from: a module whose `abi_hash()` differs was built from another. */
+export const ABI_HASH = 0x9eb7f410;

@@ -3,6 +3,7 @@
  * @module
  */
 import { GLUE, WASM_URL } from '../entries.js';
+import { ABI_HASH } from '../generated/abi.js';
 import { sharedMemoryMissing, isNode, relaxedSimdSupported, simdSupported, threadsAvailable } from './platform.js';
 import type { Build } from '../types.js';
 
@@ -69,6 +70,8 @@ export interface KernelExports {
   free_f32(addr: number, len: number): void;
   /** Rows per dweight block: the pool's backward chunks start on multiples of it. */
   dg_block_rows(): number;
+  /** The hash of the abi.rs the module was built from (abi.ts `ABI_HASH`). */
+  abi_hash(): number;
   // The kernels read a call block (call-block.ts) at `params`: the parameters, then at `addrs`
   // the operands' addresses in ops.ts's order. Each returns a status (0: done).
   /** Forward over rows `[row0, row1)` of matrices whose row 0 the addresses give. */
@@ -238,5 +241,21 @@ export async function loadWasm(
   const exports = glue.initSync({ module, memory }) as KernelExports & { memory?: WebAssembly.Memory };
   memory ??= exports.memory;
   if (!memory) throw new Error(`rmsnorm-wasm: build ${build} exposes no memory`);
+  checkAbi(build, exports);
   return { build, exports, memory, module, shared };
+}
+
+/**
+ * Throws unless `exports` (build `build`) were built from the abi.rs this package's scripts were
+ * written from: a module of another version would read the call block, the operands or the
+ * storage codes otherwise and give wrong results without an error.
+ */
+export function checkAbi(build: string, exports: Pick<KernelExports, 'abi_hash'>): void {
+  const have = exports.abi_hash() >>> 0;
+  if (have !== ABI_HASH) {
+    throw new Error(
+      `rmsnorm-wasm: build ${build} comes from another version of the package than its scripts (ABI ${have.toString(16)}, scripts ${ABI_HASH.toString(16)}): ` +
+        'serve the .wasm files of the same version as the scripts (a cached or copied .wasm may be older), or rebuild both (bash build.sh && npm run build:ts)',
+    );
+  }
 }

@@ -42,6 +42,13 @@ pub fn free_f32(addr: usize, len: usize) {
     }
 }
 
+/// The hash of the `abi.rs` this module was built from (`abi::ABI_HASH`): the loader compares
+/// it with its own copy's.
+#[wasm_bindgen]
+pub fn abi_hash() -> u32 {
+    crate::abi::ABI_HASH
+}
+
 /// Rows per dweight block: pool shards start on multiples of it.
 #[wasm_bindgen]
 pub fn dg_block_rows() -> usize {
