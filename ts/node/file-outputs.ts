@@ -5,13 +5,11 @@
  * @module
  */
 import { unlink } from 'node:fs/promises';
-import { resolve } from 'node:path';
 import { checkOutputPlace } from './confined.js';
 import { codeOf, fsError, NormalizeError } from './errors.js';
 import type { FileArgs } from './file-args.js';
-import { bytesOf, joinPath, scalesPathOf, shown, type FsPath } from './paths.js';
+import { shown, type FsPath } from './paths.js';
 import { planOutput, sameInode, type OutputPlan, type Sink } from './sink.js';
-import type { NormalizeFileOptions } from './types.js';
 
 /**
  * The outputs' plans, checked against each other and the input: nothing is written over the
@@ -37,34 +35,6 @@ export async function planOutputs(input: FsPath, output: FsPath, a: FileArgs, co
   return { out, rstd };
 }
 
-/**
- * Where the rows' scales of a one-array output go: the file beside it, as the output was named
- * (paths.ts scalesPathOf). A NormalizeError when the output is a stream (there is no file to put
- * them beside), or when that file is the input or the rstd file.
- */
-export async function planScales(plans: { out: OutputPlan; rstd: OutputPlan | null }, input: FsPath, output: FsPath, o: NormalizeFileOptions, confined: boolean): Promise<OutputPlan> {
-  if (plans.out.kind !== 'file') {
-    throw new NormalizeError(`the rows' scales of a quantized output go to a file beside it, but the output ${shown(output)} is a stream: write it to a file, or give options.quantScale`);
-  }
-  if (confined) {
-    await checkOutputPlace(scalesPathOf(output));
-    return { kind: 'file', target: scalesPathOf(output) };
-  }
-  const plan = await planOutput(scalesPathOf(output), 'the file of the scales');
-  if (plan.kind === 'file' && input !== '-' && (await samePath(input, plan.target))) {
-    throw new NormalizeError(`the rows' scales of ${shown(output)} go to ${shown(plan.target)}, which is the input: write the output elsewhere`);
-  }
-  if (plans.rstd && (await samePath(plans.rstd.target, plan.target))) {
-    throw new NormalizeError(`options.rstd ${shown(o.rstd!)} is where the rows' scales of the output go: give another path`);
-  }
-  return plan;
-}
-
-/** Whether two paths name one file: the same inode, or (for files not there yet) the same absolute path. */
-async function samePath(a: FsPath, b: FsPath): Promise<boolean> {
-  const abs = (p: FsPath) => (typeof p === 'string' ? Buffer.from(resolve(p)) : bytesOf(p[0] === 0x2f ? p : joinPath(process.cwd(), p)));
-  return abs(a).equals(abs(b)) || (await sameInode(a, b));
-}
 
 /**
  * Flushes the output, the rstd file and the scales file (each one that is there), then renames

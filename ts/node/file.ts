@@ -20,14 +20,14 @@ import type { Dtype, FloatArray } from '../types.js';
 import { isQuant, KERNEL_DTYPES, DTYPES } from '../glue/dtypes.js';
 import { AtomicFile, removeStrays } from './atomic.js';
 import { CHUNK_BYTES, copyArray, normalizeArray, Regions, REGIONS_MAX_BYTES, SLOTS, type ChunkCall } from './chunks.js';
-import { NormalizeError } from './errors.js';
 import { callParams, checkFileOptions, FILE_KEYS, isPath, type FileArgs } from './file-args.js';
 import { formatNamed, formatOf } from './formats/index.js';
 import { OutputFile } from './output.js';
 import { baseOf, dirOf, shown, type FsPath } from './paths.js';
 import { planArrays, rowArrays, type ArrayPlan } from './plan.js';
 import { openSink } from './sink.js';
-import { planOutputs, planScales, publish } from './file-outputs.js';
+import { planOutputs, publish } from './file-outputs.js';
+import { ContainerScales, planScales, refuseScalesBeforeData } from './scales.js';
 import { summaryOf } from './file-summary.js';
 import { openSource } from './source.js';
 import { fitsRegions, normalizePositioned } from './positioned.js';
@@ -134,9 +134,7 @@ export async function normalizeFileWith(input: FsPath, output: FsPath, options: 
     const scalesWriter = scalesPlan ? format.writer(rowArrays(arrays), undefined, shown(scalesPlan.target)) : null;
     const signal = o.signal;
     const order = writer.order ?? arrays.map((_, k) => k);
-    if (plans.out.kind === 'stream' && arrays.some((p, i) => p.scalesOf !== undefined && order.indexOf(i) < order.indexOf(p.scalesOf))) {
-      throw new NormalizeError(`${shown(output)} is a stream, but ${contents.format} puts the rows' scales before the data: write the output to a file, or give options.quantScale`);
-    }
+    if (plans.out.kind === 'stream') refuseScalesBeforeData(arrays, order, output, contents.format);
 
     if (plans.out.kind === 'file' && !ctx.cleared) await removeStrays(dirOf(plans.out.target), [baseOf(plans.out.target)]);
     if (scalesPlan && !ctx.cleared) await removeStrays(dirOf(scalesPlan.target), [baseOf(scalesPlan.target)]);
@@ -199,10 +197,7 @@ export async function normalizeFileWith(input: FsPath, output: FsPath, options: 
       });
     // rstd of a container is kept until the end: its arrays may go in another order than the data's.
     const rstdKept = new Map<number, Uint8Array[]>();
-    // So are a container's scales (by the index of their array), until their array's turn, or
-    // written where their array was left for them when that came first.
-    const scalesKept = new Map<number, Uint8Array[]>();
-    const scalesAt = new Map<number, number>();
+    const containerScales = new ContainerScales();
     const many = formatNamed(contents.format).several;
     if (rstdFile && !many) rstdFile.begin(0);
     if (scalesFile) scalesFile.begin(0);
@@ -210,11 +205,8 @@ export async function normalizeFileWith(input: FsPath, output: FsPath, options: 
       const p = arrays[i]!;
       outFile.begin(i);
       signal?.throwIfAborted();
-      if (p.scalesOf !== undefined) {
-        const kept = scalesKept.get(p.scalesOf) ?? (arrays[p.scalesOf]!.norm!.rows === 0 ? [] : undefined);
-        if (kept) for (const b of kept) await outFile.data(b);
-        else scalesAt.set(p.scalesOf, await outFile.reserve(p.out.bytes));
-      } else if (!p.norm) await copyArray(p.input.source, p.input.offset, p.input.bytes ?? 0, outFile, `${name}: array ${JSON.stringify(p.input.name)}`);
+      if (p.scalesOf !== undefined) await containerScales.place(outFile, p.scalesOf, arrays[p.scalesOf]!.norm!.rows === 0, p.out.bytes);
+      else if (!p.norm) await copyArray(p.input.source, p.input.offset, p.input.bytes ?? 0, outFile, `${name}: array ${JSON.stringify(p.input.name)}`);
       else if (p.norm.rows !== 0) {
         const n = p.norm;
         const rowBytes = Math.max(DTYPES[n.inDtype].bytes, DTYPES[n.computeDtype].bytes) * n.dim;
@@ -235,8 +227,7 @@ export async function normalizeFileWith(input: FsPath, output: FsPath, options: 
           signal, progress: (r) => progress(r, p),
         });
         if (many) rstdKept.set(i, kept);
-        if (scalesAt.has(i)) await outFile.fill(scalesAt.get(i)!, scales);
-        else scalesKept.set(i, scales);
+        await containerScales.done(outFile, i, scales);
         rows += done;
         rowsBefore += done;
       }

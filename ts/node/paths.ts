@@ -63,15 +63,6 @@ export function stemOf(rel: FsPath): [stem: Buffer, ext: Buffer] {
   return dot > slash + 1 ? [b.subarray(0, dot), b.subarray(dot)] : [b, Buffer.alloc(0)];
 }
 
-/**
- * The file of the rows' scales written beside a quantized `.npy` or raw output: `.scale`
- * before the extension (`a/b.npy` → `a/b.scale.npy`, `a/b` → `a/b.scale`).
- */
-export function scalesPathOf(p: FsPath): FsPath {
-  const [stem, ext] = stemOf(p);
-  return fromBytes(Buffer.concat([stem, Buffer.from('.scale'), ext]));
-}
-
 /** Bytes of a name on disk (what NAME_MAX, 255 on Linux, limits). */
 export const byteLength = (p: FsPath): number => (typeof p === 'string' ? Buffer.byteLength(p) : p.length);
 

@@ -9,6 +9,7 @@ import { Casting } from '../generated/abi.js';
 import type { Dtype } from '../types.js';
 import { ALL_DTYPES, DTYPES, isQuant, listed, type FileDtype, type OutDtype } from '../glue/dtypes.js';
 import { NormalizeError } from './errors.js';
+import { perRowScales, scalesName } from './scales.js';
 import type { FileArgs } from './file-args.js';
 import { FORMATS, formatNamed, type ArrayIn, type ArrayOut, type Contents, type Format } from './formats/index.js';
 
@@ -43,8 +44,6 @@ export interface ArrayPlan {
   scalesOf?: number;
 }
 
-/** The name of the array of scales of a container's array `name`. */
-const scalesName = (name: string): string => `${name}_scale`;
 
 const product = (s: readonly number[]): number => s.reduce((a, b) => a * b, 1);
 
@@ -117,7 +116,7 @@ export function planArrays(contents: Contents, a: FileArgs, weightLength: number
     if (casting !== undefined && Casting[casting] === Casting.llama && computeDtype !== inDtype && inDtype !== 'float32') {
       throw new RangeError(`normalizeFile: options.castingMode '${casting}' rounds to the input's dtype (${inDtype}), so options.outDtype must be ${inDtype} too, got ${outDtype}`);
     }
-    const rowScales = isQuant(outDtype) && a.o.quantScale === undefined;
+    const rowScales = perRowScales(outDtype, a.o.quantScale);
     if (x.bytes === null) {
       return { input: x, out: { name: x.name, dtype: outDtype, typeName: outDtype, shape: x.shape, bytes: 0 }, norm: { dim, rows: null, first: 0, inDtype, computeDtype, outDtype, rowScales } };
     }

@@ -10,7 +10,8 @@ import { readdir, realpath, unlink } from 'node:fs/promises';
 import { removeStrays } from '../atomic.js';
 import { realDirsBelow } from '../confined.js';
 import { NormalizeError } from '../errors.js';
-import { baseOf, bytesOf, dirOf, fromBytes, joinPath, scalesPathOf, shown, stemOf, type FsPath } from '../paths.js';
+import { baseOf, bytesOf, dirOf, fromBytes, joinPath, shown, stemOf, type FsPath } from '../paths.js';
+import { scalesPathOf } from '../scales.js';
 import type { DatasetFile } from './inputs.js';
 
 /** The output path of the whole file an output belongs to (itself, or the file a part was cut from). */

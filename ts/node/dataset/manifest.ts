@@ -8,11 +8,12 @@
  * cannot vouch for a file another run has since rewritten.
  * @module
  */
-import { open, readdir, type FileHandle } from 'node:fs/promises';
+import { lstat, open, readdir, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { writeAll } from '../atomic.js';
 import { codeOf, fsError, meaningOf, NormalizeError } from '../errors.js';
 import { NO_FOLLOW_RW, readSmallFile } from '../confined.js';
+import type { FsPath } from '../paths.js';
 import type { DatasetRecord } from './types.js';
 
 /** The manifest's file name for shard `index` of `count`. */
@@ -143,4 +144,10 @@ export class ManifestWriter {
     await this.fh.datasync().catch(() => {});
     await this.fh.close();
   }
+}
+
+/** Whether `path` is a regular file (not a link) of `size` bytes modified at `mtimeMs` (the very file a record vouches for). */
+export async function isFile(path: FsPath, size: number, mtimeMs: number): Promise<boolean> {
+  const st = await lstat(path).catch(() => null);
+  return st !== null && st.isFile() && st.size === size && st.mtimeMs === mtimeMs;
 }

@@ -6,8 +6,8 @@
  */
 import { ALL_DTYPES } from '../../glue/dtypes.js';
 import { NormalizeError } from '../errors.js';
-import { FORMATS, formatNamed, takesName, type FormatName } from '../formats/index.js';
-import { baseOf, byteLength, bytesOf, NAME_MAX, scalesPathOf, shown, type FsPath } from '../paths.js';
+import { FORMATS, formatNamed, type FormatName } from '../formats/index.js';
+import { baseOf, byteLength, NAME_MAX, shown, type FsPath } from '../paths.js';
 import type { DatasetFile } from './inputs.js';
 import type { NormalizeDatasetOptions } from './types.js';
 
@@ -20,18 +20,6 @@ export function refuseLongNames(files: readonly DatasetFile[]): void {
   }
 }
 
-/**
- * Refuses a quantized run where a one-array file's scales file (`a.scale.npy` beside `a.npy`)
- * would be the output of another input (names a container format takes write no such file).
- */
-export function refuseScalesOverOutputs(files: readonly DatasetFile[], format: FormatName | undefined): void {
-  const oneArray = (rel: FsPath) => (format !== undefined ? !formatNamed(format).several : !FORMATS.some((f) => f.several && takesName(baseOf(rel).toString(), f.name)));
-  const outputs = new Map(files.map((f) => [bytesOf(f.rel).toString('latin1'), f]));
-  for (const f of files.filter((g) => oneArray(g.rel))) {
-    const other = outputs.get(bytesOf(scalesPathOf(f.rel)).toString('latin1'));
-    if (other) throw new NormalizeError(`the rows' scales of ${shown(f.input)} would be written over the output of ${shown(other.input)}, ${shown(other.rel)}: give options.quantScale, or rename one`);
-  }
-}
 
 /**
  * Refuses, before anything is made, an `outDtype` the format of some of the inputs cannot hold

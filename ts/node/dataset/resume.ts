@@ -5,13 +5,12 @@
  * @module
  */
 import { createHash } from 'node:crypto';
-import { lstat } from 'node:fs/promises';
 import { PARAM_DEFAULTS } from '../../call/check/params.js';
-import { isQuant } from '../../glue/dtypes.js';
 import { OUTPUT_KEYS } from '../file-args.js';
-import { formatNamed } from '../formats/index.js';
 import type { FloatArray } from '../../types.js';
-import { joinPath, recordPath, scalesPathOf, type FsPath } from '../paths.js';
+import { joinPath, recordPath, type FsPath } from '../paths.js';
+import { scalesRecord, scalesVouched } from '../scales.js';
+import { isFile } from './manifest.js';
 import type { NormalizeSummary } from '../types.js';
 import type { LoadedWeight } from '../weight.js';
 import type { DatasetFile } from './inputs.js';
@@ -65,17 +64,9 @@ export async function isDone(r: DatasetRecord | undefined, f: DatasetFile, out: 
   if (r.input !== input.text || r.inputBase64 !== input.base64) return false;
   if (JSON.stringify(r.part) !== JSON.stringify(f.part)) return false;
   if (settingsText(r.options) !== settings || (checksum && !r.sha256)) return false;
-  // A one-array file quantized with a scale per row has its scales file: the record must vouch for it too.
-  const needsScales = !formatNamed(r.format).several && isQuant(r.outDtype) && r.options.quantScale == null;
-  if (needsScales && !r.scales) return false;
-  return (await isFile(out, r.outputSize, r.outputMtimeMs)) && (!r.scales || (await isFile(scalesPathOf(out), r.scales.outputSize, r.scales.outputMtimeMs)));
+  return (await isFile(out, r.outputSize, r.outputMtimeMs)) && (await scalesVouched(r, out));
 }
 
-/** Whether `path` is a regular file (not a link) of `size` bytes modified at `mtimeMs` (the very file a record vouches for). */
-export async function isFile(path: FsPath, size: number, mtimeMs: number): Promise<boolean> {
-  const st = await lstat(path).catch(() => null);
-  return st !== null && st.isFile() && st.size === size && st.mtimeMs === mtimeMs;
-}
 
 /**
  * The record of `f`'s output, written as `s` says, its file now `outputMtimeMs`; `scales`: the
@@ -86,14 +77,11 @@ export function recordOf(
 ): DatasetRecord {
   const input = recordPath(absolute(f.input));
   const output = recordPath(f.rel);
-  const scalesPath = recordPath(scalesPathOf(f.rel));
   return {
     input: input.text, ...(input.base64 !== undefined && { inputBase64: input.base64 }),
     output: output.text, ...(output.base64 !== undefined && { outputBase64: output.base64 }),
     recordedAt: Date.now(), inputSize: f.size, inputMtimeMs: f.mtimeMs, outputSize: s.outputBytes, outputMtimeMs,
-    ...(scales && {
-      scales: { output: scalesPath.text, ...(scalesPath.base64 !== undefined && { outputBase64: scalesPath.base64 }), outputSize: scales.size, outputMtimeMs: scales.mtimeMs },
-    }),
+    ...(scales && { scales: scalesRecord(f.rel, scales) }),
     format: s.format, dtype: s.dtype, outDtype: s.outDtype, rows: s.rows, dim: s.dim, shape: s.shape, options: settings,
     seconds: Math.round(seconds * 1e6) / 1e6, ...(s.sha256 && { sha256: s.sha256 }), ...(f.part && { part: f.part }),
   };

@@ -13,22 +13,23 @@
  * what is not recorded.
  * @module
  */
-import { lstat, unlink } from 'node:fs/promises';
+import { lstat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { startEngine } from '../engine.js';
 import { taskQueueOf } from '../tasks/queue.js';
 import { paramOptions } from '../../call/check/params.js';
-import { DTYPES, isQuant } from '../../glue/dtypes.js';
+import { DTYPES } from '../../glue/dtypes.js';
 import { NormalizeError } from '../errors.js';
 import { makeDirs } from '../sink.js';
 import { makeDirsBelow } from '../confined.js';
 import { CHUNK_BYTES, SLOTS } from '../chunks.js';
 import { isPath, PER_FILE_KEYS } from '../file-args.js';
 import { checkRun } from './args.js';
-import { refuseLongNames, refuseOutDtype, refuseScalesOverOutputs } from './refusals.js';
+import { refuseLongNames, refuseOutDtype } from './refusals.js';
 import { normalizeFileWith } from '../file.js';
 import { formatNamed, formatOf, takenNames, takesName } from '../formats/index.js';
-import { bytesOf, dirOf, joinPath, scalesPathOf, shown, type FsPath } from '../paths.js';
+import { bytesOf, dirOf, joinPath, shown, type FsPath } from '../paths.js';
+import { perRowScales, refuseScalesOverOutputs, removeRecordedScales, scalesPathOf } from '../scales.js';
 import { openSource } from '../source.js';
 import type { NormalizeFileOptions } from '../types.js';
 import { loadWeight, type LoadedWeight } from '../weight.js';
@@ -38,7 +39,7 @@ import { listInputs, type DatasetFile } from './inputs.js';
 import { ShardLock, STALE_S } from './lock.js';
 import { describeOwner } from './lock-owner.js';
 import { ManifestWriter, manifestName, readManifests, recordKey } from './manifest.js';
-import { isDone, isFile, recordOf, settingsOf, settingsText } from './resume.js';
+import { isDone, recordOf, settingsOf, settingsText } from './resume.js';
 import { SPLIT_BYTES, shardOf, splitLarge } from './shards.js';
 import type { DatasetFileEvent, DatasetRecord, DatasetSummary, NormalizeDatasetOptions } from './types.js';
 
@@ -77,15 +78,6 @@ async function firstAxisOf(f: DatasetFile, o: NormalizeDatasetOptions, dim: numb
 /** The manifest's key of `f`'s output. */
 const keyOf = (f: DatasetFile): string => recordKey({ output: typeof f.rel === 'string' ? f.rel : '', outputBase64: typeof f.rel === 'string' ? undefined : f.rel.toString('base64') });
 
-/**
- * Removes the scales file an earlier record of `output` vouched for (still that very file), now
- * that the output was written without one: it would otherwise sit beside an output it is not of.
- */
-async function removeRecordedScales(r: DatasetRecord | undefined, output: FsPath): Promise<void> {
-  if (!r?.scales) return;
-  const path = scalesPathOf(output);
-  if (await isFile(path, r.scales.outputSize, r.scales.outputMtimeMs)) await unlink(path).catch(() => {});
-}
 
 /**
  * Normalizes every file of `inputs` into `outDir`, at the same relative paths; see the module
@@ -113,7 +105,7 @@ export async function normalizeDataset(inputs: string | readonly string[], outDi
   };
   // Listed before the output directory is made: a run refused for its inputs leaves nothing.
   const listed = await listInputs(list, outDir, { accept: (n) => takesName(n, o.format), accepts: takenNames(o.format), follow: o.followSymlinks !== false, warn });
-  if (isQuant(o.outDtype) && o.quantScale === undefined) refuseScalesOverOutputs(listed, o.format);
+  if (perRowScales(o.outDtype, o.quantScale)) refuseScalesOverOutputs(listed, o.format);
   refuseOutDtype(listed, o);
   await makeDirs(outDir, 'the output directory');
   const lock = await ShardLock.acquire(outDir, index, count, {
@@ -160,7 +152,7 @@ async function runLocked(
     } else todo.push(f);
   }
   for (const rel of await removeStale(outDir, plan, files)) warn(`removed ${shown(rel)}: an output of an earlier run that split the dataset otherwise`);
-  await removeTemps(outDir, todo, isQuant(o.outDtype) && o.quantScale === undefined);
+  await removeTemps(outDir, todo, perRowScales(o.outDtype, o.quantScale));
   await refuseOverwrites(outDir, todo);
   // Every per-file option as given (the run's engine and signal are passed on their own), the weight as loaded once.
   const perFile: NormalizeFileOptions = {
