@@ -8,8 +8,8 @@
  */
 import type { DataBuffer } from './glue/memory.js';
 import { DTYPE_NAMES, isJsArray, rowsOf, typed } from './call/check/arrays.js';
-import { noQuantized, rowScalesOf } from './call/check/calls.js';
-import { checkLayerBackward, checkLayerForward, checkLayerOptions } from './call/check/layer-calls.js';
+import { rowScalesOf } from './call/check/calls.js';
+import { checkLayerBackward, checkLayerForward, checkLayerOptions, noBackward } from './call/check/layer-calls.js';
 import { gateModeOf } from './call/check/params.js';
 import { Dtype as DT } from './generated/abi.js';
 import { BY_CODE } from './glue/dtypes.js';
@@ -58,6 +58,8 @@ export class RmsNormLayer<W extends FloatArray = Float32Array, Q extends QuantDt
   readonly quantScale: number | null;
   /** The kernel's parameters, checked once at creation: of a call without a gate, and with one. */
   private readonly params: Params;
+  /** An option only a forward has that the layer was made with: then it has no backward. */
+  private readonly forwardOnly: string | undefined;
   private readonly gated: Params;
   private readonly act: number;
   private readonly wdt: number;
@@ -81,6 +83,7 @@ export class RmsNormLayer<W extends FloatArray = Float32Array, Q extends QuantDt
     this.rn = rn;
     this.dim = o.dim;
     this.params = o.params;
+    this.forwardOnly = o.forwardOnly;
     this.gated = o.gated;
     this.gateMode = gateModeOf(o.gated.gate);
     this.eps = o.params.eps;
@@ -174,7 +177,7 @@ export class RmsNormLayer<W extends FloatArray = Float32Array, Q extends QuantDt
    * @throws TypeError / RangeError on bad arguments, before anything is written.
    */
   backward<T extends FloatArray = Float32Array>(dy: T, x: T, options?: RmsNormLayerBackwardOptions<T>): RmsNormBackwardResult<T, W> {
-    noQuantized('layer.backward', this.params);
+    noBackward('layer.backward', this.forwardOnly);
     const xa = this.rows('backward', 'x', x);
     const dya = this.rows('backward', 'dy', dy);
     if (dya.length !== xa.length) throw new RangeError(`layer.backward: dy.length (${dya.length}) must equal x.length (${xa.length})`);

@@ -253,11 +253,6 @@ export function backwardArrays(
   return arrs;
 }
 
-/** A TypeError for a backward whose parameters have a quantized output (which has no gradient). */
-export function noQuantized(fn: string, params: Params): void {
-  if (params.out_dtype !== 0) throw new TypeError(`${fn}: a quantized output (options.outDtype) has no backward`);
-}
-
 /** `options.dgate`: where the gate's gradient goes (only with a gate), apart from the other outputs. */
 function dgateOf(fn: string, v: unknown, gate: Data | null, xa: Data, act: number, dtn: string, dx: Data | null, dweight: Data | null): Data | null {
   if (gate === null && v !== undefined) {

@@ -11,7 +11,7 @@ import { optF32, optQuantized, optTyped } from './arrays.js';
 import { BACKWARD_PLAIN, backwardArrays, FORWARD_PLAIN, forwardArrays, fusedAdd, gateOf, plainOperands } from './calls.js';
 import { options } from './options.js';
 import { distinctOutputs } from './overlap.js';
-import { checkParams, operandKeys, PARAM_KEYS } from './params.js';
+import { checkParams, FORWARD_ONLY_KEYS, operandKeys, PARAM_KEYS } from './params.js';
 
 /** createRmsNorm's checked arguments. */
 interface LayerArgs {
@@ -23,6 +23,8 @@ interface LayerArgs {
   /** The kernel's parameters of a call without a gate, and of one with (options.gateMode's). */
   params: Params;
   gated: Params;
+  /** The first option only a forward has that the layer was made with, if any: it has no backward. */
+  forwardOnly: string | undefined;
 }
 
 /**
@@ -33,7 +35,13 @@ interface LayerArgs {
 export function checkLayerOptions(fn: string, weight: unknown, opts: unknown): LayerArgs {
   const o = options(fn, opts, PARAM_KEYS);
   const { params, weight: w, act } = checkParams(fn, o, 'x', undefined, weight, true, false);
-  return { weight: w, dim: params.dim, act, params: Object.freeze({ ...params, gate: Gate.none }), gated: Object.freeze(params) };
+  const forwardOnly = FORWARD_ONLY_KEYS.find((k) => o[k] !== undefined);
+  return { weight: w, dim: params.dim, act, params: Object.freeze({ ...params, gate: Gate.none }), gated: Object.freeze(params), forwardOnly };
+}
+
+/** A TypeError for the backward of a layer made with `forwardOnly`, an option only a forward has (a quantized output has no gradient). */
+export function noBackward(fn: string, forwardOnly: string | undefined): void {
+  if (forwardOnly !== undefined) throw new TypeError(`${fn}: the layer was made with options.${forwardOnly}, which only a forward has: it has no backward`);
 }
 
 // A layer owns rstd, the row scales, dx, dweight and dgate; its calls take the other arrays.
