@@ -94,6 +94,11 @@ export function renderAbi(src) {
     'export function writeParamsBlock(i32: Int32Array, f32: Float32Array, at: number, q: { readonly [K in keyof typeof PARAMS]: number }): void {',
     ...params.fields.map((f) => `  ${f.float ? 'f32' : 'i32'}[at + ${f.word}] = q.${f.name};`),
     '}',
+    '',
+    '/** A new {@link PARAMS} record, every field 0: one literal, so that every call\'s record has one shape (which the writer above reads fast). */',
+    'export function blankParams(): { -readonly [K in keyof typeof PARAMS]: number } {',
+    `  return { ${params.fields.map((f) => `${f.name}: 0`).join(', ')} };`,
+    '}',
   );
   out.push('', '/** The storage types\' facts, by {@link Dtype} code (see `DtypeFacts` in abi.rs). */', 'export const DTYPE_FACTS = [');
   for (const d of dtypes) out.push(`  { ${Object.entries(d).map(([k, v]) => `${k}: ${typeof v === 'string' ? q(v) : v}`).join(', ')} },`);

@@ -198,6 +198,11 @@ export function writeParamsBlock(i32: Int32Array, f32: Float32Array, at: number,
   f32[at + 7] = q.quant_scale;
 }
 
+/** A new {@link PARAMS} record, every field 0: one literal, so that every call's record has one shape (which the writer above reads fast). */
+export function blankParams(): { -readonly [K in keyof typeof PARAMS]: number } {
+  return { dim: 0, stat: 0, eps: 0, offset: 0, dtypes: 0, gate: 0, out_dtype: 0, quant_scale: 0 };
+}
+
 /** The storage types' facts, by {@link Dtype} code (see `DtypeFacts` in abi.rs). */
 export const DTYPE_FACTS = [
   { name: 'float32', bytes: 4, half: false, array: 'Float32Array', js_array: '', npy: '<f4', safetensors: 'F32', qmax: 0 },

@@ -5,7 +5,7 @@
  * these and from the operations' operands (ops.ts), so that no list of keys is written twice.
  * @module
  */
-import { Dtype as DT, Gate, LLAMA_W } from '../../generated/abi.js';
+import { blankParams, Dtype as DT, Gate, LLAMA_W } from '../../generated/abi.js';
 import type { Data, Op, Params } from '../ops.js';
 import { listed, QUANT_DTYPES } from '../../glue/dtypes.js';
 import type { GateMode, QuantDtype } from '../../types.js';
@@ -98,13 +98,23 @@ export function checkParams(
   const wdt = weightDtype(fn, weight, o.weightDtype, act);
   const w = weightOf(fn, weight, wdt);
   const dim = dimOf(fn, w, o.dim);
-  const scalars = scalarParams(fn, o, { w, dim });
+  // Every call's Params has one shape, its fields in one order (abi.ts blankParams, then wdt),
+  // which the call block's writer reads fast: made by spreading another object, each was a slow
+  // dictionary, and the one-off call several times slower.
+  const params = blankParams() as { -readonly [K in keyof Params]: number };
+  scalarParams(fn, o, w, dim, params);
   const llama = castingBits(fn, o.castingMode);
   // A half weight of the activations' own dtype: llama rounds what it multiplies to that dtype too.
   const llamaW = llama !== 0 && w !== null && wdt === act && act !== DT.float32 ? LLAMA_W : 0;
   const gate = gateModeCode(fn, o.gateMode, gated, needsGate);
   const out = quantOf(fn, o.outDtype, o.quantScale);
-  return { params: { ...scalars, dim, dtypes: act | llama | llamaW, gate, wdt, out_dtype: out.code, quant_scale: out.scale }, weight: w, act };
+  params.dim = dim;
+  params.dtypes = act | llama | llamaW;
+  params.gate = gate;
+  params.wdt = wdt;
+  params.out_dtype = out.code;
+  params.quant_scale = out.scale;
+  return { params, weight: w, act };
 }
 
 const QUANT_NAMES = listed(Object.keys(QUANT_DTYPES));

@@ -12,12 +12,6 @@ import { describe } from './arrays.js';
 /** eps when none is given. */
 export const DEFAULT_EPS = 1e-6;
 
-/** What a scalar's rule knows of the call besides the value: its weight (null for none) and row length. */
-interface Context {
-  readonly w: Data | null;
-  readonly dim: number;
-}
-
 /** One scalar option. */
 interface Scalar {
   /** Its value when absent. */
@@ -26,9 +20,10 @@ interface Scalar {
   readonly param: keyof Params;
   /**
    * The field's value for a given number `v` (already known to be a number), or a RangeError
-   * naming `options.NAME` (`what`) when `v` breaks the rule.
+   * naming `options.KEY` (`key`) when `v` breaks the rule; `w`: the call's weight (null for
+   * none), `dim`: its row length.
    */
-  readonly rule: (fn: string, what: string, v: number, c: Context) => number;
+  readonly rule: (fn: string, key: string, v: number, w: Data | null, dim: number) => number;
   /** The command's flag: the letter its value is shown by in `--help`, and what it does. */
   readonly flag: { readonly letter: string; readonly help: string };
 }
@@ -41,9 +36,9 @@ export const SCALARS = {
   eps: {
     fallback: DEFAULT_EPS,
     param: 'eps',
-    rule(fn, what, v) {
+    rule(fn, key, v) {
       // A value beyond float32's range would become +Inf there and silently zero every row.
-      if (!(v >= 0) || !finite32(v)) throw new RangeError(`${fn}: ${what} must be >= 0 and finite as a float32 (at most 3.4028234663852886e38), got ${v}`);
+      if (!(v >= 0) || !finite32(v)) throw new RangeError(`${fn}: options.${key} must be >= 0 and finite as a float32 (at most 3.4028234663852886e38), got ${v}`);
       return v;
     },
     flag: { letter: 'E', help: 'added inside the square root' },
@@ -51,9 +46,9 @@ export const SCALARS = {
   offset: {
     fallback: 0,
     param: 'offset',
-    rule(fn, what, v, c) {
-      if (!finite32(v)) throw new RangeError(`${fn}: ${what} must be finite as a float32 (|offset| at most 3.4028234663852886e38), got ${v}`);
-      if (v !== 0 && c.w === null) throw new RangeError(`${fn}: ${what} (${v}) needs a weight (the gain is offset + weight), but weight is null`);
+    rule(fn, key, v, w) {
+      if (!finite32(v)) throw new RangeError(`${fn}: options.${key} must be finite as a float32 (|offset| at most 3.4028234663852886e38), got ${v}`);
+      if (v !== 0 && w === null) throw new RangeError(`${fn}: options.${key} (${v}) needs a weight (the gain is offset + weight), but weight is null`);
       return v;
     },
     flag: { letter: 'O', help: 'add O to the weight: the gain is O + weight, 1 for Gemma' },
@@ -61,26 +56,33 @@ export const SCALARS = {
   partial: {
     fallback: 1,
     param: 'stat',
-    rule(fn, what, v, c) {
-      if (!(v > 0 && v <= 1)) throw new RangeError(`${fn}: ${what} must be a number in (0, 1] (the fraction of each row rstd is estimated from), got ${v}`);
-      return statOf(v, c.dim);
+    rule(fn, key, v, _w, dim) {
+      if (!(v > 0 && v <= 1)) throw new RangeError(`${fn}: options.${key} must be a number in (0, 1] (the fraction of each row rstd is estimated from), got ${v}`);
+      return statOf(v, dim);
     },
     flag: { letter: 'P', help: 'pRMSNorm: rms from the first ceil(P * dim) elements, 0 < P <= 1' },
   },
 } as const satisfies { readonly [K in keyof Required<ScalarOptions>]: Scalar };
 
 /** The `Params` fields the scalar options set. */
-type ScalarParams = Pick<Params, (typeof SCALARS)[keyof typeof SCALARS]['param']>;
+type ScalarParam = (typeof SCALARS)[keyof typeof SCALARS]['param'];
 
-/** The `Params` fields of the scalar options in `o` (each absent one at its fallback), checked. */
-export function scalarParams(fn: string, o: Readonly<Record<string, unknown>>, c: Context): ScalarParams {
-  const p: Record<string, number> = {};
-  for (const [k, s] of Object.entries(SCALARS)) {
+/** The table's keys and rows, listed once (a call reads them without making the lists again). */
+const KEYS: readonly string[] = Object.keys(SCALARS);
+const ROWS: readonly Scalar[] = Object.values(SCALARS);
+
+/**
+ * Writes into `p` the `Params` fields of the scalar options in `o` (each absent one at its
+ * fallback), checked against the call's weight `w` (null for none) and row length `dim`.
+ */
+export function scalarParams(fn: string, o: Readonly<Record<string, unknown>>, w: Data | null, dim: number, p: { -readonly [K in ScalarParam]: number }): void {
+  for (let i = 0; i < ROWS.length; i++) {
+    const k = KEYS[i]!;
+    const s = ROWS[i]!;
     const v = o[k];
     if (v !== undefined && typeof v !== 'number') throw new TypeError(`${fn}: options.${k} must be a number, got ${describe(v)}`);
-    p[s.param] = s.rule(fn, `options.${k}`, v ?? s.fallback, c);
+    p[s.param as ScalarParam] = s.rule(fn, k, v ?? s.fallback, w, dim);
   }
-  return p as ScalarParams;
 }
 
 /**
