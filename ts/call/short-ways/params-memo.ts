@@ -1,10 +1,11 @@
 /**
- * A call's checked parameters, kept for the next call with the same weight and the same option
- * values. The short ways (short-ways/*.ts) read an options object's keys once: each must be
- * one of the operation's parameter options (params.ts's `PARAM_KEYS` for a forward,
- * `BACKWARD_PARAM_KEYS` for a backward — the lists the general check reads too) or one of the
- * short way's own arrays; each parameter's value is compared with the last call's. Only a change is checked again, by the general check itself (so it throws what the
- * general path would).
+ * A call's checked parameters, kept for the next call with a weight as long (or none again)
+ * and the same option values. The short ways (short-ways/*.ts) read an options object's keys
+ * once: each must be one of the operation's parameter options (params.ts's `PARAM_KEYS` for a
+ * forward, `BACKWARD_PARAM_KEYS` for a backward — the lists the general check reads too) or
+ * one of the short way's own arrays; each parameter's value is compared with the last call's.
+ * Only a change is checked again, by the general check itself (so it throws what the general
+ * path would).
  * @module
  */
 import { checkParams, type CheckedParams } from '../check/params.js';
@@ -15,8 +16,8 @@ const NO_OPTIONS: Readonly<Record<string, unknown>> = Object.freeze({});
 
 /** One operation's last checked parameters: see the module doc. */
 export class ParamsMemo {
-  private weight: unknown = UNSEEN;
-  private weightLength = -1;
+  /** The last call's weight length, -1 for none (null); the parameters depend on nothing else of a Float32Array weight. */
+  private weightLength: number | typeof UNSEEN = UNSEEN;
   /** The last call's value of each of {@link keys}, in that order (undefined: absent). */
   private readonly values: unknown[];
   /** How many of {@link values} are not undefined. */
@@ -42,8 +43,10 @@ export class ParamsMemo {
    */
   of(fn: string, options: unknown, first: Float32Array, weight: Float32Array | null): CheckedParams | null {
     const v = this.values;
-    // A weight detached since (length 0) is not the weight checked before.
-    let same = this.last !== null && weight === this.weight && (weight === null || weight.length === this.weightLength);
+    // The parameters read of a Float32Array weight only whether there is one and its length:
+    // another view of the same floats (a zero-copy call makes one each time), or another array
+    // as long, is checked already. A detached one (length 0) is not.
+    let same = this.last !== null && (weight === null ? -1 : weight.length) === this.weightLength;
     let matched = 0;
     if (options !== undefined) {
       if (typeof options !== 'object' || options === null || Object.getPrototypeOf(options) !== Object.prototype) return null;
@@ -62,7 +65,6 @@ export class ParamsMemo {
     const c = checkParams(fn, o, this.firstName, first, weight, false);
     this.given = 0;
     for (let i = 0; i < v.length; i++) if ((v[i] = o[this.keys[i]!]) !== undefined) this.given++;
-    this.weight = weight;
     this.weightLength = weight === null ? -1 : weight.length;
     this.last = c;
     return c;

@@ -4,9 +4,8 @@
  * output dtype some inputs' format cannot hold.
  * @module
  */
-import { ALL_DTYPES } from '../../glue/dtypes.js';
 import { NormalizeError } from '../errors.js';
-import { FORMATS, formatNamed, type FormatName } from '../formats/index.js';
+import { FORMATS, formatNamed } from '../formats/index.js';
 import { baseOf, byteLength, NAME_MAX, shown, type FsPath } from '../paths.js';
 import type { DatasetFile } from './inputs.js';
 import type { NormalizeDatasetOptions } from './types.js';
@@ -29,14 +28,13 @@ export function refuseLongNames(files: readonly DatasetFile[]): void {
 export function refuseOutDtype(files: readonly DatasetFile[], o: NormalizeDatasetOptions): void {
   const d = o.outDtype;
   if (d === undefined) return;
-  const holds = (f: FormatName) => (f === 'npy' || f === 'npz' ? ALL_DTYPES[d].npy !== null : f === 'safetensors' ? ALL_DTYPES[d].safetensors !== null : true);
   const formatOfName = (rel: FsPath) => {
     const name = baseOf(rel).toString().toLowerCase();
     return o.format ?? FORMATS.find((f) => f.extensions.some((e) => name.endsWith(e)))?.name;
   };
   const bad = files.filter((f) => {
     const fmt = formatOfName(f.rel);
-    return fmt !== undefined && !holds(fmt);
+    return fmt !== undefined && !formatNamed(fmt).holds(d);
   });
   if (bad.length === 0) return;
   const fmt = formatNamed(formatOfName(bad[0]!.rel)!);

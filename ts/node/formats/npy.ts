@@ -255,6 +255,7 @@ export const npyFormat: Format = {
   header: true,
   splits: true,
   extensions: ['.npy'],
+  holds: (d) => ALL_DTYPES[d].npy !== null,
   detect: (head) => MAGIC.every((b, i) => head[i] === b),
   async read(src: Source): Promise<Contents> {
     const name = shown(src.path);

@@ -9,7 +9,7 @@ import { DTYPES } from '../../glue/dtypes.js';
 import { NormalizeError } from '../errors.js';
 import { shown } from '../paths.js';
 import type { Source } from '../source.js';
-import { floatHeader, isFloatDescr, npyHeaderOf, NpyError, readNpyDict, readNpyHeaderBytes } from './npy.js';
+import { floatHeader, isFloatDescr, npyFormat, npyHeaderOf, NpyError, readNpyDict, readNpyHeaderBytes } from './npy.js';
 import type { ArrayIn, ArrayOut, Contents, Format, FormatWriter } from './types.js';
 import { checkStoredCrc, dataStart, InflateSource, readMembers } from './zip-read.js';
 import { ZipWriter } from './zip-write.js';
@@ -86,6 +86,8 @@ export const npzFormat: Format = {
   header: true,
   splits: false,
   extensions: ['.npz'],
+  // Its members are .npy files.
+  holds: (d) => npyFormat.holds(d),
   // A zip's first local header, or the end record of an empty zip.
   detect: (h) => h[0] === 0x50 && h[1] === 0x4b && ((h[2] === 3 && h[3] === 4) || (h[2] === 5 && h[3] === 6)),
   read,

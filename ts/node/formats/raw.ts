@@ -19,6 +19,7 @@ export const rawFormat: Format = {
   header: false,
   splits: true,
   extensions: [],
+  holds: () => true,
   detect: () => false,
   async read(src: Source, o: ReadOptions): Promise<Contents> {
     const name = shown(src.path);

@@ -119,6 +119,7 @@ export const safetensorsFormat: Format = {
   header: true,
   splits: false,
   extensions: ['.safetensors'],
+  holds: (d) => ALL_DTYPES[d].safetensors !== null,
   detect(head) {
     if (head.length < 9 || head[8] !== 0x7b) return false;
     // Past the header cap it is still told as safetensors: read() then says why it is refused.

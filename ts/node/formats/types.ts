@@ -4,7 +4,7 @@
  * output. Each format is one module implementing {@link Format}; `index.ts` lists them.
  * @module
  */
-import type { FileDtype } from '../../glue/dtypes.js';
+import type { FileDtype, OutDtype } from '../../glue/dtypes.js';
 import type { QuantDtype } from '../../types.js';
 import type { Source } from '../source.js';
 
@@ -92,6 +92,8 @@ export interface Format {
   readonly splits: boolean;
   /** The extensions a directory walk takes for it (lower case, with the dot); none: every file, when it is asked for. */
   readonly extensions: readonly string[];
+  /** Whether its files can hold arrays of dtype `d` (a dtype the library writes). */
+  holds(d: OutDtype): boolean;
   /** Whether a file starting with `head` (its first bytes, up to 16; fewer for a shorter file) is of this format. */
   detect(head: Uint8Array): boolean;
   /** Reads the header of `src` (a NormalizeError naming it when malformed): the arrays and where their bytes are. */
