@@ -485,10 +485,7 @@ export function renderReadmeResults(): string {
 
 /** The README with its results block replaced by {@link renderReadmeResults}. */
 export function readmeWithResults(readme: string): string {
-  const i = readme.indexOf(START);
-  const j = readme.indexOf(END);
-  if (i < 0 || j < i) return readme;
-  return readme.slice(0, i) + renderReadmeResults() + readme.slice(j + END.length);
+  return withBlocks(README_MD, readme);
 }
 
 /** docs/performance.md, whose one-off section is generated from one-off-browser.json. */
@@ -605,32 +602,41 @@ function renderViteBuilds(): string {
   ].join('\n');
 }
 
-/** docs/web-app.md with its generated sentence up to date. */
-export function webAppWithBuilds(md: string): string {
-  return withBlock(md, BUILDS_START, BUILDS_END, renderViteBuilds);
+/**
+ * The generated blocks of the pages beside docs/benchmarks.md, by page: each between its start
+ * and end markers, rendered from the results. Writing and checking them both go by this list.
+ */
+const BLOCKS: ReadonlyMap<string, readonly (readonly [string, string, () => string])[]> = new Map([
+  [README_MD, [[START, END, renderReadmeResults]]],
+  [PERFORMANCE_MD, [[ONE_OFF_START, ONE_OFF_END, renderOneOffFloor], [COLD_START, COLD_END, renderColdStart]]],
+  [WEB_APP_MD, [[BUILDS_START, BUILDS_END, renderViteBuilds]]],
+]);
+
+/** Page `path`'s text `md` with its generated blocks up to date. */
+function withBlocks(path: string, md: string): string {
+  return BLOCKS.get(path)!.reduce((t, [start, end, render]) => withBlock(t, start, end, render), md);
 }
 
 /** docs/performance.md with its generated sections up to date. */
 export function performanceWithOneOff(md: string): string {
-  return withBlock(withBlock(md, ONE_OFF_START, ONE_OFF_END, renderOneOffFloor), COLD_START, COLD_END, renderColdStart);
+  return withBlocks(PERFORMANCE_MD, md);
 }
 
-/** Writes docs/benchmarks.md, the README's results block and docs/performance.md's one-off section from the results. */
+/** Writes docs/benchmarks.md and the generated blocks of the other pages from the results. */
 export function writeBenchmarks(): void {
   writeFileSync(BENCHMARKS_MD, renderBenchmarks());
-  writeFileSync(README_MD, readmeWithResults(readFileSync(README_MD, 'utf8')));
-  writeFileSync(PERFORMANCE_MD, performanceWithOneOff(readFileSync(PERFORMANCE_MD, 'utf8')));
-  writeFileSync(WEB_APP_MD, webAppWithBuilds(readFileSync(WEB_APP_MD, 'utf8')));
+  for (const path of BLOCKS.keys()) writeFileSync(path, withBlocks(path, readFileSync(path, 'utf8')));
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   if (process.argv.includes('--check')) {
-    const readme = readFileSync(README_MD, 'utf8');
-    const perf = readFileSync(PERFORMANCE_MD, 'utf8');
-    const web = readFileSync(WEB_APP_MD, 'utf8');
-    const same =
-      existsSync(BENCHMARKS_MD) && readFileSync(BENCHMARKS_MD, 'utf8') === renderBenchmarks() && readme === readmeWithResults(readme) && perf === performanceWithOneOff(perf) &&
-      web.includes(BUILDS_START) && web === webAppWithBuilds(web);
+    // Each page must have its blocks' markers (a block whose markers went missing would
+    // otherwise pass unseen) and their text as the results make it.
+    const pageOk = (path: string) => {
+      const md = readFileSync(path, 'utf8');
+      return BLOCKS.get(path)!.every(([start, end]) => md.includes(start) && md.includes(end)) && md === withBlocks(path, md);
+    };
+    const same = existsSync(BENCHMARKS_MD) && readFileSync(BENCHMARKS_MD, 'utf8') === renderBenchmarks() && [...BLOCKS.keys()].every(pageOk);
     if (!same) {
       process.stderr.write('docs/benchmarks.md, the README\'s results or the generated parts of docs/ differ from what bench/results/*.json make: run `tsx bench/docs.ts`\n');
       process.exit(1);
