@@ -17,7 +17,7 @@ import type { NormalizeFileOptions } from './types.js';
 export const isPath = (p: unknown): p is FsPath => (typeof p === 'string' && p.length > 0) || (Buffer.isBuffer(p) && p.length > 0);
 
 /** A file option's rule: returns when `v` (given, not undefined) is fine, else throws naming `what` (`options.NAME`). */
-type Rule = (fn: string, what: string, v: unknown) => void;
+export type Rule = (fn: string, what: string, v: unknown) => void;
 
 /** A rule of a TypeError when `ok(v)` is false: `must be ${expected}`. */
 const typeRule = (expected: string, ok: (v: unknown) => boolean): Rule => (fn, what, v) => {
@@ -30,8 +30,9 @@ const positive = (max: number): Rule => (fn, what, v) => {
   if (!Number.isInteger(v) || v < 1 || v > max) throw new RangeError(`${fn}: ${what} must be an integer from 1 to ${max}, got ${v}`);
 };
 
-const boolean = typeRule('a boolean', (v) => typeof v === 'boolean');
-const callback = typeRule('a function', (v) => typeof v === 'function');
+/** The rules of a boolean option and of a function (a callback), for the file functions' options and a dataset's. */
+export const boolean = typeRule('a boolean', (v) => typeof v === 'boolean');
+export const callback = typeRule('a function', (v) => typeof v === 'function');
 
 /**
  * normalizeFile's options besides the parameters (which `checkParams` checks), each once: its

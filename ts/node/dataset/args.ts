@@ -4,36 +4,30 @@
  * @module
  */
 import { describe } from '../../call/check/arrays.js';
-import { checkFileOptions, PER_FILE_KEYS } from '../file-args.js';
+import { boolean, callback, checkFileOptions, PER_FILE_KEYS, type Rule } from '../file-args.js';
 import type { NormalizeDatasetOptions } from './types.js';
 
-/** What a run option's value must be, when given: a number `>= 0` (with what it counts), a function, a boolean, or checked below. */
-type Kind = { count: string } | 'function' | 'boolean' | 'below';
+/** A number >= 0, `count` saying what it counts. */
+const atLeastZero = (count: string): Rule => (fn, what, v) => {
+  if (typeof v !== 'number') throw new TypeError(`${fn}: ${what} must be a number, got ${describe(v)}`);
+  if (!(v >= 0)) throw new RangeError(`${fn}: ${what} must be a number ${count}, got ${describe(v)}`);
+};
 
-/** The run's own options (types.ts), each once with its kind. */
-const RUN_OPTIONS: Readonly<Record<string, Kind>> = {
-  shard: 'below',
-  splitBytes: { count: 'of bytes >= 0 (Infinity: never split)' },
-  force: 'boolean',
-  keepGoing: 'boolean',
-  filesInFlight: 'below',
-  followSymlinks: 'boolean',
-  lockWait: { count: 'of seconds >= 0 (Infinity: as long as the other run lives)' },
-  lockStale: { count: 'of seconds >= 0' },
-  onProgress: 'function',
-  onFile: 'function',
-  onWarning: 'function',
+/** The run's own options (types.ts), each once with its rule (null: checked below, with the others it depends on). */
+const RUN_OPTIONS: Readonly<Record<string, Rule | null>> = {
+  shard: null,
+  splitBytes: atLeastZero('of bytes >= 0 (Infinity: never split)'),
+  force: boolean,
+  keepGoing: boolean,
+  filesInFlight: null,
+  followSymlinks: boolean,
+  lockWait: atLeastZero('of seconds >= 0 (Infinity: as long as the other run lives)'),
+  lockStale: atLeastZero('of seconds >= 0'),
+  onProgress: callback,
+  onFile: callback,
+  onWarning: callback,
 };
 const KEYS = [...PER_FILE_KEYS, ...Object.keys(RUN_OPTIONS)];
-
-/** Checks run option `k` of value `v` (given) by its kind. */
-function byKind(k: string, v: unknown, kind: Kind): void {
-  const what = `normalizeDataset: options.${k}`;
-  if (typeof kind === 'object') {
-    if (typeof v !== 'number') throw new TypeError(`${what} must be a number, got ${describe(v)}`);
-    if (!(v >= 0)) throw new RangeError(`${what} must be a number ${kind.count}, got ${describe(v)}`);
-  } else if (kind !== 'below' && typeof v !== kind) throw new TypeError(`${what} must be a ${kind}, got ${describe(v)}`);
-}
 
 /**
  * The arguments of {@link normalizeDataset}, checked before anything is read or made: its own
@@ -51,9 +45,9 @@ export function checkRun(inputs: unknown, outDir: unknown, options: unknown): { 
   if (!Number.isInteger(index) || index < 0 || index >= count) {
     throw new RangeError(`normalizeDataset: options.shard.index must be an integer from 0 to ${count - 1}, got ${describe(index)}`);
   }
-  for (const [k, kind] of Object.entries(RUN_OPTIONS)) {
+  for (const [k, rule] of Object.entries(RUN_OPTIONS)) {
     const v = (o as Record<string, unknown>)[k];
-    if (v !== undefined) byKind(k, v, kind);
+    if (v !== undefined) rule?.('normalizeDataset', `options.${k}`, v);
   }
   const k = o.filesInFlight;
   if (k !== undefined && (!Number.isInteger(k) || k < 1 || k > 64)) throw new RangeError(`normalizeDataset: options.filesInFlight must be an integer from 1 to 64, got ${describe(k)}`);
