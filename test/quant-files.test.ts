@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadRmsNorm, type RmsNorm } from '../dist/index.js';
 import { normalizeDataset, normalizeFile, NormalizeError, npyHeader, parseNpyHeader, type DatasetRecord } from '../dist/node/index.js';
+import { runWorkProcess } from './work-process.js';
 import { values as fixtureValues } from './format-values.js';
 
 const FIX = new URL('./fixtures/formats/', import.meta.url).pathname;
@@ -136,10 +137,10 @@ function testData(rows: number, dim: number): Float32Array {
   return x;
 }
 
+/** The command; with `strace`, its work process alone under strace (work-process.ts: no supervisor cleans up after the kill). */
 function cli(args: string[], opts: { input?: Buffer; env?: Record<string, string>; strace?: string[] } = {}) {
-  const cmd = opts.strace ? 'strace' : process.execPath;
-  const argv = opts.strace ? [...opts.strace, '--', process.execPath, BIN, ...args] : [BIN, ...args];
-  const r = spawnSync(cmd, argv, { input: opts.input, env: { ...process.env, ...opts.env }, timeout: 120_000 });
+  if (opts.strace) return runWorkProcess(args, { wrapper: ['strace', ...opts.strace, '--'], env: opts.env, input: opts.input });
+  const r = spawnSync(process.execPath, [BIN, ...args], { input: opts.input, env: { ...process.env, ...opts.env }, timeout: 120_000 });
   return { code: r.status, signal: r.signal, stdout: r.stdout, stderr: r.stderr.toString() };
 }
 

@@ -1,6 +1,6 @@
 /**
- * Where the package's own files are: the wasm builds with their glue, and the pool's worker
- * entries. Written relative to this module because it sits at the top of the compiled package
+ * Where the package's own files are: the wasm builds with their glue, the pool's worker
+ * entries and package.json. Written relative to this module because it sits at the top of the compiled package
  * in both of its forms: tsc's modules in dist/ and the bundle in bundle/ (this code lands in a
  * chunk at its top), with the builds at ../wasm/BUILD/ beside them and the entries at
  * pool/worker-node.js and pool/worker.js below. From a module deeper down the paths would
@@ -32,6 +32,9 @@ export const WASM_URL: Record<Build, () => URL> = {
   'simd-relaxed-threads': () => new URL('../wasm/simd-relaxed-threads/rmsnorm_wasm_bg.wasm', import.meta.url),
   scalar: () => new URL('../wasm/scalar/rmsnorm_wasm_bg.wasm', import.meta.url),
 };
+
+/** The package's package.json. */
+export const packageJsonUrl = (): URL => new URL('../package.json', import.meta.url);
 
 /** The Node worker's entry (hidden from bundlers: they would copy a Node entry into a browser build). */
 export function nodeWorkerUrl(): URL {

@@ -11,9 +11,11 @@
  * @module
  */
 import { randomBytes } from 'node:crypto';
-import { unlinkSync } from 'node:fs';
-import { open, readdir, rename, unlink, type FileHandle } from 'node:fs/promises';
+import { renameSync, unlinkSync } from 'node:fs';
+import { open, readdir, unlink, type FileHandle } from 'node:fs/promises';
 import { codeOf, fsError, NormalizeError } from './errors.js';
+import type { Fence } from './fence.js';
+import { pathText, tell } from './supervised.js';
 import { baseOf, byteLength, bytesOf, dirOf, fromBytes, joinPath, NAME_MAX, pathHash, shown, type FsPath } from './paths.js';
 
 /** `.tmp-PID-RANDOM`, the tail of every temporary name (RANDOM: 8 hex digits). */
@@ -77,7 +79,8 @@ const live = new Set<FsPath>();
 
 /**
  * Removes every temporary file of this process at once, synchronously: for a process that
- * exits now (stopped by a signal) without waiting for the reads and writes in flight.
+ * ends itself now without waiting for the reads and writes in flight (one whose supervisor is
+ * gone; a supervised process's temporaries are otherwise the supervisor's to remove).
  */
 export function removeLiveTemps(): void {
   for (const p of live) {
@@ -88,6 +91,12 @@ export function removeLiveTemps(): void {
     }
   }
   live.clear();
+}
+
+/** `path` is no longer a temporary of this process (renamed into place, or removed). */
+function forget(path: FsPath): void {
+  live.delete(path);
+  tell({ gone: pathText(path) });
 }
 
 /** See the module doc. */
@@ -102,17 +111,26 @@ export class AtomicFile {
     readonly path: FsPath,
     /** Write here. */
     readonly fh: FileHandle,
+    /** Checked right before the rename into place. */
+    private readonly fence: Fence,
   ) {}
 
-  /** Creates the temporary file beside `target`; a NormalizeError when its directory is not writable. */
-  static async create(target: FsPath): Promise<AtomicFile> {
+  /**
+   * Creates the temporary file beside `target` (told to the supervisor first, supervised.ts); a
+   * NormalizeError when its directory is not writable. `fence` is checked before the file is
+   * made and right before it is renamed into place.
+   */
+  static async create(target: FsPath, fence: Fence): Promise<AtomicFile> {
     const path = joinPath(dirOf(target), tempName(baseOf(target)));
     if (byteLength(baseOf(target)) > NAME_MAX) throw new NormalizeError(`cannot write ${shown(target)}: the name is longer than ${NAME_MAX} bytes`);
+    fence.check();
+    tell({ make: pathText(path) });
+    live.add(path);
     try {
       const fh = await open(path, 'wx+');
-      live.add(path);
-      return new AtomicFile(target, path, fh);
+      return new AtomicFile(target, path, fh, fence);
     } catch (e) {
+      forget(path);
       throw fsError(e, 'write', target, ` (a temporary file in ${shown(dirOf(target))})`);
     }
   }
@@ -137,14 +155,18 @@ export class AtomicFile {
     }
   }
 
-  /** After {@link flush}: gives the file its name. */
+  /**
+   * After {@link flush}: gives the file its name — if the fence holds, checked right before the
+   * rename, which follows at once on this thread (no queue between them).
+   */
   async publish(): Promise<void> {
+    this.fence.check();
     try {
-      await rename(this.path, this.target);
+      renameSync(this.path, this.target);
     } catch (e) {
       throw fsError(e, 'replace', this.target);
     }
-    live.delete(this.path);
+    forget(this.path);
     this.done = true;
   }
 
@@ -154,7 +176,7 @@ export class AtomicFile {
     this.done = true;
     await this.fh.close().catch(() => {});
     await unlink(this.path).catch(() => {});
-    live.delete(this.path);
+    forget(this.path);
   }
 
   /** {@link abort}: for `await using out = await AtomicFile.create(path)`. */

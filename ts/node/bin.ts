@@ -1,8 +1,17 @@
 #!/usr/bin/env node
 /**
- * The package's `bin`: runs the command (cli.ts) and exits with its code.
+ * The package's `bin`. Started by a user or a scheduler it is the supervisor (supervisor.ts):
+ * it starts itself again as the process that does the work (cli.ts) and ends with its code.
  * @module
  */
-import { main } from './cli.js';
+import { fileURLToPath } from 'node:url';
+import { supervised } from './supervised.js';
 
-process.exit(await main(process.argv.slice(2)));
+const argv = process.argv.slice(2);
+if (supervised()) {
+  const { main } = await import('./cli.js');
+  process.exit(await main(argv));
+} else {
+  const { supervise } = await import('./supervisor.js');
+  process.exit(await supervise(fileURLToPath(import.meta.url), argv));
+}

@@ -8,6 +8,7 @@ import { CASTING_MODES } from '../call/check/scalars.js';
 import { KERNEL_DTYPES, listed, OUT_DTYPES } from '../glue/dtypes.js';
 import { FORMAT_NAMES, type FormatName } from './formats/index.js';
 import { DATASET_ONLY, FILE_ONLY, FLAGS, flagOf, NUMBER_KEYS, VALUED } from './cli-flags.js';
+import { SHARDS_MAX } from './dataset/args.js';
 
 /** A mistake in the command line: printed with a pointer to --help, exit code 2. */
 export class UsageError extends Error {}
@@ -68,10 +69,12 @@ function usageError(e: Error & { code?: string }): string {
 /** --shard I/N as `{ index, count }` (undefined when absent). */
 function shardFlag(v: string | undefined): { index: number; count: number } | undefined {
   if (v === undefined) return undefined;
-  const m = /^(\d+)\/(\d+)$/.exec(v);
+  const m = /^(\d{1,9})\/(\d{1,9})$/.exec(v);
   const index = Number(m?.[1]);
   const count = Number(m?.[2]);
-  if (!m || count < 1 || index >= count) throw new UsageError(`--shard must be I/N with 0 <= I < N (e.g. 0/4), got ${JSON.stringify(v)}`);
+  if (!m || count < 1 || count > SHARDS_MAX || index >= count) {
+    throw new UsageError(`--shard must be I/N with 0 <= I < N <= ${SHARDS_MAX} (e.g. 0/4), got ${JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}…` : v)}`);
+  }
   return { index, count };
 }
 

@@ -27,10 +27,19 @@ function duration(seconds: number): string {
 
 const count = (n: number, one: string, many = `${one}s`): string => `${n.toLocaleString('en-US')} ${n === 1 ? one : many}`;
 
-/** The live progress line (terminal only): rows done, percent, GB/s, ETA. */
+/** `done/total unit` of bytes, both in the total's unit: `1.23/4.56 GB`. */
+function bytesDone(done: number, total: number): string {
+  if (!Number.isFinite(total)) return decimal(done, 'B');
+  const [t, unit] = decimal(total, 'B').split(' ') as [string, string];
+  const scale = total === 0 ? 1 : total / Number(t);
+  const digits = t.includes('.') ? t.split('.')[1]!.length : 0;
+  return `${(done / scale).toFixed(digits)}/${t} ${unit}`;
+}
+
+/** The progress line of a one-file run: rows and bytes done of all, percent, rate, ETA. */
 export function progressLine(p: NormalizeProgress): string {
-  if (!Number.isFinite(p.totalRows)) return `${count(p.rows, 'row')}  ${decimal(p.seconds > 0 ? p.bytes / p.seconds : 0, 'B/s')}`;
-  return `${p.rows.toLocaleString('en-US')}/${p.totalRows.toLocaleString('en-US')} rows  ${pace(p)}`;
+  if (!Number.isFinite(p.totalRows)) return `${count(p.rows, 'row')}  ${decimal(p.bytes, 'B')}  ${decimal(p.seconds > 0 ? p.bytes / p.seconds : 0, 'B/s')}`;
+  return `${p.rows.toLocaleString('en-US')}/${p.totalRows.toLocaleString('en-US')} rows  ${bytesDone(p.bytes, p.totalBytes)}  ${pace(p)}`;
 }
 
 /** "percent  rate  ETA" of `bytes` done out of `totalBytes` in `seconds`. */
@@ -60,9 +69,12 @@ export function summaryLine(s: NormalizeSummary): string {
   );
 }
 
-/** The live progress line of a dataset run (terminal only): files, rows, percent, rate, ETA. */
+/**
+ * The progress line of a dataset run: files done of all, bytes written of all and rows (the
+ * files in flight included), percent, rate, ETA.
+ */
 export function datasetProgressLine(p: DatasetProgress): string {
-  return `${p.files}/${p.totalFiles} files  ${p.rows.toLocaleString('en-US')} rows  ${pace(p)}`;
+  return `${p.files}/${p.totalFiles} files  ${bytesDone(p.bytes, p.totalBytes)}  ${count(p.rows, 'row')}  ${pace(p)}`;
 }
 
 /** A progress line for a log (not a terminal): its time, then what the live line says. */

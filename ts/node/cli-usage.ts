@@ -7,6 +7,7 @@ import { SCALARS } from '../call/check/scalar-options.js';
 import { KERNEL_DTYPES, listed, OUT_DTYPES, QUANT_DTYPES } from '../glue/dtypes.js';
 import { flagOf, NBSP, NUMBER_OPTIONS } from './cli-flags.js';
 import { FORMAT_NAMES, FORMATS } from './formats/index.js';
+import { datasetProgressLine, logLine } from './cli-text.js';
 
 /** Where a flag's help starts, and the width its lines wrap at. */
 const HELP_AT = 22;
@@ -35,6 +36,9 @@ const NUMBER_LINES = Object.entries(NUMBER_OPTIONS)
 const SCALAR_LINES = Object.entries(SCALARS)
   .map(([k, s]) => flagLines(`--${flagOf(k)} ${s.flag.letter}`, `${s.flag.help} (default${NBSP}${shown(s.fallback)})`))
   .join('\n');
+
+/** A dataset's log line, as --help shows it: made by the function that makes the real ones. */
+const EXAMPLE_LOG_LINE = `    ${logLine(datasetProgressLine({ files: 12, totalFiles: 60, bytes: 1.234e9, totalBytes: 4.56e9, rows: 301_250, seconds: 20 }), 20)}`;
 
 /** The quantized output types, as the help lists them. */
 const QUANT = Object.values(QUANT_DTYPES);
@@ -104,9 +108,11 @@ ${SCALAR_LINES}
   --lock-stale S      with --out-dir: take over a lock from another machine whose heartbeat
                       stopped S seconds ago (default 60)
   --verbose           with --out-dir: a line per file on stderr
-  --progress M        auto, tty, log or none: a live line on a terminal (tty); a line every
-                      --progress-interval seconds, for logs (log: files, bytes, percent,
-                      rate, ETA); auto (default): tty on a terminal, else log
+  --progress M        auto, tty, log or none: a live line on a terminal (tty; without one,
+                      log, with a warning); a line every --progress-interval seconds, for
+                      logs (log), such as (a dataset's; the files in flight counted)
+${EXAMPLE_LOG_LINE}
+                      auto (default): tty on a terminal, else log
   --progress-interval S  seconds between log lines (default 10)
   --quiet             print nothing but errors (--progress none)
   --json              print the summary as JSON

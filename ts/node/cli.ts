@@ -16,15 +16,17 @@ import { checkRun } from './dataset/args.js';
 import { checkFileOptions, FILE_KEYS } from './file-args.js';
 import { shown } from './paths.js';
 import { removeLiveTemps } from './atomic.js';
-import { releaseHeldLocks } from './dataset/lock.js';
+import { onSupervisorGone, SIGNAL_SLOT, supervised, tell } from './supervised.js';
+import { STOP_GRACE_MS, STOPS } from './supervisor.js';
 import { asFlags, parseCommand, SEE_HELP, UsageError, type Command } from './cli-args.js';
 import { USAGE } from './cli-usage.js';
+import { packageJsonUrl } from '../entries.js';
 import { datasetProgressLine, datasetSummaryLine, jsonLine, logLine, progressLine, summaryLine } from './cli-text.js';
 import type { NormalizeDatasetOptions } from './dataset/types.js';
 import type { NormalizeFileOptions } from './types.js';
 
 function version(): string {
-  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+  const pkg = JSON.parse(readFileSync(packageJsonUrl(), 'utf8')) as { version: string };
   return pkg.version;
 }
 
@@ -33,17 +35,6 @@ function clearStatus(): void {
   cursorTo(process.stderr, 0);
   clearLine(process.stderr, 0);
 }
-
-/** The signals that stop a run as Ctrl-C does: what Kubernetes and Slurm send first (TERM), a closed terminal (HUP). */
-const STOPS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
-
-/**
- * Milliseconds a stopped run has to end by itself (its temporary files removed, its lock
- * released) before the command removes them itself and exits: reads in flight on a slow disk
- * or a stalled pipe are abandoned, so that a scheduler's grace (GNU parallel's --termseq, a
- * pod's terminationGracePeriodSeconds) is never what ends it.
- */
-const STOP_GRACE_MS = 300;
 
 /** What the command says when stopped by `sig`. */
 function stoppedMessage(cmd: Command, sig: string): string {
@@ -57,8 +48,12 @@ const BUSY = 75;
 
 /** Runs a parsed command; `out` takes what goes to standard output (stderr when OUT is `-`). */
 async function run(cmd: Command, signal: AbortSignal, out: NodeJS.WriteStream): Promise<number> {
-  const mode = cmd.quiet ? 'none' : cmd.progress === 'auto' ? (cmd.json ? 'none' : process.stderr.isTTY ? 'tty' : 'log') : cmd.progress;
-  const tty = mode === 'tty' && process.stderr.isTTY === true;
+  let mode = cmd.quiet ? 'none' : cmd.progress === 'auto' ? (cmd.json ? 'none' : process.stderr.isTTY ? 'tty' : 'log') : cmd.progress;
+  if (mode === 'tty' && process.stderr.isTTY !== true) {
+    process.stderr.write('rmsnorm-wasm: warning: --progress tty, but standard error is not a terminal: progress is written as log lines instead\n');
+    mode = 'log';
+  }
+  const tty = mode === 'tty';
   let lastLog = performance.now();
   const live = (line: string, seconds: number): void => {
     if (mode === 'log') {
@@ -127,7 +122,8 @@ const SCHEDULERS: readonly (readonly [string, string])[] = [
  */
 function npmParent(): string | null {
   let pid = process.ppid;
-  for (let up = 0; up < 2 && pid > 1; up++) {
+  // Above this process: its supervisor (when it has one), then npm or a shell npm started.
+  for (let up = 0; up < (supervised() ? 3 : 2) && pid > 1; up++) {
     try {
       const title = readFileSync(`/proc/${pid}/cmdline`, 'latin1').split('\0').filter(Boolean).join(' ');
       const m = /^(npm|npx) ?(\w*)/.exec(title) ?? (/(npm|npx)-cli\.js (\w*)/.exec(title));
@@ -185,25 +181,26 @@ export async function main(argv: string[]): Promise<number> {
   if (warning && !cmd.quiet) process.stderr.write(`rmsnorm-wasm: warning: ${warning}\n`);
   const ac = new AbortController();
   let stoppedBy: (typeof STOPS)[number] | null = null;
+  // The supervisor prints the stop message once this process is gone (and removes what it left).
+  tell({ stopText: stoppedMessage(cmd, SIGNAL_SLOT) });
   const handlers = STOPS.map((sig) => {
     const h = () => {
       if (stoppedBy) return;
       stoppedBy = sig;
+      tell({ stoppedBy: sig });
       ac.abort(new Error(`stopped by ${sig}`));
-      // Reads and writes in flight (a slow disk, a stalled pipe) are not awaited: what the stop
-      // leaves behind is removed at once, and the process ends within the grace, by the signal
-      // itself (its default action: exit() would wait for a thread blocked in a read), which a
-      // shell or a scheduler reports as 128 + its number.
-      setTimeout(() => {
-        removeLiveTemps();
-        releaseHeldLocks();
-        process.stderr.write(stoppedMessage(cmd, sig));
-        for (const s of STOPS) process.removeAllListeners(s);
-        process.kill(process.pid, sig);
-      }, STOP_GRACE_MS).unref();
     };
     process.on(sig, h);
     return [sig, h] as const;
+  });
+  // Orphaned (the supervisor killed outright): the lock names a dead process and may be taken
+  // over at once, so the run commits nothing more (its fence says so), stops, and ends itself.
+  onSupervisorGone(() => {
+    ac.abort(new Error('the supervising process is gone'));
+    setTimeout(() => {
+      removeLiveTemps();
+      process.kill(process.pid, 'SIGKILL');
+    }, STOP_GRACE_MS).unref();
   });
   try {
     // The summary must not mix with data written to standard output.
@@ -211,7 +208,7 @@ export async function main(argv: string[]): Promise<number> {
   } catch (e) {
     if (process.stderr.isTTY) clearStatus();
     if (stoppedBy) {
-      process.stderr.write(stoppedMessage(cmd, stoppedBy));
+      if (!supervised()) process.stderr.write(stoppedMessage(cmd, stoppedBy));
       return 128 + constants.signals[stoppedBy];
     }
     // The library's own messages may start with its name: the command says it once.

@@ -13,6 +13,7 @@
  * @module
  */
 import { constants, type Stats } from 'node:fs';
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { lstat, mkdir, open } from 'node:fs/promises';
 import { codeOf, fsError, NormalizeError } from './errors.js';
 import { bytesOf, fromBytes, joinPath, shown, type FsPath } from './paths.js';
@@ -111,6 +112,33 @@ export async function readSmallFile(path: FsPath, maxBytes: number, what: string
     return b.subarray(0, got);
   } finally {
     await fh.close().catch(() => {});
+  }
+}
+
+/** {@link readSmallFile}, synchronously (for a check that the step after it must follow at once). */
+export function readSmallFileSync(path: FsPath, maxBytes: number, what: string): Buffer | null {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch (e) {
+    if (codeOf(e) === 'ENOENT') return null;
+    if (codeOf(e) === 'ELOOP') throw new NormalizeError(`${what} ${shown(path)} is a symbolic link: refused (links in an output directory are not followed)`);
+    throw fsError(e, 'read', path);
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile()) throw new NormalizeError(`${what} ${shown(path)} is not a regular file: refused`);
+    if (st.size > maxBytes) throw new NormalizeError(`${what} ${shown(path)} is ${st.size} bytes, more than the ${maxBytes} it may be`);
+    const b = Buffer.alloc(st.size);
+    let got = 0;
+    while (got < b.length) {
+      const n = readSync(fd, b, got, b.length - got, got);
+      if (n === 0) break;
+      got += n;
+    }
+    return b.subarray(0, got);
+  } finally {
+    closeSync(fd);
   }
 }
 

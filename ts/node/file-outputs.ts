@@ -4,10 +4,11 @@
  * and renamed into place together (see {@link publish}).
  * @module
  */
-import { unlink } from 'node:fs/promises';
+import { unlinkSync } from 'node:fs';
 import { checkOutputPlace } from './confined.js';
 import { codeOf, fsError, NormalizeError } from './errors.js';
 import type { FileArgs } from './file-args.js';
+import type { Fence } from './fence.js';
 import { shown, type FsPath } from './paths.js';
 import { planOutput, sameInode, type OutputPlan, type Sink } from './sink.js';
 
@@ -43,7 +44,9 @@ export async function planOutputs(input: FsPath, output: FsPath, a: FileArgs, co
  * not the input, with `inPlace`) is removed before they are renamed: whenever the output is
  * there, the scales beside it are its own — even when the process dies between the renames.
  */
-export async function publish([out, rstd, scales]: readonly [Sink, Sink | null, Sink | null], plan: OutputPlan, durable: boolean, input: FsPath): Promise<void> {
+export async function publish(
+  [out, rstd, scales]: readonly [Sink, Sink | null, Sink | null], plan: OutputPlan, durable: boolean, input: FsPath, fence: Fence,
+): Promise<void> {
   await out.flush(durable);
   await rstd?.flush(durable);
   await scales?.flush(durable);
@@ -52,7 +55,8 @@ export async function publish([out, rstd, scales]: readonly [Sink, Sink | null, 
     // Not the input (inPlace): it is kept until the new output replaces it.
     if (plan.kind === 'file' && !(input !== '-' && (await sameInode(input, plan.target)))) {
       try {
-        await unlink(plan.target);
+        fence.check();
+        unlinkSync(plan.target);
       } catch (e) {
         if (codeOf(e) !== 'ENOENT') throw fsError(e, 'replace', plan.target);
       }

@@ -19,6 +19,7 @@ import { checkForward } from '../call/check/calls.js';
 import type { Dtype, FloatArray } from '../types.js';
 import { isQuant, KERNEL_DTYPES, DTYPES } from '../glue/dtypes.js';
 import { AtomicFile, removeStrays } from './atomic.js';
+import { signalFence, type Fence } from './fence.js';
 import { CHUNK_BYTES, copyArray, normalizeArray, Regions, REGIONS_MAX_BYTES, SLOTS, type ChunkCall } from './chunks.js';
 import { callParams, checkFileOptions, FILE_KEYS, isPath, type FileArgs } from './file-args.js';
 import { formatNamed, formatOf } from './formats/index.js';
@@ -54,6 +55,8 @@ interface FileContext {
    * place (confined.ts).
    */
   makeDir?: () => Promise<void>;
+  /** What must hold for the outputs to be renamed into place (the dataset's lock); default: the signal's. */
+  fence?: Fence;
 }
 
 /** The weight as an array and its dtype (read from its file when a path). */
@@ -139,9 +142,10 @@ export async function normalizeFileWith(input: FsPath, output: FsPath, options: 
     if (plans.out.kind === 'file' && !ctx.cleared) await removeStrays(dirOf(plans.out.target), [baseOf(plans.out.target)]);
     if (scalesPlan && !ctx.cleared) await removeStrays(dirOf(scalesPlan.target), [baseOf(scalesPlan.target)]);
     await ctx.makeDir?.();
-    await using out = await openSink(plans.out);
-    await using rstdOut = plans.rstd ? await openSink(plans.rstd) : null;
-    await using scalesOut = scalesPlan ? await openSink(scalesPlan) : null;
+    const fence = ctx.fence ?? signalFence(o.signal);
+    await using out = await openSink(plans.out, fence);
+    await using rstdOut = plans.rstd ? await openSink(plans.rstd, fence) : null;
+    await using scalesOut = scalesPlan ? await openSink(scalesPlan, fence) : null;
     const engine = ctx.engine ?? (await engineStart!.get());
     const sync = await loadRmsNorm();
     const total = arrays.reduce((s, p) => s + (p.norm?.rows ?? 0), 0);
@@ -178,7 +182,7 @@ export async function normalizeFileWith(input: FsPath, output: FsPath, options: 
         await queue.release();
       }
       signal?.throwIfAborted();
-      await publish([out, rstdOut, scalesOut], plans.out, o.durable !== false, input);
+      await publish([out, rstdOut, scalesOut], plans.out, o.durable !== false, input, fence);
       return summaryOf(input, output, contents.format, arrays, r.rows, { at: r.bytes, sha256: r.sha256, scales: scalesPlan?.target }, engine, t0);
     }
     // A dataset holds its pool's task job for the whole run (its workers serve only the ring):
@@ -241,7 +245,7 @@ export async function normalizeFileWith(input: FsPath, output: FsPath, options: 
     scalesFile?.finish();
     await scalesFile?.end();
     signal?.throwIfAborted();
-    await publish([out, rstdOut, scalesOut], plans.out, o.durable !== false, input);
+    await publish([out, rstdOut, scalesOut], plans.out, o.durable !== false, input, fence);
     return summaryOf(input, output, contents.format, arrays, rows, { at: outFile.at, sha256, scales: scalesPlan?.target }, pool, t0);
   } finally {
     await src.close();

@@ -16,6 +16,7 @@ import type { DatasetFile } from './dataset/inputs.js';
 import { isFile } from './dataset/manifest.js';
 import type { DatasetRecord } from './dataset/types.js';
 import { NormalizeError } from './errors.js';
+import type { Fence } from './fence.js';
 import { FORMATS, formatNamed, takesName, type FormatName } from './formats/index.js';
 import { baseOf, bytesOf, fromBytes, joinPath, recordPath, shown, stemOf, type FsPath } from './paths.js';
 import { planOutput, sameInode, type OutputPlan } from './sink.js';
@@ -120,11 +121,14 @@ export function refuseScalesOverOutputs(files: readonly DatasetFile[], format: F
 /**
  * Removes the scales file an earlier record of `output` vouched for (still that very file), now
  * that the output was written without one: it would otherwise sit beside an output it is not of.
+ * The removal is fenced by `fence`.
  */
-export async function removeRecordedScales(r: DatasetRecord | undefined, output: FsPath): Promise<void> {
+export async function removeRecordedScales(r: DatasetRecord | undefined, output: FsPath, fence: Fence): Promise<void> {
   if (!r?.scales) return;
   const path = scalesPathOf(output);
-  if (await isFile(path, r.scales.outputSize, r.scales.outputMtimeMs)) await unlink(path).catch(() => {});
+  if (!(await isFile(path, r.scales.outputSize, r.scales.outputMtimeMs))) return;
+  fence.check();
+  await unlink(path).catch(() => {});
 }
 
 /** A record's entry for the scales file written beside `rel`'s output (its size and time). */

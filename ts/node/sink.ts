@@ -14,6 +14,7 @@ import { lstat, mkdir, open, readlink, stat, type FileHandle } from 'node:fs/pro
 import { promisify } from 'node:util';
 import { AtomicFile, writeAll } from './atomic.js';
 import { codeOf, fsError, NormalizeError } from './errors.js';
+import type { Fence } from './fence.js';
 import { bytesOf, dirOf, fromBytes, joinPath, shown, type FsPath } from './paths.js';
 
 const writeCbP = promisify(writeCb);
@@ -133,9 +134,9 @@ export async function planOutput(path: FsPath, what: string): Promise<OutputPlan
   throw new NormalizeError(`${what} ${shown(target)}${via} is ${kind}: refused (give a regular file, a FIFO, a character device or - for standard output)`);
 }
 
-/** Opens the output `plan` describes. */
-export async function openSink(plan: OutputPlan): Promise<Sink> {
-  if (plan.kind === 'file') return AtomicFile.create(plan.target);
+/** Opens the output `plan` describes; a file's rename into place is fenced by `fence`. */
+export async function openSink(plan: OutputPlan, fence: Fence): Promise<Sink> {
+  if (plan.kind === 'file') return AtomicFile.create(plan.target, fence);
   if (plan.target === '-') return new StreamSink('-', 1);
   const fd = descriptorOf(plan.target);
   if (fd >= 0) return new StreamSink(plan.target, fd);

@@ -10,6 +10,7 @@ import { readdir, realpath, unlink } from 'node:fs/promises';
 import { removeStrays } from '../atomic.js';
 import { realDirsBelow } from '../confined.js';
 import { NormalizeError } from '../errors.js';
+import type { Fence } from '../fence.js';
 import { baseOf, bytesOf, dirOf, fromBytes, joinPath, shown, stemOf, type FsPath } from '../paths.js';
 import { scalesPathOf } from '../scales.js';
 import type { DatasetFile } from './inputs.js';
@@ -40,9 +41,10 @@ export async function removeTemps(outDir: string, files: readonly DatasetFile[],
 
 /**
  * Removes the outputs of earlier plans beside this shard's (see the module doc): `plan` is the
- * whole dataset's outputs (every shard's), `mine` this shard's. Returns the paths removed.
+ * whole dataset's outputs (every shard's), `mine` this shard's; each removal is fenced by `fence`.
+ * Returns the paths removed.
  */
-export async function removeStale(outDir: string, plan: readonly DatasetFile[], mine: readonly DatasetFile[]): Promise<FsPath[]> {
+export async function removeStale(outDir: string, plan: readonly DatasetFile[], mine: readonly DatasetFile[], fence: Fence): Promise<FsPath[]> {
   const current = new Set(plan.flatMap((f) => [f.rel, scalesPathOf(f.rel)].map((p) => bytesOf(p).toString('latin1'))));
   const removed: FsPath[] = [];
   const listed = new Map<string, Buffer[]>();
@@ -64,6 +66,7 @@ export async function removeStale(outDir: string, plan: readonly DatasetFile[], 
       }
       const rel = dirOf(origin) === '.' ? fromBytes(n) : joinPath(dirOf(origin), fromBytes(n));
       if (!ours || current.has(bytesOf(rel).toString('latin1'))) continue;
+      fence.check();
       await unlink(joinPath(outDir, rel)).catch(() => {});
       removed.push(rel);
     }

@@ -16,7 +16,8 @@
 import type { Dirent, Stats } from 'node:fs';
 import { readdir, realpath, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { fsError, NormalizeError } from '../errors.js';
+import { codeOf, fsError, NormalizeError } from '../errors.js';
+import { complete, open, startOf, step, type Glob, type Places } from './glob.js';
 import { baseOf, bytesOf, fromBytes, joinPath, shown, type FsPath } from '../paths.js';
 import type { DatasetPart } from './types.js';
 
@@ -52,32 +53,6 @@ export function sortByOutput<T extends { input: FsPath; rel: FsPath }>(files: T[
   return files;
 }
 
-/** Whether `s` has a glob character (`*`, `?`, `[`). */
-const isGlob = (s: string): boolean => /[*?[]/.test(s);
-
-/** A glob's pattern as a RegExp over `/`-separated relative paths: `**` any depth, `*` and `?` within a name, `[...]` a class. */
-function globRegExp(pattern: string): RegExp {
-  let re = '';
-  for (let i = 0; i < pattern.length; i++) {
-    const c = pattern[i]!;
-    if (c === '*' && pattern[i + 1] === '*') {
-      const slash = pattern[i + 2] === '/';
-      re += slash ? '(?:.*/)?' : '.*';
-      i += slash ? 2 : 1;
-    } else if (c === '*') re += '[^/]*';
-    else if (c === '?') re += '[^/]';
-    else if (c === '[') {
-      const end = pattern.indexOf(']', i + 1);
-      if (end < 0) re += '\\[';
-      else {
-        re += `[${pattern.slice(i + 1, end).replace(/^!/, '^').replace(/\\/g, '\\\\')}]`;
-        i = end;
-      }
-    } else re += c.replace(/[.+^${}()|\\]/g, '\\$&');
-  }
-  return new RegExp(`^${re}$`);
-}
-
 /** How a walk treats what it finds. */
 interface WalkRules {
   /** Whether a file of this (base) name is an input. */
@@ -91,14 +66,43 @@ interface WalkRules {
   /** The real path of the directory walked, its bytes as latin1 (set by {@link walk}): a link to a directory outside it is not followed. */
   root?: string;
   warn: (message: string) => void;
+  /** Stops the walk (between directories) with its reason. */
+  signal?: AbortSignal;
 }
 
 const idOf = (st: Stats): string => `${st.dev}:${st.ino}`;
 
-/** Every file under `dir` that `rules` accept (relative, `/`-separated, in byte order), not descending into hidden entries. */
-async function walk(dir: FsPath, rules: WalkRules): Promise<FsPath[]> {
+/** A name as a glob matches it: its text, or (not UTF-8) its bytes one character each. */
+const nameText = (name: FsPath): string => (typeof name === 'string' ? name : name.toString('latin1'));
+
+/**
+ * What a symbolic link at `path` leads to, followed: its stats, or null for a link that leads
+ * nowhere (a missing target, or a loop of links), which is skipped with a warning. Any other
+ * error is a NormalizeError naming the link.
+ */
+async function linkTarget(path: FsPath, rules: WalkRules): Promise<Stats | null> {
+  try {
+    return await stat(path);
+  } catch (e) {
+    const code = codeOf(e);
+    if (code === 'ENOENT' || code === 'ELOOP' || code === 'ENOTDIR') {
+      rules.warn(`skipped the symbolic link ${shown(path)}: it leads nowhere${code === 'ELOOP' ? ' (a loop of links)' : ''}`);
+      return null;
+    }
+    throw fsError(e, 'follow the symbolic link', path);
+  }
+}
+
+/**
+ * Every file under `dir` that `rules` accept — or, with `glob`, whose path below `dir` it
+ * matches (directories no place of the pattern survives are not entered) — relative,
+ * `/`-separated, in byte order, not descending into hidden entries. Every error reading a
+ * directory or following a link is a NormalizeError naming it.
+ */
+async function walk(dir: FsPath, rules: WalkRules, glob?: Glob): Promise<FsPath[]> {
   const out: FsPath[] = [];
-  const visit = async (d: FsPath, prefix: FsPath, above: Set<string>): Promise<void> => {
+  const visit = async (d: FsPath, prefix: FsPath, above: Set<string>, places: Places | null): Promise<void> => {
+    rules.signal?.throwIfAborted();
     let entries: Dirent<Buffer>[];
     try {
       entries = await readdir(d, { withFileTypes: true, encoding: 'buffer' });
@@ -111,43 +115,58 @@ async function walk(dir: FsPath, rules: WalkRules): Promise<FsPath[]> {
       const name = fromBytes(e.name);
       const path = joinPath(d, name);
       const rel = prefix.length ? joinPath(prefix, name) : name;
+      const here = glob && places ? step(glob, places, nameText(name)) : null;
+      if (glob && here && here.length === 0) continue; // nothing of the pattern matches below
       let isDir = e.isDirectory();
       if (e.isSymbolicLink()) {
         if (!rules.follow) {
           rules.warn(`skipped the symbolic link ${shown(path)} (links are not followed)`);
           continue;
         }
-        const st = await stat(path).catch(() => null);
-        if (!st) {
-          rules.warn(`skipped the symbolic link ${shown(path)}: it leads nowhere`);
-          continue;
-        }
+        const st = await linkTarget(path, rules);
+        if (!st) continue;
         isDir = st.isDirectory();
         if (!isDir && !st.isFile()) continue;
         if (isDir) {
-          const real = await realpath(path, { encoding: 'buffer' }).then((b) => b.toString('latin1'), () => null);
-          if (real === null || !(real === rules.root || real.startsWith(rules.root === '/' ? '/' : `${rules.root}/`))) {
+          let real: string;
+          try {
+            real = (await realpath(path, { encoding: 'buffer' })).toString('latin1');
+          } catch (err) {
+            throw fsError(err, 'follow the symbolic link', path);
+          }
+          if (!(real === rules.root || real.startsWith(rules.root === '/' ? '/' : `${rules.root}/`))) {
             rules.warn(`skipped the symbolic link ${shown(path)}: it leads to a directory outside ${shown(dir)} (links to directories are followed only within it)`);
             continue;
           }
         }
       } else if (!isDir && !e.isFile()) continue;
       if (isDir) {
-        const st = await stat(path).catch(() => null);
-        if (!st) continue;
+        if (glob && here && !open(glob, here)) continue;
+        let st: Stats;
+        try {
+          st = await stat(path);
+        } catch (err) {
+          throw fsError(err, 'read the directory', path);
+        }
         const id = idOf(st);
         if (id === rules.skip) continue;
         if (above.has(id)) {
           rules.warn(`skipped ${shown(path)}: a link back to a directory above it (a loop)`);
           continue;
         }
-        await visit(path, rel, new Set([...above, id]));
-      } else if (rules.accept(typeof name === 'string' ? name : name.toString('latin1'))) out.push(rel);
+        await visit(path, rel, new Set([...above, id]), here);
+      } else if (glob ? here !== null && complete(glob, here) : rules.accept(nameText(name))) out.push(rel);
     }
   };
-  const top = await stat(dir);
-  rules = { ...rules, root: (await realpath(dir, { encoding: 'buffer' })).toString('latin1') };
-  await visit(dir, '', new Set([idOf(top)]));
+  let top: Stats;
+  try {
+    top = await stat(dir);
+    rules = { ...rules, root: (await realpath(dir, { encoding: 'buffer' })).toString('latin1') };
+  } catch (e) {
+    throw fsError(e, 'read the directory', dir);
+  }
+  if (!top.isDirectory()) throw new NormalizeError(`${shown(dir)} is not a directory`);
+  await visit(dir, '', new Set([idOf(top)]), glob ? startOf(glob) : null);
   return out;
 }
 
@@ -158,20 +177,23 @@ async function walk(dir: FsPath, rules: WalkRules): Promise<FsPath[]> {
  * same output, or an input that matches nothing, is a NormalizeError. A real file reached by
  * two paths is read once, by the first.
  */
-export async function listInputs(inputs: readonly string[], outDir: string, rules: Omit<WalkRules, 'skip'>): Promise<DatasetFile[]> {
-  const out = await stat(outDir).catch(() => null);
+export async function listInputs(
+  inputs: readonly string[], outDir: string, rules: Omit<WalkRules, 'skip'> & { globs: ReadonlyMap<string, Glob> },
+): Promise<DatasetFile[]> {
+  let out: Stats | null = null;
+  try {
+    out = await stat(outDir);
+  } catch (e) {
+    if (codeOf(e) !== 'ENOENT') throw fsError(e, 'read', outDir);
+  }
   const r: WalkRules = { ...rules, skip: out ? idOf(out) : null };
   const found: { input: FsPath; rel: FsPath }[] = [];
   for (const given of inputs) {
-    if (isGlob(given)) {
-      const parts = given.split(/[\\/]/);
-      const fixed = parts.slice(0, parts.findIndex(isGlob));
-      const base = fixed.length === 0 ? '.' : fixed.join('/') || '/';
-      const re = globRegExp(parts.slice(fixed.length).join('/'));
-      const all = await walk(base, { ...r, accept: () => true }).catch(() => []);
-      const matched = all.filter((rel) => re.test(typeof rel === 'string' ? rel : rel.toString('latin1')));
-      if (matched.length === 0) throw new NormalizeError(`${given}: no file matches`);
-      found.push(...matched.map((rel) => ({ input: joinPath(base, rel), rel })));
+    const glob = rules.globs.get(given);
+    if (glob) {
+      const matched = await walk(glob.base, r, glob);
+      if (matched.length === 0) throw new NormalizeError(`${given}: no file matches (in ${shown(glob.base)} and below, hidden names not searched)`);
+      found.push(...matched.map((rel) => ({ input: joinPath(glob.base, rel), rel })));
       continue;
     }
     let st: Stats;
@@ -193,6 +215,7 @@ export async function listInputs(inputs: readonly string[], outDir: string, rule
   const seen = new Map<string, FsPath>();
   const files: DatasetFile[] = [];
   for (const f of found) {
+    rules.signal?.throwIfAborted();
     let st: Stats;
     try {
       st = await stat(f.input);

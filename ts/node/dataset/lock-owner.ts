@@ -67,14 +67,32 @@ export function machine(): string {
 }
 
 
-/** The owner a lock file's text names, or null when it does not parse. */
+/** A string a message may show as it is: at most 255 characters, none of them a control character. */
+const plain = (v: unknown): v is string => typeof v === 'string' && v.length <= 255 && !/[\u0000-\u001f\u007f-\u009f]/.test(v);
+/** A whole number from 0 to `max`. */
+const whole = (v: unknown, max = Number.MAX_SAFE_INTEGER): v is number => Number.isSafeInteger(v) && (v as number) >= 0 && (v as number) <= max;
+
+/**
+ * The owner a lock file's text names, or null when it is not a lock of this tool's: text that
+ * does not parse, or any field of the wrong type or out of its range (a pid from 1 to 2^22, a
+ * nonce of hex digits, a shard `I/N`, names a message can show as they are, a heartbeat's time
+ * no later than a heartbeat from now). Such a lock is judged as one that does not parse: by
+ * whether its text keeps changing.
+ */
 export function ownerOf(text: string): LockOwner | null {
+  let o: Partial<Record<keyof LockOwner, unknown>>;
   try {
-    const o = JSON.parse(text) as LockOwner;
-    return typeof o.pid === 'number' && typeof o.nonce === 'string' ? o : null;
+    o = JSON.parse(text) as typeof o;
   } catch {
     return null;
   }
+  if (typeof o !== 'object' || o === null || Array.isArray(o)) return null;
+  const ok =
+    whole(o.pid, 1 << 22) && (o.pid as number) > 0 && plain(o.host) && plain(o.machine) && (o.started === null || whole(o.started)) &&
+    typeof o.nonce === 'string' && /^[0-9a-f]{8,64}$/.test(o.nonce) && typeof o.shard === 'string' && /^\d{1,7}\/\d{1,7}$/.test(o.shard) &&
+    plain(o.since) && whole(o.beat) && (o.boot === undefined || plain(o.boot)) &&
+    (o.beatAt === undefined || (whole(o.beatAt) && (o.beatAt as number) <= Date.now() + HEARTBEAT_S * 1000));
+  return ok ? (o as LockOwner) : null;
 }
 
 /** `process N on HOST (shard I/N, since TIME)`: an owner as messages name it (no shard for an unsharded run). */

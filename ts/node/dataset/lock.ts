@@ -4,56 +4,69 @@
  * whole or not at all, naming its owner — pid, host, the process's start time, a random nonce —
  * and rewritten every few seconds by the owner (a heartbeat counter).
  *
+ * The lock is a lease with a fence: the run checks that the lock file is still the very file
+ * it made (its device and inode, one link) and still names its nonce before every commit
+ * ({@link ShardLock.check}: each rename into place, each manifest line, each removal) and at
+ * every heartbeat. A run whose lock was taken over or removed, or that could not renew it,
+ * commits nothing more and stops within a heartbeat, its signal aborted with the reason
+ * (naming the new holder, code `EBUSY`).
+ *
  * A second run on a busy shard waits for it (or gives up after `lockWait` seconds). A lock
  * whose owner is gone is taken over (how that is told: lock-owner.ts): on the same machine by
  * its pid and start time, on the same kernel from another PID namespace by its heartbeat's
  * time, from another machine (a shared file system) once the heartbeat has not changed for
  * `lockStale` seconds. Locks of another shard count on the same directory (whose shards
  * overlap this one's) are refused. The lock file is never followed through a link nor read
- * past a few KiB.
+ * past a few KiB; one that is not a lock of this tool's (a field of the wrong type or range)
+ * is judged as one that does not parse.
+ *
+ * Under the command's supervisor the lock names the supervisor (which outlives the working
+ * process) and is the supervisor's to release, once the working process is gone (supervised.ts).
  * @module
  */
 import { randomBytes } from 'node:crypto';
-import { closeSync, constants, openSync, readSync, unlinkSync } from 'node:fs';
+import { lstatSync, readSync } from 'node:fs';
 import { link, open, readdir, rename, unlink, writeFile, type FileHandle } from 'node:fs/promises';
-import { readSmallFile } from '../confined.js';
+import { readSmallFile, readSmallFileSync } from '../confined.js';
 import { hostname } from 'node:os';
 import { codeOf, fsError, NormalizeError } from '../errors.js';
+import type { Fence } from '../fence.js';
 import { bootId, deadBecause, describeOwner, HEARTBEAT_S, judgedBy, machine, ownerOf, startOf, Watch, type LockOwner } from './lock-owner.js';
 import { shown } from '../paths.js';
+import { ownerPid, pathText, supervised, supervisorAlive, tell } from '../supervised.js';
 import { join } from 'node:path';
 
 /** Default seconds after which a lock from another machine whose heartbeat stopped is stale: several missed heartbeats. */
 export const STALE_S = 60;
 /** A lock file's size: its JSON, padded, so that a heartbeat rewrites it in place with one write. */
 const LOCK_BYTES = 1024;
+/** Heartbeats in a row that may fail to be written before the run takes its lease as lost. */
+const MISSED_BEATS = 2;
 
 /** The lock file's name for shard `index` of `count`. */
 const lockName = (index: number, count: number): string => (count === 1 ? 'rmsnorm.lock' : `rmsnorm.shard-${index}-of-${count}.lock`);
 
-/** The locks this process holds. */
-const heldLocks = new Set<ShardLock>();
-
-/**
- * Gives up every lock this process holds at once, synchronously (each only if still its own):
- * for a process that exits now (stopped by a signal) without waiting for the work in flight.
- */
-export function releaseHeldLocks(): void {
-  for (const lock of heldLocks) lock.releaseNow();
-  heldLocks.clear();
-}
-
 /** A lock held: see the module doc. */
-export class ShardLock {
+export class ShardLock implements Fence {
   private timer: ReturnType<typeof setInterval> | null = null;
-  /** Set when another run took the lock over (this run was thought dead): the run must stop. */
-  lost: LockOwner | null = null;
+  private readonly lostController = new AbortController();
+  private missed = 0;
+  /** The reason this run lost the lock (null while it holds it). */
+  private lostWhy: NormalizeError | null = null;
 
   private constructor(
     readonly path: string,
     private readonly me: LockOwner,
     private readonly fh: FileHandle,
+    /** The lock file's identity when it was taken: `dev:ino`. */
+    private readonly id: string,
+    private readonly shardText: string,
   ) {}
+
+  /** Aborted (with a NormalizeError, code `EBUSY`, naming the new holder) when this run loses the lock. */
+  get signal(): AbortSignal {
+    return this.lostController.signal;
+  }
 
   /**
    * Takes the lock of shard `index`/`count` over `outDir`: waits while a live owner holds it
@@ -66,34 +79,44 @@ export class ShardLock {
     o: { waitS: number; staleS: number; signal?: AbortSignal; onWait?: (owner: LockOwner, how: string) => void; onTakeOver?: (owner: LockOwner | null, why: string) => void },
   ): Promise<ShardLock> {
     const path = join(outDir, lockName(index, count));
+    const pid = ownerPid();
     const me: LockOwner = {
-      pid: process.pid, host: hostname(), machine: machine(), started: startOf(process.pid), nonce: randomBytes(8).toString('hex'),
+      pid, host: hostname(), machine: machine(), started: startOf(pid), nonce: randomBytes(8).toString('hex'),
       shard: `${index}/${count}`, since: new Date().toISOString(), beat: 0, boot: bootId() || undefined, beatAt: Date.now(),
     };
     const watch = new Watch(o.staleS * 1000);
     const t0 = Date.now();
+    const shardText = count === 1 ? '' : `shard ${me.shard} of `;
     let told = false;
     for (;;) {
       o.signal?.throwIfAborted();
       const mine = join(outDir, `.${lockName(index, count)}.${me.nonce}`);
+      tell({ make: pathText(mine) });
       await writeFile(mine, text(me), { flag: 'wx' }).catch((e: unknown) => {
+        tell({ gone: pathText(mine) });
         throw fsError(e, 'write in', outDir);
       });
+      tell({ lock: pathText(path), nonce: me.nonce });
       const got = await link(mine, path).then(() => true, (e: unknown) => {
         if (codeOf(e) === 'EEXIST') return false;
         throw fsError(e, 'lock', path);
-      }).finally(() => unlink(mine).catch(() => {}));
+      }).finally(() => unlink(mine).then(() => tell({ gone: pathText(mine) }), () => {}));
       if (got) {
-        const lock = new ShardLock(path, me, await open(path, 'r+'));
-        await lock.refuseOtherCounts(outDir, count, watch).catch(async (e: unknown) => {
+        const fh = await open(path, 'r+');
+        const st = await fh.stat();
+        const lock = new ShardLock(path, me, fh, `${st.dev}:${st.ino}`, shardText);
+        try {
+          lock.check();
+          await lock.refuseOtherCounts(outDir, count, watch);
+        } catch (e) {
           await lock.release();
           throw e;
-        });
+        }
         lock.timer = setInterval(() => void lock.beat(), HEARTBEAT_S * 1000);
         lock.timer.unref?.();
-        heldLocks.add(lock);
         return lock;
       }
+      tell({ unlock: pathText(path) });
       const held = await readLock(path);
       if (held === null) continue; // released meanwhile
       const owner = ownerOf(held);
@@ -103,7 +126,7 @@ export class ShardLock {
         continue;
       }
       if (Date.now() - t0 >= o.waitS * 1000) {
-        throw new NormalizeError(`${count === 1 ? '' : `shard ${me.shard} of `}${shown(outDir)} is being written by ${owner ? describeOwner(owner) : 'another run'}; try again when it ends`, 'EBUSY');
+        throw new NormalizeError(`${shardText}${shown(outDir)} is being written by ${owner ? describeOwner(owner) : 'another run'}; try again when it ends`, 'EBUSY');
       }
       if (!told && owner) o.onWait?.(owner, judgedBy(owner, o.staleS));
       told = true;
@@ -127,42 +150,87 @@ export class ShardLock {
     }
   }
 
-  /** Rewrites the lock with the next beat; notes a takeover. */
-  private async beat(): Promise<void> {
-    this.me.beat++;
-    this.me.beatAt = Date.now();
-    await this.fh.write(text(this.me), 0, 'utf8').catch(() => {});
-    const held = await readLockOrNull(this.path);
-    const owner = held === null ? null : ownerOf(held);
-    if (owner && owner.nonce !== this.me.nonce) this.lost = owner;
+  /**
+   * The fence (see the module doc): throws, and aborts {@link signal}, unless the lock file is
+   * still the one this run made, names its nonce, and its supervisor (if any) is there.
+   * Synchronous: the commit it guards follows it on this thread.
+   */
+  check(): void {
+    if (this.lostWhy) throw this.lostWhy;
+    let why: string | null = null;
+    try {
+      const st = lstatSync(this.path);
+      if (`${st.dev}:${st.ino}` !== this.id || st.nlink !== 1) why = this.holder();
+      else {
+        // The same file: still ours unless something wrote over it in place.
+        const b = Buffer.alloc(4 * LOCK_BYTES);
+        const owner = ownerOf(b.toString('utf8', 0, readSync(this.fh.fd, b, 0, b.length, 0)));
+        if (owner?.nonce !== this.me.nonce) why = owner ? `taken over by ${describeOwner(owner)}` : 'overwritten with something that is not a lock';
+      }
+    } catch (e) {
+      why = codeOf(e) === 'ENOENT' ? 'removed by someone else' : `no longer readable (${codeOf(e) ?? String(e)})`;
+    }
+    if (why === null && !supervisorAlive()) why = 'no longer owned: the supervising process is gone';
+    if (why !== null) this.lose(why);
   }
 
-  /** {@link release} at once, synchronously (see {@link releaseHeldLocks}). */
-  releaseNow(): void {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
+  /** Who holds the lock now, in words ("taken over by …"), read from the file at its path. */
+  private holder(): string {
     try {
-      // As readLock: no link followed, no FIFO waited on, a few KiB at most.
-      const fd = openSync(this.path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-      const b = Buffer.alloc(4 * LOCK_BYTES);
-      let n = 0;
-      try {
-        n = readSync(fd, b, 0, b.length, 0);
-      } finally {
-        closeSync(fd);
-      }
-      if (ownerOf(b.toString('utf8', 0, n))?.nonce === this.me.nonce) unlinkSync(this.path);
+      const b = readSmallFileSync(this.path, 4 * LOCK_BYTES, 'the lock');
+      const owner = b === null ? null : ownerOf(b.toString('utf8'));
+      return b === null ? 'removed by someone else' : owner ? `taken over by ${describeOwner(owner)}` : 'replaced with something that is not a lock';
     } catch {
-      // gone, or not readable: nothing of ours to remove
+      return 'replaced with something that is not a lock';
     }
   }
 
-  /** Gives the lock up (only if it is still this run's). */
-  async release(): Promise<void> {
-    heldLocks.delete(this);
+  /** Marks the lock lost for `why` and throws that. */
+  private lose(why: string): never {
+    this.lostWhy ??= new NormalizeError(`the lock of ${this.shardText}${shown(join(this.path, '..'))} was ${why}: this run stops and commits nothing more`, 'EBUSY');
+    this.stopBeating();
+    tell({ unlock: pathText(this.path) });
+    this.lostController.abort(this.lostWhy);
+    throw this.lostWhy;
+  }
+
+  /** Rewrites the lock with the next beat, then checks it is still this run's. */
+  private async beat(): Promise<void> {
+    if (this.lostWhy) return;
+    this.me.beat++;
+    this.me.beatAt = Date.now();
+    try {
+      await this.fh.write(text(this.me), 0, 'utf8');
+      this.missed = 0;
+    } catch (e) {
+      if (++this.missed >= MISSED_BEATS) {
+        try {
+          this.lose(`not renewed: ${MISSED_BEATS} heartbeats in a row could not be written (${codeOf(e) ?? String(e)})`);
+        } catch {
+          return;
+        }
+      }
+    }
+    try {
+      this.check();
+    } catch {
+      // lost: the signal says why
+    }
+  }
+
+  private stopBeating(): void {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
+  }
+
+  /**
+   * Gives the lock up (only if it is still this run's). Under a supervisor it is left for the
+   * supervisor, which removes it once this process is gone.
+   */
+  async release(): Promise<void> {
+    this.stopBeating();
     await this.fh.close().catch(() => {});
+    if (this.lostWhy || supervised()) return;
     const held = await readLockOrNull(this.path);
     if (held !== null && ownerOf(held)?.nonce === this.me.nonce) await unlink(this.path).catch(() => {});
   }
@@ -187,12 +255,15 @@ const text = (o: LockOwner): string => JSON.stringify(o).padEnd(LOCK_BYTES - 1, 
  */
 async function takeOver(path: string, held: string): Promise<void> {
   const aside = `${path}.stale-${randomBytes(4).toString('hex')}`;
+  tell({ make: pathText(aside) });
   try {
     await rename(path, aside);
   } catch {
+    tell({ gone: pathText(aside) });
     return; // gone already
   }
   const moved = await readLockOrNull(aside);
   if (moved !== null && moved !== held) await link(aside, path).catch(() => {});
   await unlink(aside).catch(() => {});
+  tell({ gone: pathText(aside) });
 }

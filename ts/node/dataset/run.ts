@@ -20,6 +20,7 @@ import { taskQueueOf } from '../tasks/queue.js';
 import { paramOptions } from '../../call/check/params.js';
 import { DTYPES } from '../../glue/dtypes.js';
 import { NormalizeError } from '../errors.js';
+import { bothFences, signalFence } from '../fence.js';
 import { makeDirs } from '../sink.js';
 import { makeDirsBelow } from '../confined.js';
 import { CHUNK_BYTES, SLOTS } from '../chunks.js';
@@ -96,17 +97,27 @@ const keyOf = (f: DatasetFile): string => recordKey({ output: typeof f.rel === '
  *   and recorded).
  */
 export async function normalizeDataset(inputs: string | readonly string[], outDir: string, options?: NormalizeDatasetOptions): Promise<DatasetSummary> {
-  const { list, o, index, count } = checkRun(inputs, outDir, options);
+  const { list, o, index, count, globs } = checkRun(inputs, outDir, options);
   o.signal?.throwIfAborted();
   const warnings: string[] = [];
   const warn = (m: string): void => {
     warnings.push(m);
     o.onWarning?.(m);
   };
-  // Listed before the output directory is made: a run refused for its inputs leaves nothing.
-  const listed = await listInputs(list, outDir, { accept: (n) => takesName(n, o.format), accepts: takenNames(o.format), follow: o.followSymlinks !== false, warn });
+  // Everything that can refuse the run is done before anything is made: a run refused for its
+  // inputs, its weight or its plan leaves no folder, no lock and no manifest.
+  const listed = await listInputs(list, outDir, {
+    accept: (n) => takesName(n, o.format), accepts: takenNames(o.format), follow: o.followSymlinks !== false, warn, signal: o.signal, globs,
+  });
   if (perRowScales(o.outDtype, o.quantScale)) refuseScalesOverOutputs(listed, o.format);
   refuseOutDtype(listed, o);
+  // The weight is read once for the run, and recorded by the hash of what was read.
+  const weight: LoadedWeight | null = isPath(o.weight) ? await loadWeight(o.weight, o.weightDtype, o.weightTensor) : null;
+  const dim = o.dim ?? (weight ? weight.w.length : (o.weight as { length?: number } | null | undefined)?.length) ?? undefined;
+  const plan = await splitLarge(listed, count, o.splitBytes ?? SPLIT_BYTES, (f) => firstAxisOf(f, o, dim));
+  const files = shardOf(plan, index, count);
+  refuseLongNames(files);
+  await refuseOverwrites(outDir, files);
   await makeDirs(outDir, 'the output directory');
   const lock = await ShardLock.acquire(outDir, index, count, {
     waitS: o.lockWait ?? Infinity, staleS: o.lockStale ?? STALE_S, signal: o.signal,
@@ -116,27 +127,38 @@ export async function normalizeDataset(inputs: string | readonly string[], outDi
   // The rate counts the work, not the wait for another run.
   const t0 = performance.now();
   try {
-    return await runLocked(listed, outDir, o, index, count, lock, warn, warnings, t0);
+    return await runLocked({ plan, files, weight, outDir, o, index, count, lock, warn, warnings, t0 });
   } finally {
     await lock.release();
   }
 }
 
-async function runLocked(
-  listed: DatasetFile[], outDir: string, o: NormalizeDatasetOptions, index: number, count: number, lock: ShardLock,
-  warn: (m: string) => void, warnings: string[], t0: number,
-): Promise<DatasetSummary> {
-  // The weight is read once for the run, and recorded by the hash of what was read.
-  const weight: LoadedWeight | null = isPath(o.weight) ? await loadWeight(o.weight, o.weightDtype, o.weightTensor) : null;
-  const dim = o.dim ?? (weight ? weight.w.length : (o.weight as { length?: number } | null | undefined)?.length) ?? undefined;
-  const plan = await splitLarge(listed, count, o.splitBytes ?? SPLIT_BYTES, (f) => firstAxisOf(f, o, dim));
-  const files = shardOf(plan, index, count);
+/** A dataset run planned, its lock taken. */
+interface LockedRun {
+  /** Every shard's outputs, and this shard's. */
+  plan: DatasetFile[];
+  files: DatasetFile[];
+  weight: LoadedWeight | null;
+  outDir: string;
+  o: NormalizeDatasetOptions;
+  index: number;
+  count: number;
+  lock: ShardLock;
+  warn: (m: string) => void;
+  warnings: string[];
+  t0: number;
+}
+
+async function runLocked({ plan, files, weight, outDir, o, index, count, lock, warn, warnings, t0 }: LockedRun): Promise<DatasetSummary> {
+  // The run stops when the caller aborts or the lock is lost; nothing is committed after either.
+  const stop = new AbortController();
+  const signal = AbortSignal.any([stop.signal, lock.signal, ...(o.signal ? [o.signal] : [])]);
+  const fence = bothFences(signalFence(signal), lock);
   // Started now, so that its workers start while the manifests are read.
   await using engineStart = startEngine({ pool: o.pool, threads: o.threads }, files.reduce((a, f) => a + f.bytes, 0));
-  refuseLongNames(files);
   const settings = settingsOf(o, weight);
   const settingsKey = settingsText(settings);
-  const records = await readManifests(outDir);
+  const records = await readManifests(outDir, warn);
   const recorded = o.force ? new Map<string, DatasetRecord>() : records;
   const summary: DatasetSummary = {
     files: files.length, written: 0, skipped: 0, failed: [], rows: 0, bytes: 0, seconds: 0, gbPerS: 0, threads: 0,
@@ -151,35 +173,37 @@ async function runLocked(
       event({ status: 'skipped', record: r! });
     } else todo.push(f);
   }
-  for (const rel of await removeStale(outDir, plan, files)) warn(`removed ${shown(rel)}: an output of an earlier run that split the dataset otherwise`);
+  for (const rel of await removeStale(outDir, plan, files, fence)) warn(`removed ${shown(rel)}: an output of an earlier run that split the dataset otherwise`);
   await removeTemps(outDir, todo, perRowScales(o.outDtype, o.quantScale));
-  await refuseOverwrites(outDir, todo);
   // Every per-file option as given (the run's engine and signal are passed on their own), the weight as loaded once.
   const perFile: NormalizeFileOptions = {
     ...paramOptions(o as Record<string, unknown>, PER_FILE_KEYS),
     weight: weight ? weight.w : o.weight, weightDtype: weight ? weight.dtype : o.weightDtype, weightTensor: weight ? undefined : o.weightTensor,
   };
   const totalBytes = todo.reduce((a, f) => a + f.bytes, 0);
-  const inFlight = new Map<DatasetFile, number>();
+  // Bytes and rows of the files in flight count as they are written.
+  const inFlight = new Map<DatasetFile, { bytes: number; rows: number }>();
   let doneBytes = 0;
-  const progress = (): void =>
-    o.onProgress?.({
-      files: summary.written + summary.skipped + summary.failed.length, totalFiles: files.length,
-      bytes: doneBytes + [...inFlight.values()].reduce((a, b) => a + b, 0), totalBytes,
-      rows: summary.rows, seconds: (performance.now() - t0) / 1000,
-    });
+  const progress = (): void => {
+    if (!o.onProgress) return;
+    let bytes = doneBytes;
+    let rows = summary.rows;
+    for (const f of inFlight.values()) {
+      bytes += f.bytes;
+      rows += f.rows;
+    }
+    o.onProgress({ files: summary.written + summary.skipped + summary.failed.length, totalFiles: files.length, bytes, totalBytes, rows, seconds: (performance.now() - t0) / 1000 });
+  };
 
   // Many small files at once, but no more chunk memory than a few big ones would use.
   const budget = new ByteBudget(FLIGHT_BYTES);
   const chunk = o.chunkBytes ?? CHUNK_BYTES;
-  const stop = new AbortController();
-  const signal = o.signal ? AbortSignal.any([o.signal, stop.signal]) : stop.signal;
   let first: Error | null = null;
   const engine = todo.length > 0 ? await engineStart.get() : null;
   summary.threads = engine?.threads ?? 0;
   // Opened at the first output recorded: a run that writes nothing leaves no manifest.
   let manifestOpen: Promise<ManifestWriter> | null = null;
-  const manifest = () => (manifestOpen ??= ManifestWriter.open(summary.manifest));
+  const manifest = () => (manifestOpen ??= ManifestWriter.open(summary.manifest, fence));
   // Each output's directory (relative to outDir) is made when its file is written, once, through no link.
   const dirsMade = new Map<string, Promise<void>>();
   const makeDir = (d: FsPath): Promise<void> => {
@@ -195,11 +219,6 @@ async function runLocked(
     let next = 0;
     const worker = async (): Promise<void> => {
       while (next < todo.length && !signal.aborted) {
-        if (lock.lost) {
-          first ??= new NormalizeError(`the lock of shard ${index}/${count} of ${outDir} was taken over by ${describeOwner(lock.lost)}: this run stops`);
-          stop.abort(first);
-          break;
-        }
         const f = todo[next++]!;
         const output = joinPath(outDir, f.rel);
         // As normalizeFile allocates: a slot per chunk, up to SLOTS.
@@ -207,22 +226,22 @@ async function runLocked(
         await budget.acquire(need);
         const t = performance.now();
         try {
-          inFlight.set(f, 0);
+          inFlight.set(f, { bytes: 0, rows: 0 });
           // inPlace: refuseOverwrites has checked every file already, once per directory.
           const s = await normalizeFileWith(
             f.input, output,
             {
               ...perFile, signal, inPlace: true, range: f.part && [f.part.start, f.part.end],
               onProgress: (p) => {
-                inFlight.set(f, p.bytes);
+                inFlight.set(f, { bytes: p.bytes, rows: p.rows });
                 progress();
               },
             },
-            { weight: weight ?? undefined, cleared: true, engine: engine!, makeDir: () => makeDir(dirOf(f.rel)) },
+            { weight: weight ?? undefined, cleared: true, engine: engine!, makeDir: () => makeDir(dirOf(f.rel)), fence },
           );
           const st = await lstat(output);
           const sc = s.scales !== undefined ? await lstat(scalesPathOf(output)) : null;
-          if (!sc) await removeRecordedScales(records.get(keyOf(f)), output);
+          if (!sc) await removeRecordedScales(records.get(keyOf(f)), output, fence);
           const record = recordOf(f, s, settings, st.mtimeMs, (performance.now() - t) / 1000, sc);
           await (await manifest()).append(record);
           summary.written++;
@@ -250,9 +269,11 @@ async function runLocked(
     };
     const k = Math.min(o.filesInFlight ?? FILES_IN_FLIGHT, Math.max(1, todo.length));
     const results = await Promise.allSettled(Array.from({ length: k }, worker));
+    // A lost lock, then the caller's abort, before any file's error it caused.
+    lock.signal.throwIfAborted();
+    o.signal?.throwIfAborted();
     const rejected = results.find((r) => r.status === 'rejected');
     if (rejected) throw (rejected as PromiseRejectedResult).reason;
-    o.signal?.throwIfAborted();
   } finally {
     await queue?.release();
     const opened = manifestOpen as Promise<ManifestWriter> | null;

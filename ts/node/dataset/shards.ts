@@ -63,30 +63,51 @@ export async function splitLarge(
 /**
  * The outputs shard `index` of `count` writes. Outputs go, largest first (ties by output path),
  * to the shard with the fewest bytes so far (ties: the lowest index), which balances bytes
- * rather than file counts; a heap of the shards' loads keeps that O(files · log shards).
+ * rather than file counts. Only shards that have been given something are kept (a heap of
+ * their loads); the others all have none, and the lowest of them is the next in line. That
+ * keeps it O(files · log files) in time and O(files) in memory, whatever the count.
  * Returned in output-path order.
  */
 export function shardOf(files: readonly DatasetFile[], index: number, count: number): DatasetFile[] {
   if (count === 1) return [...files];
-  // A binary min-heap of [bytes so far, shard], ordered by bytes, then shard: all zero, in
-  // shard order, is already a heap.
-  const heap = Array.from({ length: count }, (_, k): [number, number] => [0, k]);
-  const less = (a: [number, number], b: [number, number]) => a[0] < b[0] || (a[0] === b[0] && a[1] < b[1]);
-  const mine: DatasetFile[] = [];
-  for (const f of [...files].sort((a, b) => b.bytes - a.bytes || byRel(a, b))) {
-    const top = heap[0]!;
-    if (top[1] === index) mine.push(f);
-    top[0] += f.bytes;
-    for (let i = 0; ; ) {
+  // A binary min-heap of [bytes so far, shard] of the shards given something, ordered by
+  // bytes, then shard; `fresh` is the lowest shard given nothing yet (load 0).
+  const heap: [number, number][] = [];
+  let fresh = 0;
+  const less = (a: readonly [number, number], b: readonly [number, number]) => a[0] < b[0] || (a[0] === b[0] && a[1] < b[1]);
+  const down = (i: number): void => {
+    for (;;) {
       const l = 2 * i + 1;
       const r = l + 1;
       let m = i;
-      if (l < count && less(heap[l]!, heap[m]!)) m = l;
-      if (r < count && less(heap[r]!, heap[m]!)) m = r;
-      if (m === i) break;
+      if (l < heap.length && less(heap[l]!, heap[m]!)) m = l;
+      if (r < heap.length && less(heap[r]!, heap[m]!)) m = r;
+      if (m === i) return;
       [heap[i], heap[m]] = [heap[m]!, heap[i]!];
       i = m;
     }
+  };
+  const up = (i: number): void => {
+    while (i > 0) {
+      const p = (i - 1) >> 1;
+      if (!less(heap[i]!, heap[p]!)) return;
+      [heap[i], heap[p]] = [heap[p]!, heap[i]!];
+      i = p;
+    }
+  };
+  const mine: DatasetFile[] = [];
+  for (const f of [...files].sort((a, b) => b.bytes - a.bytes || byRel(a, b))) {
+    const top = heap[0];
+    if (fresh < count && (!top || less([0, fresh], top))) {
+      // A shard with nothing yet is the least loaded.
+      if (fresh === index) mine.push(f);
+      heap.push([f.bytes, fresh++]);
+      up(heap.length - 1);
+      continue;
+    }
+    if (top![1] === index) mine.push(f);
+    top![0] += f.bytes;
+    down(0);
   }
   return mine.sort(byRel);
 }
