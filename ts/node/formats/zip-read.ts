@@ -33,8 +33,18 @@ const U16 = 0xffff;
 const CP437 =
   'ÇüéâäàåçêëèïîìÄÅÉæÆôöòûùÿÖÜ¢£¥₧ƒáíóúñÑªº¿⌐¬½¼¡«»░▒▓│┤╡╢╖╕╣║╗╝╜╛┐└┴┬├─┼╞╟╚╔╩╦╠═╬╧╨╤╥╙╘╒╓╫╪┘┌█▄▌▐▀αßΓπΣσµτΦΘΩδ∞φε∩≡±≥≤⌠⌡÷≈°∙·√ⁿ²■\u00a0';
 
-function nameOf(b: Uint8Array, utf8: boolean): string {
-  if (utf8) return new TextDecoder('utf-8').decode(b);
+/**
+ * A member's name: UTF-8 when its flag says so (refused, as Python's zipfile refuses it, when
+ * the bytes are not UTF-8: a name written back must be the name read), else CP437.
+ */
+function nameOf(b: Uint8Array, utf8: boolean, zip: string): string {
+  if (utf8) {
+    try {
+      return new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(b);
+    } catch {
+      throw new NormalizeError(`${zip}: a member whose name is flagged UTF-8 is not (bytes ${Buffer.from(b.subarray(0, 40)).toString('hex')}${b.length > 40 ? '…' : ''}): refused, as it could not be written back as read`);
+    }
+  }
   let s = '';
   for (const c of b) s += c < 0x80 ? String.fromCharCode(c) : CP437[c - 0x80];
   return s;
@@ -92,7 +102,7 @@ export async function readMembers(src: Source, name: string): Promise<ZipMember[
     if (p + 46 + nameLen + extraLen > cdSize) throw new NormalizeError(`${name}: a damaged zip central directory`);
     const nameBytes = new Uint8Array(cd.buffer, p + 46, nameLen);
     const m: ZipMember = {
-      name: nameOf(nameBytes, (flags & 0x800) !== 0),
+      name: nameOf(nameBytes, (flags & 0x800) !== 0, name),
       nameBytes,
       method: cd.getUint16(p + 10, true),
       flags,
