@@ -17,7 +17,7 @@ import { checkFileOptions, FILE_KEYS } from './file-args.js';
 import { shown } from './paths.js';
 import { removeLiveTemps } from './atomic.js';
 import { onSupervisorGone, SIGNAL_SLOT, supervised, tell } from './supervised.js';
-import { STOP_GRACE_MS, STOPS } from './supervisor.js';
+import { STOPS } from './supervisor.js';
 import { asFlags, parseCommand, SEE_HELP, UsageError, type Command } from './cli-args.js';
 import { USAGE } from './cli-usage.js';
 import { packageJsonUrl } from '../entries.js';
@@ -194,13 +194,11 @@ export async function main(argv: string[]): Promise<number> {
     return [sig, h] as const;
   });
   // Orphaned (the supervisor killed outright): the lock names a dead process and may be taken
-  // over at once, so the run commits nothing more (its fence says so), stops, and ends itself.
+  // over at once, so the run commits nothing more (its fence says so) and ends itself at once.
+  // Its temporaries it removes itself (a later run removes any made since: their pid is dead).
   onSupervisorGone(() => {
-    ac.abort(new Error('the supervising process is gone'));
-    setTimeout(() => {
-      removeLiveTemps();
-      process.kill(process.pid, 'SIGKILL');
-    }, STOP_GRACE_MS).unref();
+    removeLiveTemps();
+    process.kill(process.pid, 'SIGKILL');
   });
   try {
     // The summary must not mix with data written to standard output.

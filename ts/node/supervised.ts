@@ -39,7 +39,12 @@ export type Tell =
   /** What to print if the run is stopped by a signal ({@link SIGNAL_SLOT} for the signal's name). */
   | { stopText: string }
   /** The child was stopped by this signal (sent to it directly, not through the supervisor). */
-  | { stoppedBy: string };
+  | { stoppedBy: string }
+  /**
+   * The child must end now, with this exit code: killed after the grace if it does not end
+   * by itself, and then the supervisor prints `text` for it.
+   */
+  | { endWith: number; text: string };
 
 interface Channel {
   readonly fd: number;
@@ -112,6 +117,15 @@ export function tell(m: Tell): void {
       else return supervisorGone(c);
     }
   }
+}
+
+/**
+ * Asks the supervisor to end this process within its grace, whatever it is waiting for, and
+ * to exit with `code` saying `reason` (a run that may no longer write: its lock was lost).
+ * Without a supervisor, nothing: the caller's promise settles once the work in flight does.
+ */
+export function mustEnd(code: number, reason: Error): void {
+  tell({ endWith: code, text: `rmsnorm-wasm: error: ${reason.message.replace(/^rmsnorm-wasm: /, '')}\n` });
 }
 
 /** A path as a message carries it: its bytes, base64. */

@@ -13,6 +13,8 @@
  *   lock (supervised.ts). Once the child is gone — reaped: it can write nothing more — this
  *   process removes the temporaries left and releases the lock, in that order, prints the stop
  *   message once and exits 128 + the signal's number (130, 143, 129).
+ * - A child that must end (its lock was lost) asks to: it is killed after the same grace if it
+ *   has not ended by then, and this process says why and exits with the code it asked for.
  * - The child's own exit code is passed on; a child killed by something else (the kernel's
  *   out-of-memory killer) is reported, and cleaned up after the same way.
  *
@@ -77,6 +79,8 @@ export function supervise(entry: string, argv: readonly string[]): Promise<numbe
   const locks = new Map<string, { path: Buffer; nonce: string }>();
   let stopText: string | null = null;
   let stoppedBy: string | null = null;
+  /** The code and message of an end the child asked for (endWith). */
+  let ending: { code: number; text: string } | null = null;
 
   const heard = (m: Tell): void => {
     if ('make' in m) temps.set(Buffer.from(m.make, 'base64').toString('latin1'), Buffer.from(m.make, 'base64'));
@@ -85,6 +89,10 @@ export function supervise(entry: string, argv: readonly string[]): Promise<numbe
     else if ('unlock' in m) locks.delete(m.unlock);
     else if ('stopText' in m) stopText = m.stopText;
     else if ('stoppedBy' in m) stoppedBy ??= m.stoppedBy;
+    else if ('endWith' in m && ending === null && stoppedBy === null) {
+      ending = { code: m.endWith, text: m.text };
+      killAfterGrace();
+    }
   };
   let pending = '';
   const channel = child.stdio[3] as NodeJS.ReadableStream & { on(e: 'error', f: () => void): unknown };
@@ -104,14 +112,22 @@ export function supervise(entry: string, argv: readonly string[]): Promise<numbe
   channel.on('error', () => {});
 
   let killTimer: ReturnType<typeof setTimeout> | null = null;
+  let killed = false;
+  const killAfterGrace = () => {
+    killTimer ??= setTimeout(() => {
+      killed = true;
+      child.kill('SIGKILL');
+    }, STOP_GRACE_MS);
+  };
   const onStop = (sig: (typeof STOPS)[number]) => () => {
     if (stoppedBy === null) stoppedBy = sig;
     if (killTimer !== null) {
+      killed = true;
       child.kill('SIGKILL'); // a second stop: at once
       return;
     }
     child.kill(sig);
-    killTimer = setTimeout(() => child.kill('SIGKILL'), STOP_GRACE_MS);
+    killAfterGrace();
   };
   const handlers = STOPS.map((sig) => [sig, onStop(sig)] as const);
   for (const [sig, h] of handlers) process.on(sig, h);
@@ -133,10 +149,13 @@ export function supervise(entry: string, argv: readonly string[]): Promise<numbe
       }
       for (const l of locks.values()) releaseLock(l.path, l.nonce);
       for (const [sig, h] of handlers) process.off(sig, h);
-      if (stoppedBy !== null) {
+      if (ending !== null && stoppedBy === null && killed) {
+        process.stderr.write(ending.text);
+        resolve(ending.code);
+      } else if (stoppedBy !== null) {
         process.stderr.write((stopText ?? `rmsnorm-wasm: stopped by ${SIGNAL_SLOT}\n`).replaceAll(SIGNAL_SLOT, stoppedBy));
         resolve(128 + (os.signals[stoppedBy as keyof typeof os.signals] ?? 15));
-      } else if (signal !== null) {
+      } else if (signal !== null && !(killed && ending !== null)) {
         process.stderr.write(`rmsnorm-wasm: error: the work process was killed by ${signal}${signal === 'SIGKILL' ? ' (out of memory, or killed)' : ''}; its temporary files were removed\n`);
         resolve(128 + (os.signals[signal] ?? 9));
       } else resolve(code ?? 1);

@@ -33,7 +33,7 @@ import { codeOf, fsError, NormalizeError } from '../errors.js';
 import type { Fence } from '../fence.js';
 import { bootId, deadBecause, describeOwner, HEARTBEAT_S, judgedBy, machine, ownerOf, startOf, Watch, type LockOwner } from './lock-owner.js';
 import { shown } from '../paths.js';
-import { ownerPid, pathText, supervised, supervisorAlive, tell } from '../supervised.js';
+import { mustEnd, ownerPid, pathText, supervised, supervisorAlive, tell } from '../supervised.js';
 import { join } from 'node:path';
 
 /** Default seconds after which a lock from another machine whose heartbeat stopped is stale: several missed heartbeats. */
@@ -190,6 +190,8 @@ export class ShardLock implements Fence {
     this.lostWhy ??= new NormalizeError(`the lock of ${this.shardText}${shown(join(this.path, '..'))} was ${why}: this run stops and commits nothing more`, 'EBUSY');
     this.stopBeating();
     tell({ unlock: pathText(this.path) });
+    // Under a supervisor the process ends within its grace, whatever reads are in flight.
+    mustEnd(75, this.lostWhy);
     this.lostController.abort(this.lostWhy);
     throw this.lostWhy;
   }
