@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  BIN, canUnshare, childOf, exists, foreignLock, npy, openTemps, startAsPid1, startCli, startProcess, tempsIn, treeHash, until, type Started,
+  BIN, canUnshare, childOf, exists, foreignLock, npy, openTemps, running, startAsPid1, startCli, startProcess, tempsIn, treeHash, until, type Started,
 } from './processes.js';
 
 const root = mkdtempSync(join(tmpdir(), 'rmsnorm-owner-'));
@@ -299,8 +299,9 @@ describe('the supervisor and the work process', () => {
     const before = new Set(readdirSync(out).filter((f) => f.endsWith('.npy')));
     a.p.kill('SIGKILL');
     const t = Date.now();
-    await until(() => !exists(work), 5_000);
-    expect(Date.now() - t).toBeLessThan(1500);
+    // Reparented, it is reaped by whatever adopts it: ended is what counts.
+    await until(() => !running(work), 5_000);
+    expect(Date.now() - t).toBeLessThan(500);
     const committed = readdirSync(out).filter((f) => f.endsWith('.npy') && !before.has(f));
     expect(committed.length, 'outputs renamed into place after the supervisor died').toBeLessThanOrEqual(1);
     expect(tempsIn(out)).toEqual([]);

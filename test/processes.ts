@@ -80,6 +80,16 @@ export async function childOf(pid: number): Promise<number> {
 /** Whether process `pid` exists (a zombie counts: it is gone once reaped). */
 export const exists = (pid: number): boolean => existsSync(`/proc/${pid}`);
 
+/** Whether process `pid` still runs (exists, and is not a zombie: one that has ended, waiting to be reaped). */
+export function running(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
 /** The temporary files under `dir` (every depth), each with the pid in its name. */
 export function tempsIn(dir: string): { path: string; pid: number }[] {
   const out: { path: string; pid: number }[] = [];
