@@ -1,6 +1,7 @@
 /**
  * Glob patterns as a dataset's inputs (`data/**\/*.npy`): `**` as a whole name matches any
- * number of directories (none included), `*` any characters within a name, `?` one, `[...]` one
+ * number of directories (none included; at the end, any directories and then a file: `a/**` is
+ * `a/**\/*`), `*` any characters within a name, `?` one, `[...]` one
  * of a class (`[a-c]`, `[!a]` or `[^a]` for one not in it). The leading names without any of
  * these are the directory walked.
  *
@@ -103,6 +104,8 @@ export function compileGlob(pattern: string, what: string): Glob {
       if (parts.at(-1)?.t !== 'deep') parts.push({ t: 'deep' });
     } else parts.push({ t: 'name', atoms: atomsOf(n, `${what} (${JSON.stringify(pattern)})`) });
   }
+  // A `**` at the end takes any directories and then a name: `a/**` is `a/**/*`.
+  if (parts.at(-1)?.t === 'deep') parts.push({ t: 'name', atoms: [{ t: 'star' }] });
   return { pattern, base, parts };
 }
 

@@ -100,7 +100,7 @@ class Skipped {
   warning(path: string): string | null {
     if (this.count === 0) return null;
     const more = this.count > NAMED_LINES ? `; and ${this.count - NAMED_LINES} more` : '';
-    return `skipped ${this.count} line${this.count === 1 ? '' : 's'} of ${path} that ${this.count === 1 ? 'is not a record' : 'are not records'} (${this.named.join('; ')}${more}): their outputs are redone`;
+    return `skipped ${this.count} line${this.count === 1 ? '' : 's'} of ${path} that ${this.count === 1 ? 'is not a record' : 'are not records'} (${this.named.join('; ')}${more}): an output no other line records is redone`;
   }
 }
 

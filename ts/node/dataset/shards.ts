@@ -15,6 +15,8 @@ import { byBytes, sortByOutput, type DatasetFile } from './inputs.js';
 
 /** Files at most this big (64 MiB) are never split, whatever the shard count. */
 export const SPLIT_BYTES = 64 << 20;
+/** The smallest part a split makes (1 MiB, or the split size when that is smaller): a huge shard count cuts a file into no more parts than that. */
+const PART_MIN_BYTES = 1 << 20;
 
 const byRel = (a: DatasetFile, b: DatasetFile): number => byBytes(a.rel, b.rel);
 
@@ -28,7 +30,7 @@ export function partName(rel: FsPath, k: number, count: number): FsPath {
 /**
  * `files` with every file worth splitting between `count` shards replaced by its parts: a file
  * of more than `splitBytes` and more than `total / count` bytes becomes
- * `min(count, ceil(size / share), first-axis length)` contiguous, near-equal ranges of its
+ * `min(count, ceil(size / share), first-axis length, ceil(size / 1 MiB))` contiguous, near-equal ranges of its
  * first axis. `firstAxis(f)` is the length of that axis (0 or 1 when it cannot be split, e.g.
  * a header that does not parse: that file then fails in the run as a whole file would).
  * Sorted by output path; two outputs with one name (an input named like another's part) is a
@@ -45,7 +47,7 @@ export async function splitLarge(
   const out: DatasetFile[] = [];
   for (const f of files) {
     const n = f.bytes > Math.max(share, splitBytes) ? await firstAxis(f) : 1;
-    const parts = Math.min(count, n, Math.ceil(f.bytes / share));
+    const parts = Math.min(count, n, Math.ceil(f.bytes / share), Math.ceil(f.bytes / Math.max(1, Math.min(PART_MIN_BYTES, splitBytes))));
     if (parts < 2) {
       out.push(f);
       continue;
