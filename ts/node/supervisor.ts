@@ -32,7 +32,7 @@ import { CHANNEL_ENV, SIGNAL_SLOT, type Tell } from './supervised.js';
  * only bounds how long a stop takes (a scheduler's grace, GNU parallel's --termseq, a pod's
  * terminationGracePeriodSeconds, is then never what ends the run).
  */
-export const STOP_GRACE_MS = 250;
+const STOP_GRACE_MS = 250;
 
 /** The signals that stop a run: what Kubernetes and Slurm send first (TERM), Ctrl-C (INT), a closed terminal (HUP). */
 export const STOPS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
