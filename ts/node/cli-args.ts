@@ -51,6 +51,7 @@ export function asFlags(msg: string): string {
   const flag: Record<string, string> = { tensors: 'tensor', followSymlinks: 'no-follow-symlinks', durable: 'no-fsync' };
   return msg
     .replace(/^(normalizeFile|normalizeDataset|createPool): /, '')
+    .replace(/^inputs\[\d+\]: /, '')
     .replace(/options\.([A-Za-z]+)/g, (_, k: string) => `--${flag[k] ?? flagOf(k)}`);
 }
 

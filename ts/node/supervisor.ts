@@ -69,10 +69,6 @@ function releaseLock(path: Buffer, nonce: string): void {
  * the module doc); resolves to the exit code this process should end with.
  */
 export function supervise(entry: string, argv: readonly string[]): Promise<number> {
-  const child = spawn(process.execPath, [...process.execArgv, entry, ...argv], {
-    stdio: ['inherit', 'inherit', 'inherit', 'pipe'],
-    env: { ...process.env, [CHANNEL_ENV]: `3:${process.pid}` },
-  });
   /** Temporaries the child made and has not renamed or removed, by their bytes (latin1). */
   const temps = new Map<string, Buffer>();
   /** Locks the child holds or is taking, by path: the nonce each names. */
@@ -94,23 +90,6 @@ export function supervise(entry: string, argv: readonly string[]): Promise<numbe
       killAfterGrace();
     }
   };
-  let pending = '';
-  const channel = child.stdio[3] as NodeJS.ReadableStream & { on(e: 'error', f: () => void): unknown };
-  channel.setEncoding('latin1');
-  channel.on('data', (s: string) => {
-    pending += s;
-    for (let nl = pending.indexOf('\n'); nl >= 0; nl = pending.indexOf('\n')) {
-      const line = pending.slice(0, nl);
-      pending = pending.slice(nl + 1);
-      try {
-        heard(JSON.parse(Buffer.from(line, 'latin1').toString('utf8')) as Tell);
-      } catch {
-        // not a message of the child's: ignored
-      }
-    }
-  });
-  channel.on('error', () => {});
-
   let killTimer: ReturnType<typeof setTimeout> | null = null;
   let killed = false;
   const killAfterGrace = () => {
@@ -129,8 +108,30 @@ export function supervise(entry: string, argv: readonly string[]): Promise<numbe
     child.kill(sig);
     killAfterGrace();
   };
+  // The handlers first: a stop signal from now on is forwarded, never this process's end by default.
   const handlers = STOPS.map((sig) => [sig, onStop(sig)] as const);
   for (const [sig, h] of handlers) process.on(sig, h);
+  const child = spawn(process.execPath, [...process.execArgv, entry, ...argv], {
+    stdio: ['inherit', 'inherit', 'inherit', 'pipe'],
+    env: { ...process.env, [CHANNEL_ENV]: `3:${process.pid}` },
+  });
+
+  let pending = '';
+  const channel = child.stdio[3] as NodeJS.ReadableStream & { on(e: 'error', f: () => void): unknown };
+  channel.setEncoding('latin1');
+  channel.on('data', (s: string) => {
+    pending += s;
+    for (let nl = pending.indexOf('\n'); nl >= 0; nl = pending.indexOf('\n')) {
+      const line = pending.slice(0, nl);
+      pending = pending.slice(nl + 1);
+      try {
+        heard(JSON.parse(Buffer.from(line, 'latin1').toString('utf8')) as Tell);
+      } catch {
+        // not a message of the child's: ignored
+      }
+    }
+  });
+  channel.on('error', () => {});
 
   return new Promise<number>((resolve) => {
     child.on('error', (e) => {

@@ -88,11 +88,11 @@ function atomsOf(part: string, what: string): Atom[] {
 }
 
 /**
- * Compiles `pattern` (see the module doc); `what` names it in errors (`inputs[2]`). A RangeError
+ * Compiles `pattern` (see the module doc); `what` names it in errors (`normalizeDataset: inputs[2]`). A RangeError
  * for a pattern longer than {@link GLOB_MAX_CHARS}, or a malformed class.
  */
 export function compileGlob(pattern: string, what: string): Glob {
-  if (pattern.length > GLOB_MAX_CHARS) throw new RangeError(`${what} is a pattern of ${pattern.length} characters, more than the ${GLOB_MAX_CHARS} taken`);
+  if (pattern.length > GLOB_MAX_CHARS) throw new RangeError(`${what}: a pattern of ${pattern.length} characters, more than the ${GLOB_MAX_CHARS} taken`);
   const names = pattern.split(/[\\/]/);
   const first = names.findIndex(isGlob);
   const fixed = names.slice(0, first);
@@ -102,7 +102,7 @@ export function compileGlob(pattern: string, what: string): Glob {
     if (n === '' || n === '.') continue;
     if (n === '**') {
       if (parts.at(-1)?.t !== 'deep') parts.push({ t: 'deep' });
-    } else parts.push({ t: 'name', atoms: atomsOf(n, `${what} (${JSON.stringify(pattern)})`) });
+    } else parts.push({ t: 'name', atoms: atomsOf(n, `${what}: the pattern ${JSON.stringify(pattern).slice(0, 200)}`) });
   }
   // A `**` at the end takes any directories and then a name: `a/**` is `a/**/*`.
   if (parts.at(-1)?.t === 'deep') parts.push({ t: 'name', atoms: [{ t: 'star' }] });
