@@ -93,10 +93,10 @@ ${SCALAR_LINES}
                       faster for many small files; a killed run still leaves no partial
                       output, but a power failure may
   --out-dir DIR       many inputs: write each output under DIR (see above)
-  --shard I/N         with --out-dir: process only shard I (0 to N-1) of N; N processes
-                      given the same inputs cover them exactly once (their manifests:
-                      DIR/manifest.shard-I-of-N.jsonl); a file over 64 MiB and over
-                      1/N of the data is split by rows into NAME.part-K-of-P files
+  --shard I/N         with --out-dir: process only shard I (0 to N-1) of N (at most
+                      1000000); N processes given the same inputs cover them exactly once
+                      (their manifests: DIR/manifest.shard-I-of-N.jsonl); a file over 64 MiB
+                      and over 1/N of the data is split by rows into NAME.part-K-of-P files
   --force             with --out-dir: redo outputs already recorded as done
   --keep-going        with --out-dir: after a failed file go on with the others; list the
                       failures at the end (exit code 1)
@@ -120,6 +120,8 @@ ${EXAMPLE_LOG_LINE}
 
 Exit codes: 0 done; 1 a bad file or a failed run (the message names the file); 2 bad usage
 or a bad option value, found before anything is read or made; 75 another run holds the
-shard (with --lock-wait); 130, 143 or 129 stopped by SIGINT, SIGTERM or SIGHUP: temporary
-files are removed, and with --out-dir the outputs completed so far are kept and recorded
-(run the same command again to resume).`;
+shard (--lock-wait ran out, or it took this run's lock over);
+130, 143 or 129 stopped by SIGINT, SIGTERM or SIGHUP, within a quarter of a second whatever
+pid the command has (PID 1 of a container too): temporary files are removed, and with
+--out-dir the outputs completed so far are kept and recorded (run the same command again to
+resume); 137 the work process was killed (out of memory?), its temporary files removed.`;

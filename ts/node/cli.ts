@@ -3,8 +3,9 @@
  * a thin shell over {@link normalizeFile} and {@link normalizeDataset}: argument parsing, a
  * progress line (live on a terminal, at an interval in a log), the summary, warnings, exit codes, and signals. Exit codes: 0
  * done, 1 a bad file or failed run, 2 bad usage or a bad option value, 75 another run holds
- * the shard (with --lock-wait), 128 + the signal's number when stopped by SIGINT (130),
- * SIGTERM (143) or SIGHUP (129) — the temporary outputs are removed.
+ * the shard (--lock-wait ran out, or its lock was taken over), 128 + the signal's number when
+ * stopped by SIGINT (130), SIGTERM (143) or SIGHUP (129). It runs as the supervised work
+ * process (supervisor.ts prints the stop message and removes what a stopped run left).
  * @module
  */
 import { fstatSync, readFileSync, statSync } from 'node:fs';
