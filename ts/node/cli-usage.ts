@@ -120,8 +120,8 @@ ${EXAMPLE_LOG_LINE}
 
 Exit codes: 0 done; 1 a bad file or a failed run (the message names the file); 2 bad usage
 or a bad option value, found before anything is read or made; 75 another run holds the
-shard (--lock-wait ran out, or it took this run's lock over);
-130, 143 or 129 stopped by SIGINT, SIGTERM or SIGHUP, within a quarter of a second whatever
+shard (--lock-wait ran out, or it took this run's lock
+over); 130, 143 or 129 stopped by SIGINT, SIGTERM or SIGHUP, within a quarter of a second whatever
 pid the command has (PID 1 of a container too): temporary files are removed, and with
 --out-dir the outputs completed so far are kept and recorded (run the same command again to
 resume); 137 the work process was killed (out of memory?), its temporary files removed.`;
