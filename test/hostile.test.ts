@@ -95,6 +95,9 @@ interface Member {
   deflate?: boolean;
   /** Overrides of the central directory entry. */
   cdName?: string;
+  /** The name's bytes as both headers hold them (instead of `name`'s UTF-8), and the general-purpose flags. */
+  nameBytes?: Buffer;
+  flags?: number;
   crc?: number;
 }
 
@@ -106,10 +109,11 @@ function zip(members: Member[], o: { extraEntries?: (entry: (cdName: Buffer) => 
   for (const m of members) {
     const body = m.deflate ? deflateRawSync(m.data) : m.data;
     const crc = m.crc ?? crc32(m.data);
-    const name = Buffer.from(m.name);
+    const name = m.nameBytes ?? Buffer.from(m.name);
     const h = Buffer.alloc(30);
     h.writeUInt32LE(0x04034b50, 0);
     h.writeUInt16LE(20, 4);
+    h.writeUInt16LE(m.flags ?? 0, 6);
     h.writeUInt16LE(m.deflate ? 8 : 0, 8);
     h.writeUInt32LE(crc >>> 0, 14);
     h.writeUInt32LE(body.length, 18);
@@ -123,6 +127,7 @@ function zip(members: Member[], o: { extraEntries?: (entry: (cdName: Buffer) => 
       c.writeUInt32LE(0x02014b50, 0);
       c.writeUInt16LE(20, 4);
       c.writeUInt16LE(20, 6);
+      c.writeUInt16LE(m.flags ?? 0, 8);
       c.writeUInt16LE(m.deflate ? 8 : 0, 10);
       c.writeUInt32LE(crc >>> 0, 16);
       c.writeUInt32LE(body.length, 20);
@@ -131,7 +136,7 @@ function zip(members: Member[], o: { extraEntries?: (entry: (cdName: Buffer) => 
       c.writeUInt32LE(local, 42);
       return Buffer.concat([c, cdName]);
     };
-    cd.push(entry(Buffer.from(m.cdName ?? m.name)));
+    cd.push(entry(m.nameBytes ?? Buffer.from(m.cdName ?? m.name)));
     for (const e of o.extraEntries?.(entry) ?? []) cd.push(e);
   }
   const dir = Buffer.concat(cd);
@@ -303,6 +308,29 @@ describe('sizes read from a file are checked before use: no abort, no unbounded 
     big.writeBigUInt64LE(200_000_000n);
     writeFileSync(join(d, 'h.safetensors'), big);
     expectExit(cli(['normalize', 'h.safetensors', 'o.safetensors'], { cwd: d }), 1, /h\.safetensors.*at most/);
+  });
+
+  it('names read from a container round-trip exactly or are refused; safetensors numbers are checked as the tokens they are', () => {
+    const d = caseDir();
+    const data = npy(4, 8);
+    // A member flagged UTF-8 whose name is not: refused, as Python's zipfile refuses it.
+    writeFileSync(join(d, 'bad-utf8.npz'), zip([{ name: '', nameBytes: Buffer.from([0x78, 0xff, 0xfe, 0x2e, 0x6e, 0x70, 0x79]), flags: 0x800, data }]));
+    expectExit(cli(['normalize', 'bad-utf8.npz', 'o.npz'], { cwd: d }), 1, /bad-utf8\.npz: a member whose name is flagged UTF-8 is not/);
+    // The same bytes without the flag are CP437, and round-trip: written back under the same name.
+    writeFileSync(join(d, 'cp437.npz'), zip([{ name: '', nameBytes: Buffer.from([0x78, 0x82, 0x2e, 0x6e, 0x70, 0x79]), data }]));
+    const r = cli(['normalize', 'cp437.npz', 'o.npz', '--json'], { cwd: d });
+    expectExit(r, 0);
+    expect(JSON.parse(r.stdout).arrays.map((a: { name: string }) => a.name)).toEqual(['xé']);
+    for (const [file, edit, why] of [
+      ['surrogate.safetensors', (j: string) => j.replace('"x"', '"\\ud800"'), /not well-formed Unicode/],
+      ['twice.safetensors', (j: string) => j.replace('{"x":', '{"x":{"dtype":"F32","shape":[0],"data_offsets":[0,0]},"x":'), /the key "x" appears twice/],
+      ['escaped.safetensors', (j: string) => j.replace('"shape":[4,8]', '"sh\\u0061pe":[4.0,8]'), /the number 4\.0/],
+      ['negative.safetensors', (j: string) => j.replace('"shape":[4,8]', '"shape":[-4,8]'), /the number -4/],
+      ['exponent.safetensors', (j: string) => j.replace('"shape":[4,8]', '"shape":[4e0,8]'), /the number 4e0/],
+    ] as const) {
+      writeFileSync(join(d, file), safetensors(4, 8, edit));
+      expectExit(cli(['normalize', file, 'o.safetensors'], { cwd: d }), 1, why);
+    }
   });
 
   it('zip: overlapping members, a name the local header contradicts, and a bad CRC-32 (stored and deflated) are refused', () => {
