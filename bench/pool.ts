@@ -14,7 +14,7 @@ import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg } from 'node:os';
 import { createPool, init, instance, loadRmsNorm, type RmsNormPool } from '../dist/index.js';
-import { poolHooks } from '../dist/pool/hooks.js';
+import { poolHooks } from '../dist/pool/caller/hooks.js';
 
 /** Median wall time (µs) of `f` over about `budgetMs` after a warm-up. */
 async function median(f: () => unknown, budgetMs = 300): Promise<number> {

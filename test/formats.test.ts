@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadRmsNorm, type RmsNorm } from '../dist/index.js';
 import { normalizeFile, NormalizeError, npyHeader, parseNpyHeader } from '../dist/node/index.js';
 import { safetensorsFormat } from '../dist/node/formats/safetensors.js';
-import { openSource } from '../dist/node/source.js';
+import { openSource } from '../dist/node/io/source.js';
 import { firstBitDiff, mismatch, refForward, sameBits, yTolerance } from '../shared/reference.js';
 import { value, values } from './format-values.js';
 

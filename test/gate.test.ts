@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPool, loadRmsNorm, relaxedSimdSupported, type Build, type RmsNorm, type RmsNormPool } from '../dist/index.js';
-import { poolHooks } from '../dist/pool/hooks.js';
+import { poolHooks } from '../dist/pool/caller/hooks.js';
 import { allclose, halfToF32, randn, refGated, type HalfDtype } from '../shared/reference.js';
 
 type Dtype = HalfDtype | 'float32';

@@ -18,7 +18,7 @@ import { crc32, deflateRawSync } from 'node:zlib';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createNormalizeStream, normalizeDataset, normalizeFile, NormalizeError, npyHeader } from '../dist/node/index.js';
-import { cpuQuota } from '../ts/glue/cpu-quota.js';
+import { cpuQuota } from '../ts/glue/platform.js';
 import { ShardLock } from '../dist/node/dataset/lock.js';
 
 const BIN = new URL('../bundle/node/bin.js', import.meta.url).pathname;

@@ -4,7 +4,7 @@
  * way that keeps losing less and less often, and still follows a change of load.
  */
 import { describe, expect, it } from 'vitest';
-import { Choice } from '../dist/pool/choice.js';
+import { Choice } from '../dist/pool/caller/shard-choice.js';
 import { PROBE_BACKOFF_MAX, PROBE_MS, PROBE_RUN } from '../dist/pool/tuning.js';
 
 /** A Choice on a simulated clock; `call(msSharded, msAlone)` makes one call and says how it went. */

@@ -9,8 +9,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import * as C from '../dist/pool/control.js';
-import { Dispatcher } from '../dist/pool/dispatch.js';
-import type { Workers } from '../dist/pool/workers.js';
+import { Dispatcher } from '../dist/pool/caller/dispatch.js';
+import type { Workers } from '../dist/pool/caller/workers.js';
 import type { KernelExports, WasmMemoryLike } from '../dist/glue/load.js';
 import { NO_PARAMS } from '../dist/call/ops.js';
 

@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createPool, init, instance, type RmsNormPool, type RmsNorm } from '../dist/index.js';
-import { poolHooks } from '../dist/pool/hooks.js';
+import { poolHooks } from '../dist/pool/caller/hooks.js';
 import { randn } from '../shared/reference.js';
 
 const hooks = (p: RmsNormPool) => poolHooks(p);

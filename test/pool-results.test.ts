@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPool, init, instance, type RmsNormPool, type RmsNorm } from '../dist/index.js';
-import { poolHooks } from '../dist/pool/hooks.js';
+import { poolHooks } from '../dist/pool/caller/hooks.js';
 import { randn, rng } from '../shared/reference.js';
 
 let sync: RmsNorm;

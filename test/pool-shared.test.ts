@@ -9,7 +9,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPool, loadRmsNorm, type RmsNorm, type RmsNormPool } from '../dist/index.js';
-import { poolHooks } from '../dist/pool/hooks.js';
+import { poolHooks } from '../dist/pool/caller/hooks.js';
 import { sameBits } from '../shared/reference.js';
 
 let pool: RmsNormPool;

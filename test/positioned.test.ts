@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPool, type RmsNormPool } from '../dist/index.js';
-import { poolHooks } from '../dist/pool/hooks.js';
+import { poolHooks } from '../dist/pool/caller/hooks.js';
 import { normalizeFile, npyHeader } from '../dist/node/index.js';
 
 const FIX = new URL('./fixtures/formats/', import.meta.url).pathname;

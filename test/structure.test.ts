@@ -144,6 +144,28 @@ describe('the repository\'s structure', () => {
     expect(Object.entries(g).filter(([, deps]) => deps.some((d) => entries.includes(d))).map(([f]) => relative(ROOT, f))).toEqual([]);
   });
 
+  it('layers: the pool knows nothing of files, the glue nothing of calls; within ts/node/ no folder imports one above it', () => {
+    const g = tsGraph();
+    const under = (d: string) => (f: string) => relative(ROOT, f).startsWith(d);
+    const reaching = (from: string, to: string) =>
+      Object.entries(g).filter(([f, deps]) => under(from)(f) && deps.some(under(to))).map(([f]) => relative(ROOT, f));
+    expect(Object.keys(g).some(under('ts/pool/')) && Object.keys(g).some(under('ts/node/'))).toBe(true);
+    expect(reaching('ts/pool/', 'ts/node/')).toEqual([]);
+    expect(reaching('ts/glue/', 'ts/call/')).toEqual([]);
+    expect(reaching('ts/pool/worker/', 'ts/pool/caller/')).toEqual([]);
+    // io ← formats ← file ← dataset ← command
+    const order = ['ts/node/io/', 'ts/node/formats/', 'ts/node/file/', 'ts/node/dataset/', 'ts/node/command/'];
+    order.forEach((d, i) => {
+      for (const above of order.slice(i + 1)) expect(reaching(d, above), `${d} → ${above}`).toEqual([]);
+    });
+  });
+
+  it('ts/node/ has at most 10 files at its top (the rest by concern: command, file, io, formats, dataset)', () => {
+    const top = readdirSync(join(ROOT, 'ts/node')).filter((n) => statSync(join(ROOT, 'ts/node', n)).isFile());
+    expect(top.length).toBeGreaterThan(0);
+    expect(top.length).toBeLessThanOrEqual(10);
+  });
+
   it('no import circle among the Rust modules', () => {
     const g = rustGraph();
     // the graph is read: the kernel's modules use one another
@@ -172,7 +194,7 @@ describe('the repository\'s structure', () => {
   it('every list of option keys is written once, in its table: no other array or union of two or more of them in ts/', async () => {
     const { PARAM_KEYS, FORWARD_ONLY_KEYS, operandKeys } = await import('../ts/call/check/params.js');
     const { OPS } = await import('../ts/call/ops.js');
-    const { FILE_KEYS } = await import('../ts/node/file-args.js');
+    const { FILE_KEYS } = await import('../ts/node/file/options.js');
     const keys = new Set([...PARAM_KEYS, ...FILE_KEYS, ...OPS.flatMap((op) => operandKeys(op))]);
     expect([...keys]).toEqual(expect.arrayContaining(['eps', 'outDtype', 'rstd', 'inPlace', 'residual', 'dweight']));
     const files = walk(join(ROOT, 'ts'))

@@ -6,7 +6,7 @@
  * parent, and descriptor 3 is a pipe the test holds.
  */
 import { spawnSync } from 'node:child_process';
-import { CHANNEL_ENV } from '../ts/node/supervised.js';
+import { CHANNEL_ENV } from '../ts/node/io/supervised.js';
 
 const BIN = new URL('../bundle/node/bin.js', import.meta.url).pathname;
 

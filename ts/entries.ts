@@ -3,7 +3,7 @@
  * entries and package.json. Written relative to this module because it sits at the top of the compiled package
  * in both of its forms: tsc's modules in dist/ and the bundle in bundle/ (this code lands in a
  * chunk at its top), with the builds at ../wasm/BUILD/ beside them and the entries at
- * pool/worker-node.js and pool/worker.js below. From a module deeper down the paths would
+ * node/pool-worker.js and pool/worker/browser.js below. From a module deeper down the paths would
  * differ between the two. Literal import() and new URL(..., import.meta.url), so that bundlers
  * can see and copy them.
  * @module
@@ -38,12 +38,12 @@ export const packageJsonUrl = (): URL => new URL('../package.json', import.meta.
 
 /** The Node worker's entry (hidden from bundlers: they would copy a Node entry into a browser build). */
 export function nodeWorkerUrl(): URL {
-  return new URL(/* @vite-ignore */ './pool/worker-node.js', import.meta.url);
+  return new URL(/* @vite-ignore */ './node/pool-worker.js', import.meta.url);
 }
 
 /** Starts a browser worker. */
 export function startWebWorker(): Worker {
   // The literal `new Worker(new URL('…', import.meta.url), { type: 'module' })` is what
   // bundlers look for to emit the worker as its own entry.
-  return new Worker(new URL('./pool/worker.js', import.meta.url), { type: 'module' });
+  return new Worker(new URL('./pool/worker/browser.js', import.meta.url), { type: 'module' });
 }

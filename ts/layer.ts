@@ -15,7 +15,7 @@ import { Dtype as DT } from './generated/abi.js';
 import { BY_CODE } from './glue/dtypes.js';
 import { B, BACKWARD, F, type Data, type Params, type Placed } from './call/ops.js';
 import type { Dtype, FloatArray, GateMode, QuantDtype, RmsNormBackwardResult, RmsNormLayerBackwardOptions, RmsNormLayerForwardOptions, RmsNormOutput } from './types.js';
-import { Owned } from './call/owned.js';
+import { Owned } from './call/layer-outputs.js';
 import { backwardCall, forwardCall, type Call } from './call/results.js';
 import { jsArrayOver } from './glue/platform.js';
 

@@ -21,8 +21,8 @@ import { backwardCall, forwardCall, type Call } from './call/results.js';
 import { Placer, SYNC_WINDOW_FLOATS, type WindowRules } from './call/placement/placer.js';
 import { checkStatus } from './glue/status.js';
 import { resultArray } from './glue/platform.js';
-import { checkConvertInput } from './call/check/arrays.js';
-import { convertOut, type ConvertOptions } from './call/check/convert.js';
+import { checkLength } from './call/check/arrays.js';
+import { checkConvertInput, convertOut, type ConvertOptions } from './call/check/convert.js';
 import { checkBackward, checkForward } from './call/check/calls.js';
 import { halfDtypeCode } from './call/check/scalars.js';
 import type { FloatArray, HalfBits, HalfDtype, RmsNormBackwardOptions, RmsNormBackwardResult, RmsNormLayerOptions, RmsNormOptions, RmsNormQuantOptions, QuantArray, QuantDtype } from './types.js';
@@ -189,7 +189,7 @@ export class RmsNorm {
    * every call (the zero-copy path). Free it when done; memory is not garbage-collected.
    */
   allocF32(length: number): F32Buffer {
-    return this.#heap.allocBuffer(length);
+    return this.#heap.allocBuffer(checkLength('allocF32', length, 4));
   }
 
   /** Half bit patterns to float32 values, exactly: see the top-level {@link halfToFloat32}. */
@@ -254,12 +254,12 @@ export class RmsNorm {
    * used in place like {@link allocF32}'s. Free it when done.
    */
   allocU16(length: number): U16Buffer {
-    return this.#heap.allocBuffer16(length);
+    return this.#heap.allocBuffer16(checkLength('allocU16', length, 2));
   }
 
   /** `length` elements of storage dtype `dt` (an abi.ts Dtype code) inside this module's memory, viewed as the array of its facts; `fn` names the call in errors. @internal */
   allocOf(fn: string, dt: number, length: number): DataBuffer<Data> {
-    return this.#heap.allocArray(fn, length, BY_CODE[dt]!.Array) as DataBuffer<Data>;
+    return this.#heap.allocArray(fn, checkLength(fn, length, BY_CODE[dt]!.bytes), BY_CODE[dt]!.Array) as DataBuffer<Data>;
   }
 }
 

@@ -5,7 +5,6 @@
  * @module
  */
 import type { LoadedWasm } from './load.js';
-import { describe } from '../call/check/arrays.js';
 import type { Placed } from './dtypes.js';
 
 /** An array a dtype may be held in (a dtype's facts' `Array`). */
@@ -189,14 +188,11 @@ export class Heap {
     return this.allocArray('allocU16', length, Uint16Array);
   }
 
-  /** A buffer of `length` elements viewed as `Type` (a dtype's facts' `Array`); `fn` names the call in errors. */
+  /**
+   * A buffer of `length` elements (checked by the caller: call/check/arrays.ts `checkLength`)
+   * viewed as `Type` (a dtype's facts' `Array`); `fn` names the call in errors.
+   */
   allocArray<T extends Held>(fn: string, length: number, Type: ArrayType<T>): DataBuffer<T> {
-    if (typeof length !== 'number') {
-      throw new TypeError(`${fn}: length must be a number (a count of ${Type.BYTES_PER_ELEMENT === 4 ? 'floats' : 'elements'}), got ${describe(length)}`);
-    }
-    if (!Number.isInteger(length) || length < 0 || length > 0x3fffffff) {
-      throw new RangeError(`${fn}: length must be an integer in [0, 2^30), got ${String(length)}`);
-    }
     // The allocator counts floats: narrower elements take fewer (16-byte aligned either way).
     const floats = Math.ceil((length * Type.BYTES_PER_ELEMENT) / 4);
     let addr = this.alloc(floats);

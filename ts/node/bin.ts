@@ -5,13 +5,13 @@
  * @module
  */
 import { fileURLToPath } from 'node:url';
-import { supervised } from './supervised.js';
+import { supervised } from './io/supervised.js';
 
 const argv = process.argv.slice(2);
 if (supervised()) {
-  const { main } = await import('./cli.js');
+  const { main } = await import('./command/main.js');
   process.exit(await main(argv));
 } else {
-  const { supervise } = await import('./supervisor.js');
+  const { supervise } = await import('./command/supervisor.js');
   process.exit(await supervise(fileURLToPath(import.meta.url), argv));
 }

@@ -8,7 +8,7 @@
  * ```
  * @module
  */
-export { normalizeFile, NormalizeError, CHUNK_BYTES, type NormalizeFileOptions, type NormalizeProgress, type NormalizeSummary } from './file.js';
+export { normalizeFile, NormalizeError, CHUNK_BYTES, type NormalizeFileOptions, type NormalizeProgress, type NormalizeSummary } from './file/normalize-file.js';
 export type { FileDtype, OutDtype, FormatName, FsPath, NormalizedArray } from './types.js';
 export { normalizeDataset } from './dataset/run.js';
 export type {

@@ -6,11 +6,11 @@ import type { RmsNormPool } from '../pool/api.js';
 import type { CastingMode, Dtype, FloatArray, ScalarOptions } from '../types.js';
 import type { FileDtype, OutDtype } from '../glue/dtypes.js';
 import type { FormatName } from './formats/index.js';
-import type { FsPath } from './paths.js';
+import type { FsPath } from './io/paths.js';
 
 export type { FileDtype, OutDtype } from '../glue/dtypes.js';
 export type { FormatName } from './formats/index.js';
-export type { FsPath } from './paths.js';
+export type { FsPath } from './io/paths.js';
 
 /** How far a {@link normalizeFile} call has come. */
 export interface NormalizeProgress {

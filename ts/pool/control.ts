@@ -58,10 +58,10 @@ export const FLAG0 = STREAM + 1;
 /** Test hook: worker `HOLD - 1` stops inside the next chunk it claims until HOLD changes. */
 export const HOLD = STREAM + 2;
 /**
- * A task job (tasks.ts): the next record to claim (workers compete for it), the records queued
- * (the caller writes it), the records finished (workers add to it), each on a line of its own;
- * then, read-only while the job runs, whether the ring is closed, its address and slots and the
- * bytes of each worker's region.
+ * A task job (caller/task-ring.ts, worker/tasks.ts): the next record to claim (workers compete
+ * for it), the records queued (the caller writes it), the records finished (workers add to it),
+ * each on a line of its own; then, read-only while the job runs, whether the ring is closed, its
+ * address and slots and the bytes of each worker's region.
  */
 export const TASK_WORDS = {
   head: NEXT + 5 * LINE,
@@ -74,6 +74,15 @@ export const TASK_WORDS = {
   /** The test hook {@link HOLD}: worker `HOLD - 1` stops before its next record. */
   hold: HOLD,
 } as const;
+/**
+ * The task ring's records: {@link TASK_RECORD} float64 each (positions pass 2^32), the first the
+ * record's task kind (what registered it runs it: worker/tasks.ts), the rest the kind's own;
+ * after them an int32 state word per slot ({@link TaskState}).
+ */
+export const TASK_RECORD = 18;
+/** A task slot's state. */
+export const TaskState = { FREE: 0, QUEUED: 1, DONE: 2 } as const;
+
 /**
  * Operands in a SharedArrayBuffer of the caller's (not the wasm memory): each thread copies a
  * chunk's rows of them between that buffer and the operand's window region itself, before and

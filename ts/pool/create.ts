@@ -7,7 +7,7 @@ import type { Build } from '../types.js';
 import { coreCount, threadsAvailable } from '../glue/platform.js';
 import type { RmsNorm } from '../rmsnorm.js';
 import { checkCreateOptions, type PoolOptions, type RmsNormPool } from './api.js';
-import { Pool } from './pool.js';
+import { Pool } from './caller/pool.js';
 
 /**
  * Starts a pool of workers that share a threads build (`simd-relaxed-threads` or

@@ -23,6 +23,19 @@ export function describe(v: unknown): string {
   return (v as object).constructor?.name ?? 'object';
 }
 
+/** The most elements a buffer of wasm memory may have (allocF32, allocU16). */
+const BUFFER_MAX = 0x3fffffff;
+
+/**
+ * `length`, the element count of a new buffer of `bytes`-byte elements, checked: a TypeError or
+ * RangeError naming `fn` unless it is an integer from 0 to {@link BUFFER_MAX}.
+ */
+export function checkLength(fn: string, length: unknown, bytes: number): number {
+  if (typeof length !== 'number') throw new TypeError(`${fn}: length must be a number (a count of ${bytes === 4 ? 'floats' : 'elements'}), got ${describe(length)}`);
+  if (!Number.isInteger(length) || length < 0 || length > BUFFER_MAX) throw new RangeError(`${fn}: length must be an integer in [0, 2^30), got ${String(length)}`);
+  return length;
+}
+
 /** `v` as a Float32Array, attached; a TypeError naming `fn` and `name` otherwise. */
 export function f32(fn: string, name: string, v: unknown): Float32Array {
   if (arrayTag(v) !== 'Float32Array') throw new TypeError(`${fn}: ${name} must be a Float32Array, got ${describe(v)}`);
@@ -87,7 +100,7 @@ const JS_ARRAYS = new Set(STORED.flatMap((d) => (d.jsArray ? [d.jsArray] : [])))
 export const isJsArray = (v: unknown): boolean => JS_ARRAYS.has(arrayTag(v) ?? '');
 
 /** The array of dtype `dt`'s facts as a message says it: `a Float32Array`, `a Uint16Array of bit patterns` (an array that holds several dtypes). */
-const heldIn = (dt: number): string => `a ${BY_CODE[dt]!.array}${dtypesOf(BY_CODE[dt]!.array).length > 1 ? ' of bit patterns' : ''}`;
+export const heldIn = (dt: number): string => `a ${BY_CODE[dt]!.array}${dtypesOf(BY_CODE[dt]!.array).length > 1 ? ' of bit patterns' : ''}`;
 
 /** What arrays hold dtype `dt`, as a message says it: JavaScript's own array of it, or its facts' array. */
 export function takes(dt: number): string {
@@ -156,12 +169,3 @@ export function rowsOf(fn: string, name: string, x: Data, dim: number): number {
   }
   return x.length / dim;
 }
-
-/** Checks a conversion's input: the array of dtype `dt`'s facts (a TypeError naming `fn` otherwise). */
-export function checkConvertInput<T extends Data>(fn: string, v: unknown, dt: number): T {
-  if (arrayTag(v) !== BY_CODE[dt]!.array) {
-    throw new TypeError(`${fn}: the input must be ${heldIn(dt)}, got ${describe(v)}`);
-  }
-  return v as T;
-}
-

@@ -1,10 +1,11 @@
 /**
- * The arguments of the half-precision conversions: `options.out`, of the array the dtype table gives.
+ * The arguments of the half-precision conversions: the input, and `options.out`, each of the
+ * array the dtype table gives.
  * @module
  */
 import { arrayTag, BY_CODE, type Data } from '../../glue/dtypes.js';
 import type { HalfBits } from '../../types.js';
-import { describe } from './arrays.js';
+import { describe, heldIn } from './arrays.js';
 import { options as checkOptions } from './options.js';
 import { overlaps } from './overlap.js';
 
@@ -26,4 +27,12 @@ export function convertOut<T extends Data>(fn: string, options: unknown, src: Da
   if (o.length !== src.length) throw new RangeError(`${fn}: options.out.length must be ${src.length} (the input's), got ${o.length}`);
   if (overlaps(o, src)) throw new RangeError(`${fn}: options.out must not overlap the input`);
   return o;
+}
+
+/** Checks a conversion's input: the array of dtype `dt`'s facts (a TypeError naming `fn` otherwise). */
+export function checkConvertInput<T extends Data>(fn: string, v: unknown, dt: number): T {
+  if (arrayTag(v) !== BY_CODE[dt]!.array) {
+    throw new TypeError(`${fn}: the input must be ${heldIn(dt)}, got ${describe(v)}`);
+  }
+  return v as T;
 }

@@ -20,7 +20,7 @@ import type { RmsNormBackwardResult } from '../../types.js';
 import { checkStatus } from '../../glue/status.js';
 import { BACKWARD_PARAM_KEYS } from '../check/params.js';
 import { ParamsMemo } from './params-memo.js';
-import { apart, Seen } from './seen.js';
+import { apart, Seen } from './views.js';
 import type { WindowCalls } from './window-calls.js';
 
 /** The options this way takes besides the parameters: the forward's rstd and the float32 outputs. */

@@ -27,7 +27,7 @@ import { resultArray } from '../../glue/platform.js';
 import { checkStatus } from '../../glue/status.js';
 import { PARAM_KEYS } from '../check/params.js';
 import { ParamsMemo } from './params-memo.js';
-import { apart, Seen } from './seen.js';
+import { apart, Seen } from './views.js';
 import type { WindowCalls } from './window-calls.js';
 
 /** The options this way takes besides the parameters: the float32 outputs. */

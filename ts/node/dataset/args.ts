@@ -4,7 +4,7 @@
  * @module
  */
 import { describe } from '../../call/check/arrays.js';
-import { boolean, callback, checkFileOptions, PER_FILE_KEYS, type Rule } from '../file-args.js';
+import { boolean, callback, checkFileOptions, PER_FILE_KEYS, type Rule } from '../file/options.js';
 import { compileGlob, isGlob, type Glob } from './glob.js';
 import type { NormalizeDatasetOptions } from './types.js';
 

@@ -7,12 +7,12 @@
  * @module
  */
 import { readdir, realpath, unlink } from 'node:fs/promises';
-import { removeStrays } from '../atomic.js';
-import { realDirsBelow } from '../confined.js';
-import { NormalizeError } from '../errors.js';
-import type { Fence } from '../fence.js';
-import { baseOf, bytesOf, dirOf, fromBytes, joinPath, shown, stemOf, type FsPath } from '../paths.js';
-import { scalesPathOf } from '../scales.js';
+import { removeStrays } from '../io/atomic.js';
+import { realDirsBelow } from '../io/confined.js';
+import { NormalizeError } from '../io/errors.js';
+import type { Fence } from '../io/fence.js';
+import { baseOf, bytesOf, dirOf, fromBytes, joinPath, shown, stemOf, type FsPath } from '../io/paths.js';
+import { scalesPathOf } from '../file/scales.js';
 import type { DatasetFile } from './inputs.js';
 
 /** The output path of the whole file an output belongs to (itself, or the file a part was cut from). */

@@ -16,9 +16,9 @@
 import type { Dirent, Stats } from 'node:fs';
 import { readdir, realpath, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { codeOf, fsError, NormalizeError } from '../errors.js';
+import { codeOf, fsError, NormalizeError } from '../io/errors.js';
 import { complete, open, startOf, step, type Glob, type Places } from './glob.js';
-import { baseOf, bytesOf, fromBytes, joinPath, shown, type FsPath } from '../paths.js';
+import { baseOf, bytesOf, fromBytes, joinPath, shown, type FsPath } from '../io/paths.js';
 import type { DatasetPart } from './types.js';
 
 /** One input file of a dataset. */

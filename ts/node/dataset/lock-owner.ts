@@ -7,7 +7,7 @@
  */
 import { readFileSync, readlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { alive } from '../atomic.js';
+import { alive } from '../io/atomic.js';
 
 /** Seconds between heartbeats. */
 export const HEARTBEAT_S = 5;

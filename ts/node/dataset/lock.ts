@@ -27,13 +27,13 @@
 import { randomBytes } from 'node:crypto';
 import { lstatSync, readSync } from 'node:fs';
 import { link, open, readdir, rename, unlink, writeFile, type FileHandle } from 'node:fs/promises';
-import { readSmallFile, readSmallFileSync } from '../confined.js';
+import { readSmallFile, readSmallFileSync } from '../io/confined.js';
 import { hostname } from 'node:os';
-import { codeOf, fsError, NormalizeError } from '../errors.js';
-import type { Fence } from '../fence.js';
+import { codeOf, fsError, NormalizeError } from '../io/errors.js';
+import type { Fence } from '../io/fence.js';
 import { bootId, deadBecause, describeOwner, HEARTBEAT_S, judgedBy, machine, ownerOf, startOf, Watch, type LockOwner } from './lock-owner.js';
-import { shown } from '../paths.js';
-import { mustEnd, ownerPid, pathText, supervised, supervisorAlive, tell } from '../supervised.js';
+import { shown } from '../io/paths.js';
+import { mustEnd, ownerPid, pathText, supervised, supervisorAlive, tell } from '../io/supervised.js';
 import { join } from 'node:path';
 
 /** Default seconds after which a lock from another machine whose heartbeat stopped is stale: several missed heartbeats. */

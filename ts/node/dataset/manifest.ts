@@ -17,12 +17,12 @@
 import { closeSync, constants, fdatasync, fstatSync, ftruncateSync, openSync, readSync, writeSync } from 'node:fs';
 import { lstat, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { codeOf, fsError, meaningOf, NormalizeError } from '../errors.js';
-import { NO_FOLLOW_RW } from '../confined.js';
-import type { Fence } from '../fence.js';
+import { codeOf, fsError, meaningOf, NormalizeError } from '../io/errors.js';
+import { NO_FOLLOW_RW } from '../io/confined.js';
+import type { Fence } from '../io/fence.js';
 import { FORMAT_NAMES } from '../formats/index.js';
 import { ALL_DTYPES } from '../../glue/dtypes.js';
-import type { FsPath } from '../paths.js';
+import type { FsPath } from '../io/paths.js';
 import type { DatasetRecord } from './types.js';
 
 /** The manifest's file name for shard `index` of `count`. */

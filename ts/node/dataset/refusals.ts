@@ -4,9 +4,9 @@
  * output dtype some inputs' format cannot hold.
  * @module
  */
-import { NormalizeError } from '../errors.js';
+import { NormalizeError } from '../io/errors.js';
 import { FORMATS, formatNamed } from '../formats/index.js';
-import { baseOf, byteLength, NAME_MAX, shown, type FsPath } from '../paths.js';
+import { baseOf, byteLength, NAME_MAX, shown, type FsPath } from '../io/paths.js';
 import type { DatasetFile } from './inputs.js';
 import type { NormalizeDatasetOptions } from './types.js';
 

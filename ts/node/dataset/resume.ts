@@ -6,13 +6,13 @@
  */
 import { createHash } from 'node:crypto';
 import { PARAM_DEFAULTS } from '../../call/check/params.js';
-import { OUTPUT_KEYS } from '../file-args.js';
+import { OUTPUT_KEYS } from '../file/options.js';
 import type { FloatArray } from '../../types.js';
-import { joinPath, recordPath, type FsPath } from '../paths.js';
-import { scalesRecord, scalesVouched } from '../scales.js';
+import { joinPath, recordPath, type FsPath } from '../io/paths.js';
+import { scalesRecord, scalesVouched } from './scales.js';
 import { isFile } from './manifest.js';
 import type { NormalizeSummary } from '../types.js';
-import type { LoadedWeight } from '../weight.js';
+import type { LoadedWeight } from '../file/weight.js';
 import type { DatasetFile } from './inputs.js';
 import type { DatasetRecord, NormalizeDatasetOptions } from './types.js';
 

@@ -15,25 +15,26 @@
  */
 import { lstat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { startEngine } from '../engine.js';
-import { taskQueueOf } from '../tasks/queue.js';
+import { startEngine } from '../file/normalizer.js';
+import { taskRingOf } from '../../pool/caller/task-ring.js';
 import { paramOptions } from '../../call/check/params.js';
 import { DTYPES } from '../../glue/dtypes.js';
-import { NormalizeError } from '../errors.js';
-import { bothFences, signalFence } from '../fence.js';
-import { makeDirs } from '../sink.js';
-import { makeDirsBelow } from '../confined.js';
-import { CHUNK_BYTES, SLOTS } from '../chunks.js';
-import { isPath, PER_FILE_KEYS } from '../file-args.js';
+import { NormalizeError } from '../io/errors.js';
+import { bothFences, signalFence } from '../io/fence.js';
+import { makeDirs } from '../io/sink.js';
+import { makeDirsBelow } from '../io/confined.js';
+import { CHUNK_BYTES, SLOTS } from '../file/chunks.js';
+import { isPath, PER_FILE_KEYS } from '../file/options.js';
 import { checkRun } from './args.js';
 import { refuseLongNames, refuseOutDtype } from './refusals.js';
-import { normalizeFileWith } from '../file.js';
+import { normalizeFileWith } from '../file/normalize-file.js';
 import { formatNamed, formatOf, takenNames, takesName } from '../formats/index.js';
-import { bytesOf, dirOf, joinPath, shown, type FsPath } from '../paths.js';
-import { perRowScales, refuseScalesOverOutputs, removeRecordedScales, scalesPathOf } from '../scales.js';
-import { openSource } from '../source.js';
+import { bytesOf, dirOf, joinPath, shown, type FsPath } from '../io/paths.js';
+import { perRowScales, scalesPathOf } from '../file/scales.js';
+import { refuseScalesOverOutputs, removeRecordedScales } from './scales.js';
+import { openSource } from '../io/source.js';
 import type { NormalizeFileOptions } from '../types.js';
-import { loadWeight, type LoadedWeight } from '../weight.js';
+import { loadWeight, type LoadedWeight } from '../file/weight.js';
 import { ByteBudget } from './budget.js';
 import { refuseOverwrites, removeStale, removeTemps } from './cleanup.js';
 import { listInputs, type DatasetFile } from './inputs.js';
@@ -212,8 +213,8 @@ async function runLocked({ plan, files, weight, outDir, o, index, count, lock, w
     if (!p) dirsMade.set(key, (p = makeDirsBelow(outDir, d)));
     return p;
   };
-  // One task job for the whole run, not one per file (node/tasks/queue.ts).
-  const queue = engine?.pool ? taskQueueOf(engine.pool) : null;
+  // One task job for the whole run, not one per file (the pool's task ring).
+  const queue = engine?.pool ? taskRingOf(engine.pool) : null;
   await queue?.acquire();
   try {
     let next = 0;

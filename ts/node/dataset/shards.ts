@@ -10,7 +10,7 @@
  * too small to repay the extra output file that downstream readers must put back together.
  * @module
  */
-import { fromBytes, stemOf, type FsPath } from '../paths.js';
+import { fromBytes, stemOf, type FsPath } from '../io/paths.js';
 import { byBytes, sortByOutput, type DatasetFile } from './inputs.js';
 
 /** Files at most this big (64 MiB) are never split, whatever the shard count. */

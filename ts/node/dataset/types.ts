@@ -5,7 +5,7 @@
 import type { FileDtype, OutDtype } from '../../glue/dtypes.js';
 import type { FormatName } from '../formats/types.js';
 import type { NormalizeFileOptions } from '../types.js';
-import type { OneFileKey } from '../file-args.js';
+import type { OneFileKey } from '../file/options.js';
 
 /** Options of `normalizeDataset`: the per-file options of `normalizeFile` (not `rstd`, `inPlace`, `onProgress`, `range`), plus the run's. */
 export interface NormalizeDatasetOptions extends Omit<NormalizeFileOptions, OneFileKey> {

@@ -3,9 +3,9 @@
  * @module
  */
 import { listed } from '../../glue/dtypes.js';
-import { NormalizeError } from '../errors.js';
-import { shown } from '../paths.js';
-import type { Source } from '../source.js';
+import { NormalizeError } from '../io/errors.js';
+import { shown } from '../io/paths.js';
+import type { Source } from '../io/source.js';
 import { npyFormat } from './npy.js';
 import { npzFormat } from './npz.js';
 import { rawFormat } from './raw.js';

@@ -1,9 +1,15 @@
 /**
- * The dict literal of a `.npy` header, read as NumPy reads it (or refused): a small parser
- * of exactly the Python syntax NumPy writes, with integers kept exact.
+ * The dict literal of a `.npy` header, read as NumPy reads it (or refused, with an
+ * {@link NpyError}): a small parser of exactly the Python syntax NumPy writes, with integers
+ * kept exact.
  * @module
  */
-import { NpyError } from './npy-error.js';
+
+/** A file that is not an `.npy` this package can read; the message says what is wrong. */
+export class NpyError extends Error {
+  /** `'NpyError'`. */
+  override name = 'NpyError';
+}
 
 /** `s` in double quotes, with everything but printable ASCII escaped: safe in a one-line message. */
 export function quoted(s: string, max = 120): string {

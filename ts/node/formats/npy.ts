@@ -10,14 +10,14 @@
 
 import { ALL_DTYPES, DTYPES, dtypeOfNpy, listed, type Facts, type FileDtype, type Same } from '../../glue/dtypes.js';
 import type { QuantDtype } from '../../types.js';
-import { NormalizeError } from '../errors.js';
-import { shown } from '../paths.js';
-import type { Source } from '../source.js';
+import { NormalizeError } from '../io/errors.js';
+import { shown } from '../io/paths.js';
+import type { Source } from '../io/source.js';
 import type { ArrayOut, Contents, Format } from './types.js';
-import { NpyError } from './npy-error.js';
+import { NpyError } from './npy-dict.js';
 import { HeaderReader, quoted } from './npy-dict.js';
 
-export { NpyError } from './npy-error.js';
+export { NpyError } from './npy-dict.js';
 
 /**
  * The element types this package reads: little-endian float32 (`'<f4'`), IEEE binary16

@@ -6,9 +6,9 @@
  * @module
  */
 import { DTYPES } from '../../glue/dtypes.js';
-import { NormalizeError } from '../errors.js';
-import { shown } from '../paths.js';
-import type { Source } from '../source.js';
+import { NormalizeError } from '../io/errors.js';
+import { shown } from '../io/paths.js';
+import type { Source } from '../io/source.js';
 import { floatHeader, isFloatDescr, npyFormat, npyHeaderOf, NpyError, readNpyDict, readNpyHeaderBytes } from './npy.js';
 import type { ArrayIn, ArrayOut, Contents, Format, FormatWriter } from './types.js';
 import { checkStoredCrc, dataStart, InflateSource, readMembers } from './zip-read.js';

@@ -4,9 +4,9 @@
  * @module
  */
 import { DTYPES } from '../../glue/dtypes.js';
-import { NormalizeError } from '../errors.js';
-import { shown } from '../paths.js';
-import type { Source } from '../source.js';
+import { NormalizeError } from '../io/errors.js';
+import { shown } from '../io/paths.js';
+import type { Source } from '../io/source.js';
 import type { Contents, Format, ReadOptions } from './types.js';
 
 const NONE = new Uint8Array(0);

@@ -8,9 +8,9 @@
  * @module
  */
 import { ALL_DTYPES, dtypeOfSafetensors } from '../../glue/dtypes.js';
-import { NormalizeError } from '../errors.js';
-import { shown } from '../paths.js';
-import type { Source } from '../source.js';
+import { NormalizeError } from '../io/errors.js';
+import { shown } from '../io/paths.js';
+import type { Source } from '../io/source.js';
 import type { ArrayIn, ArrayOut, Contents, Format } from './types.js';
 
 /** The reference implementation's limit on the header. */

@@ -6,7 +6,7 @@
  */
 import type { FileDtype, OutDtype } from '../../glue/dtypes.js';
 import type { QuantDtype } from '../../types.js';
-import type { Source } from '../source.js';
+import type { Source } from '../io/source.js';
 
 /** The formats read and written. */
 export type FormatName = 'npy' | 'npz' | 'safetensors' | 'raw';

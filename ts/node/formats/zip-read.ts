@@ -7,8 +7,8 @@
  */
 import { createInflateRaw, crc32 } from 'node:zlib';
 import { pipeline, Readable } from 'node:stream';
-import { NormalizeError } from '../errors.js';
-import { Sequential, type Source } from '../source.js';
+import { NormalizeError } from '../io/errors.js';
+import { Sequential, type Source } from '../io/source.js';
 
 /** A member, as the central directory describes it. */
 interface ZipMember {

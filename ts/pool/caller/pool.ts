@@ -1,0 +1,288 @@
+/**
+ * The worker pool's public face: createPool, the RmsNormPool methods, and the order in which
+ * calls run. Rows of one call are cut into chunks computed by workers that all run the
+ * simd-threads module on one shared WebAssembly.Memory, so a job passes addresses, not data.
+ *
+ * - ways.ts: where a call runs (now on this thread, or sharded, as choice.ts learns);
+ * - workers.ts: starting, replacing and stopping the workers;
+ * - dispatch.ts: running one job (chunks, wake-ups, the calling thread's part, waiting);
+ * - operands.ts: placing a call's arrays and copying results back;
+ * - queue.ts: the FIFO and AbortSignals; tuning.ts: every size and time the pool decides by;
+ * - control.ts: the control block the threads share; serve.ts: the worker's loop.
+ * @module
+ */
+import { canBlock, yieldToEventLoop } from '../../glue/platform.js';
+import type { RmsNorm } from '../../rmsnorm.js';
+import type { Build } from '../../types.js';
+import { heapOf, Scratch, type F32Buffer, type Heap, type U16Buffer } from '../../glue/memory.js';
+import { checkBackward, checkForward, type CheckedArgs } from '../../call/check/calls.js';
+import { backwardCall, forwardCall, type Call } from '../../call/results.js';
+import type { FloatArray, RmsNormBackwardOptions, RmsNormBackwardResult, RmsNormOptions, RmsNormQuantOptions, QuantArray, QuantDtype } from '../../types.js';
+import { BACKWARD, FORWARD, NO_PARAMS, type Op, type Placed } from '../../call/ops.js';
+import * as C from '../control.js';
+import { Dispatcher } from './dispatch.js';
+import { PoolCalls } from './operands.js';
+import { CallQueue, abortReason, type Settle } from './queue.js';
+import { SLICE_MS } from '../tuning.js';
+import { Ways } from './routes.js';
+import { Workers } from './workers.js';
+import { registerPoolHooks, type PoolHooks } from './hooks.js';
+import { registerTaskRing, TaskRing } from './task-ring.js';
+
+import { checkSignal, POOL_KEYS, type PoolCallOptions, type RmsNormPool } from '../api.js';
+
+type Job =
+  | { kind: 'tasks'; settle: Settle<void>; signal?: undefined }
+  // A kernel call of any operation: `make` checks its arguments again when it runs (an input
+  // may have been detached while it was queued) and makes its Call (results.ts).
+  | { kind: 'call'; fn: string; make: () => Call<unknown>; settle: Settle<unknown>; signal?: AbortSignal }
+  | { kind: 'ping'; settle: Settle<void>; signal?: undefined }
+  | { kind: 'fail'; worker: number; settle: Settle<void>; signal?: undefined };
+
+const destroyedError = () => new Error('rmsnorm-wasm pool: the pool was destroyed');
+
+/** The pool: see {@link createPool} (create.ts). @internal */
+export class Pool implements RmsNormPool {
+  readonly threads: number;
+  readonly mode: 'threads' | 'single';
+  readonly build: Build;
+  private readonly heap: Heap;
+  private readonly scratch: Scratch;
+  private readonly blockRows: number;
+  private readonly calls: PoolCalls;
+  /** The instance whose memory the workers share (a threads build; its plain twin in single mode). */
+  private readonly rn: RmsNorm;
+  private ctlAddr = 0;
+  private ctl: Int32Array | null = null;
+  private workers: Workers | null = null;
+  private dispatcher: Dispatcher | null = null;
+  private taskRing: TaskRing | null = null;
+  private readonly queue = new CallQueue<Job>();
+  private busy = false;
+  private destroyed = false;
+  private readonly joinAllowed = canBlock();
+  /** Where each call runs: see ways.ts. */
+  private readonly ways: Ways;
+
+  constructor(rn: RmsNorm, plain: RmsNorm, threads: number, private readonly cores: number) {
+    this.rn = rn;
+    this.heap = heapOf(rn.wasm);
+    this.blockRows = rn.wasm.exports.dg_block_rows();
+    this.mode = threads > 0 ? 'threads' : 'single';
+    this.build = rn.build;
+    this.threads = threads;
+    this.scratch = new Scratch(this.heap);
+    this.calls = new PoolCalls(this.heap, this.scratch, this.blockRows);
+    this.ways = new Ways(rn, plain, this.heap, threads, this.blockRows, this.joinAllowed);
+    registerPoolHooks(this, this.hooks());
+  }
+
+  /** Allocates the control block and starts the workers; resolves when all are ready. */
+  async start(): Promise<void> {
+    if (this.threads === 0) return;
+    const words = C.controlWords(this.threads);
+    this.ctlAddr = this.heap.alloc(words);
+    const ctl = (this.ctl = new Int32Array(this.rn.wasm.memory.buffer, this.ctlAddr, words));
+    ctl.fill(0);
+    const workers = (this.workers = new Workers(this.rn.wasm, ctl, this.ctlAddr, this.threads, {
+      died: (i, reason) => this.dispatcher?.workerDied(i, reason),
+      doneByMessage: () => this.dispatcher?.messageDone(),
+    }));
+    this.dispatcher = new Dispatcher(this.rn.wasm.exports, this.rn.wasm.memory, ctl, workers, this.threads, this.cores, this.blockRows, this.joinAllowed);
+    try {
+      await workers.start();
+    } catch (e) {
+      await this.destroy();
+      throw e;
+    }
+    workers.keepAlive(false);
+    this.taskRing = new TaskRing(this.heap, ctl, {
+      threads: this.threads,
+      run: () => this.enqueue<void>((settle) => ({ kind: 'tasks', settle }), undefined),
+    });
+    registerTaskRing(this, this.taskRing);
+  }
+
+  rmsNorm<T extends FloatArray = Float32Array>(x: T, weight: FloatArray | null, options?: RmsNormOptions<T> & PoolCallOptions): Promise<T>;
+  rmsNorm<Q extends QuantDtype>(x: FloatArray, weight: FloatArray | null, options: RmsNormQuantOptions<Q> & PoolCallOptions): Promise<QuantArray<Q>>;
+  rmsNorm(x: FloatArray, weight: FloatArray | null, options?: (RmsNormOptions<FloatArray> | RmsNormQuantOptions) & PoolCallOptions): Promise<FloatArray | Placed> {
+    const fn = 'pool.rmsNorm';
+    try {
+      // A small float32 call with nothing ahead of it: the sync API's short way, now.
+      if (this.idle() && x instanceof Float32Array && this.ways.small(x.length)) {
+        const kind = this.ways.kindOf(x);
+        const y = this.ways.instanceFor(kind).shortForward(fn, x, weight, options, kind === 'shared');
+        if (y !== undefined) return Promise.resolve(y);
+      }
+      return this.submit(fn, FORWARD, () => checkForward(fn, x, weight, options, POOL_KEYS), forwardCall, options);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  rmsNormBackward<T extends FloatArray = Float32Array, W extends FloatArray = Float32Array>(
+    dy: T,
+    x: T,
+    weight: W | null,
+    options?: RmsNormBackwardOptions<T, W> & PoolCallOptions,
+  ): Promise<RmsNormBackwardResult<T, W>> {
+    const fn = 'pool.rmsNormBackward';
+    try {
+      if (this.idle() && dy instanceof Float32Array && this.ways.small(dy.length)) {
+        const kind = this.ways.kindOf(dy);
+        const r = this.ways.instanceFor(kind).shortBackward(fn, dy, x, weight, options, kind === 'shared');
+        if (r !== undefined) return Promise.resolve(r as RmsNormBackwardResult<T, W>);
+      }
+      return this.submit(fn, BACKWARD, () => checkBackward(fn, dy, x, weight, options, POOL_KEYS), backwardCall, options) as Promise<RmsNormBackwardResult<T, W>>;
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  /**
+   * A call of operation `op` (`check` checks its arguments, `callOf` makes its {@link Call}):
+   * one too small to shard, with nothing ahead of it, runs now (no queue round trip); any other
+   * is queued and checked again when it runs. Throws what the check throws.
+   */
+  private submit<A extends CheckedArgs, R>(fn: string, op: Op, check: () => A, callOf: (a: A, shared: boolean) => Call<R>, options: unknown): Promise<R> {
+    const a = check();
+    const signal = checkSignal(fn, options);
+    if (this.idle() && !signal?.aborted && this.ways.inline(a.rows, a.rows * a.dim, op)) {
+      return Promise.resolve(this.ways.inlineFor(a.x).runChecked(fn, callOf(a, this.ways.kindOf(a.x) === 'shared')));
+    }
+    const make = (): Call<R> => {
+      const b = check();
+      return callOf(b, this.ways.kindOf(b.x) === 'shared');
+    };
+    return this.enqueue<R>((settle) => ({ kind: 'call', fn, make, settle: settle as Settle<unknown>, signal }), signal);
+  }
+
+  allocF32(length: number): F32Buffer {
+    if (this.destroyed) throw destroyedError();
+    return this.rn.allocF32(length);
+  }
+
+  allocU16(length: number): U16Buffer {
+    if (this.destroyed) throw destroyedError();
+    return this.rn.allocU16(length);
+  }
+
+  /** Nothing queued or running, and not destroyed. */
+  private idle(): boolean {
+    return !this.busy && this.queue.length === 0 && !this.destroyed;
+  }
+
+  ping(): Promise<void> {
+    return this.enqueue<void>((settle) => ({ kind: 'ping', settle }), undefined);
+  }
+
+  private enqueue<T>(make: (s: Settle<T>) => Job, signal: AbortSignal | undefined): Promise<T> {
+    if (this.destroyed) return Promise.reject(destroyedError());
+    if (signal?.aborted) return Promise.reject(abortReason(signal));
+    return new Promise<T>((resolve, reject) => {
+      this.queue.push(make({ resolve, reject }));
+      void this.pump();
+    });
+  }
+
+  /**
+   * Runs queued calls one at a time, in order. Between calls, once SLICE_MS have passed, it
+   * lets the event loop turn, so that a burst of calls never starves timers, I/O or aborts.
+   */
+  private async pump(): Promise<void> {
+    if (this.busy) return;
+    this.busy = true;
+    this.workers?.keepAlive(true);
+    let slice = performance.now();
+    try {
+      for (let job = this.queue.shift(); job && !this.destroyed; job = this.queue.shift()) {
+        try {
+          await this.execute(job);
+        } catch (e) {
+          job.settle.reject(e);
+        }
+        if (performance.now() - slice > SLICE_MS && this.queue.length > 0) {
+          await yieldToEventLoop();
+          slice = performance.now();
+        }
+      }
+    } finally {
+      this.busy = false;
+      if (!this.destroyed) this.workers?.keepAlive(false);
+    }
+  }
+
+  private async execute(job: Job): Promise<void> {
+    if (job.kind === 'tasks') {
+      const spec = { op: C.Op.TASKS, addrs: [], naddrs: 0, rows: 0, params: NO_PARAMS, work: 0, blockAligned: false, background: true };
+      await this.dispatcher!.run(spec);
+      job.settle.resolve();
+      return;
+    }
+    if (job.kind === 'ping' || job.kind === 'fail') {
+      if (this.threads > 0) {
+        const spec = { op: job.kind === 'ping' ? C.Op.NOOP : C.Op.FAIL, addrs: [], naddrs: 0, rows: 0, params: NO_PARAMS, work: 0, blockAligned: false };
+        await this.dispatcher!.run(job.kind === 'fail' ? { ...spec, only: job.worker } : spec);
+      }
+      job.settle.resolve();
+      return;
+    }
+    const c = job.make();
+    job.settle.resolve(await this.ways.run(c, () => this.ways.inlineFor(c.x).runChecked(job.fn, c), () => this.calls.run(this.dispatcher!, job.fn, c, this.joinAllowed)));
+  }
+
+  async destroy(): Promise<void> {
+    if (this.destroyed) return;
+    this.destroyed = true;
+    const err = destroyedError();
+    for (const job of this.queue.clear()) job.settle.reject(err);
+    this.taskRing?.close();
+    this.dispatcher?.destroy(err);
+    const stopped = (await this.workers?.stop()) ?? true;
+    // Nothing can touch the pool's memory any more (unless a browser worker would not stop).
+    if (stopped) {
+      this.scratch.release();
+      this.taskRing?.free();
+      if (this.ctlAddr !== 0) this.heap.free(this.ctlAddr, this.ctl!.length);
+    }
+    this.ctlAddr = 0;
+    this.ctl = null;
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.destroy();
+  }
+
+  /** This pool's hooks.ts controls (registered there, not reachable from the pool object). */
+  private hooks(): PoolHooks {
+    return {
+      failWorker: (i: number): Promise<unknown> =>
+        this.enqueue<void>((settle) => ({ kind: 'fail', worker: i, settle }), undefined).then(
+          () => new Error('worker did not fail'),
+          (e: unknown) => e,
+        ),
+      setInlineBelow: (elems: number): void => {
+        this.ways.inlineBelow = elems;
+      },
+      forceWay: (way: 'sharded' | 'alone' | null): void => {
+        this.ways.forced = way === null ? null : way === 'sharded';
+      },
+      hold: (i: number): void => {
+        if (this.ctl) Atomics.store(this.ctl, C.HOLD, i + 1);
+      },
+      release: (): void => {
+        if (this.ctl) {
+          Atomics.store(this.ctl, C.HOLD, 0);
+          Atomics.notify(this.ctl, C.HOLD);
+        }
+      },
+      busy: (i: number): boolean => !!this.workers && this.workers.busy(i),
+      killWorker: (i: number): void => {
+        if (!this.workers) throw new RangeError(`no worker ${i}`);
+        this.workers.kill(i);
+      },
+      taskRecords: (): number => this.taskRing?.finished ?? 0,
+      lastJobThreads: (): number => this.dispatcher?.lastThreads ?? 0,
+    };
+  }
+}
