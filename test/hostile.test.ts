@@ -581,7 +581,7 @@ describe('logs and threads for schedulers', () => {
 
   it('--help lists the exit codes and the signals', () => {
     const h = cli(['--help']);
-    expect(h.stdout).toMatch(/Exit codes: 0 done; 1 .*; 2 .*; 75 .*; 130, 143 or 129 stopped by SIGINT, SIGTERM or SIGHUP/s);
+    expect(h.stdout).toMatch(/Exit codes: 0 done; 1 .*; 2 .*; 75 .*;\s130, 143 or 129 stopped by SIGINT, SIGTERM or SIGHUP/s);
   });
 
   it('the default thread count follows a cgroup CPU quota (v2 and v1) and SLURM_CPUS_PER_TASK', () => {

@@ -210,6 +210,16 @@ describe('the repository\'s structure', () => {
     expect(FORWARD_ONLY_KEYS.length).toBeGreaterThan(0);
   });
 
+  it('the command\'s exit codes and progress modes are written once: exit-codes.ts and flags.ts', () => {
+    const files = walk(join(ROOT, 'ts'))
+      .filter((f) => f.endsWith('.ts'))
+      .map((f) => [relative(ROOT, f), code(readFileSync(f, 'utf8'))] as [string, string]);
+    const codes = files.filter(([f, t]) => f !== 'ts/node/exit-codes.ts' && /(?<![\w.])(75|130|137|143|129)(?![\w.])|128 \+/.test(t.replace(/(['"`])(?:\\.|(?!\1).)*\1/g, "''")));
+    expect(codes.map(([f]) => f)).toEqual([]);
+    const modes = new Set(['auto', 'tty', 'log', 'none']);
+    expect(keyLists(modes, files).map((l) => l.split(':')[0])).toEqual(['ts/node/command/flags.ts']);
+  });
+
   it('no TypeScript module of ts/ over 300 lines, no Rust file of crate/src over 350', () => {
     const over = (dir: string, ext: string, cap: number) =>
       walk(join(ROOT, dir))

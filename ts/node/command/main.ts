@@ -1,16 +1,13 @@
 /**
  * The `rmsnorm-wasm` command (bin.ts runs it): `rmsnorm-wasm normalize IN OUT [options]` (see {@link USAGE}),
  * a thin shell over {@link normalizeFile} and {@link normalizeDataset}: argument parsing, a
- * progress line (live on a terminal, at an interval in a log), the summary, warnings, exit codes, and signals. Exit codes: 0
- * done, 1 a bad file or failed run, 2 bad usage or a bad option value, 75 another run holds
- * the shard (--lock-wait ran out, or its lock was taken over), 128 + the signal's number when
- * stopped by SIGINT (130), SIGTERM (143) or SIGHUP (129). It runs as the supervised work
- * process (supervisor.ts prints the stop message and removes what a stopped run left).
+ * progress line (live on a terminal, at an interval in a log), the summary, warnings, exit
+ * codes (exit-codes.ts), and signals. It runs as the supervised work process (supervisor.ts
+ * prints the stop message and removes what a stopped run left).
  * @module
  */
 import { fstatSync, readFileSync, statSync } from 'node:fs';
 import { clearLine, cursorTo } from 'node:readline';
-import { constants } from 'node:os';
 import { normalizeFile } from '../file/normalize-file.js';
 import { normalizeDataset } from '../dataset/run.js';
 import { checkRun } from '../dataset/args.js';
@@ -18,7 +15,7 @@ import { checkFileOptions, FILE_KEYS } from '../file/options.js';
 import { shown } from '../io/paths.js';
 import { removeLiveTemps } from '../io/atomic.js';
 import { onSupervisorGone, SIGNAL_SLOT, supervised, tell } from '../io/supervised.js';
-import { STOPS } from './supervisor.js';
+import { bySignal, EXIT, STOPS } from '../exit-codes.js';
 import { asFlags, parseCommand, SEE_HELP, UsageError, type Command } from './args.js';
 import { USAGE } from './usage.js';
 import { packageJsonUrl } from '../../entries.js';
@@ -44,8 +41,6 @@ function stoppedMessage(cmd: Command, sig: string): string {
     : `rmsnorm-wasm: stopped by ${sig}; the outputs completed so far are kept and recorded: run the same command again to resume\n`;
 }
 
-/** Exit code of a run that another run's lock kept out (EX_TEMPFAIL). */
-const BUSY = 75;
 
 /** Runs a parsed command; `out` takes what goes to standard output (stderr when OUT is `-`). */
 async function run(cmd: Command, signal: AbortSignal, out: NodeJS.WriteStream): Promise<number> {
@@ -76,7 +71,7 @@ async function run(cmd: Command, signal: AbortSignal, out: NodeJS.WriteStream): 
   };
   if (cmd.outDir !== undefined) {
     const s = await normalizeDataset(cmd.inputs, cmd.outDir, {
-      ...cmd.common, ...cmd.dataset, signal,
+      ...cmd.options, signal,
       onProgress: showing ? (p) => live(datasetProgressLine(p), p.seconds) : undefined,
       onWarning: cmd.quiet ? undefined : (m) => say(`rmsnorm-wasm: warning: ${asFlags(m)}\n`),
       onFile: cmd.verbose ? (e) => say(e.status === 'failed' ? `failed  ${asFlags(e.error.message)}\n` : `${e.status} ${e.record.output}\n`) : undefined,
@@ -85,16 +80,16 @@ async function run(cmd: Command, signal: AbortSignal, out: NodeJS.WriteStream): 
     if (cmd.json) out.write(jsonLine(s) + '\n');
     else if (!cmd.quiet) out.write(datasetSummaryLine(s, cmd.outDir) + '\n');
     for (const f of s.failed) process.stderr.write(`rmsnorm-wasm: failed: ${asFlags(f.error)}\n`);
-    return s.failed.length ? 1 : 0;
+    return s.failed.length ? EXIT.failed.code : EXIT.done.code;
   }
   const summary = await normalizeFile(cmd.inputs[0]!, cmd.output!, {
-    ...cmd.common, ...cmd.file, signal,
+    ...cmd.options, signal,
     onProgress: showing ? (p) => live(progressLine(p), p.seconds) : undefined,
   } as NormalizeFileOptions);
   if (tty) clearStatus();
   if (cmd.json) out.write(jsonLine(summary) + '\n');
   else if (!cmd.quiet) out.write(summaryLine(summary) + '\n');
-  return 0;
+  return EXIT.done.code;
 }
 
 /** Whether `output` is this process's standard output, by whatever path (`-`, `/dev/stdout`, a link, the file it was redirected to). */
@@ -159,24 +154,24 @@ export async function main(argv: string[]): Promise<number> {
     cmd = parseCommand(argv);
     // Every option checked once, before anything is read or made: a bad value is a usage error.
     if (!cmd.help && !cmd.version) {
-      if (cmd.outDir !== undefined) checkRun(cmd.inputs, cmd.outDir, { ...cmd.common, ...cmd.dataset });
-      else checkFileOptions('normalizeFile', { ...cmd.common, ...cmd.file }, FILE_KEYS);
+      if (cmd.outDir !== undefined) checkRun(cmd.inputs, cmd.outDir, cmd.options);
+      else checkFileOptions('normalizeFile', cmd.options, FILE_KEYS);
     }
   } catch (e) {
     if (e instanceof TypeError || e instanceof RangeError) {
       process.stderr.write(`rmsnorm-wasm: ${asFlags((e as Error).message)} ${SEE_HELP}\n`);
-      return 2;
+      return EXIT.usage.code;
     }
     process.stderr.write(`rmsnorm-wasm: ${(e as Error).message} ${SEE_HELP}\n`);
-    return 2;
+    return EXIT.usage.code;
   }
   if (cmd.help) {
     process.stdout.write(USAGE + '\n');
-    return 0;
+    return EXIT.done.code;
   }
   if (cmd.version) {
     process.stdout.write(version() + '\n');
-    return 0;
+    return EXIT.done.code;
   }
   const warning = schedulerWarning(process.env);
   if (warning && !cmd.quiet) process.stderr.write(`rmsnorm-wasm: warning: ${warning}\n`);
@@ -208,7 +203,7 @@ export async function main(argv: string[]): Promise<number> {
     if (process.stderr.isTTY) clearStatus();
     if (stoppedBy) {
       if (!supervised()) process.stderr.write(stoppedMessage(cmd, stoppedBy));
-      return 128 + constants.signals[stoppedBy];
+      return bySignal(stoppedBy);
     }
     // The library's own messages may start with its name: the command says it once.
     const msg = ((e as Error).message ?? String(e)).replace(/^rmsnorm-wasm: /, '');
@@ -216,7 +211,7 @@ export async function main(argv: string[]): Promise<number> {
     // option its inputs cannot take, found before anything was made: a usage error too.
     if (e instanceof UsageError || (cmd.outDir !== undefined && (e instanceof TypeError || e instanceof RangeError))) {
       process.stderr.write(`rmsnorm-wasm: ${asFlags(msg)} ${SEE_HELP}\n`);
-      return 2;
+      return EXIT.usage.code;
     }
     // Bad files and failed runs (the options were checked before the run: an argument error now
     // is one a file's content made, such as a weight that does not fit its rows): a message
@@ -224,7 +219,7 @@ export async function main(argv: string[]): Promise<number> {
     const fromFile = cmd.outDir === undefined && (e instanceof TypeError || e instanceof RangeError);
     const named = fromFile ? `${shown(cmd.inputs[0]!)}: ${asFlags(msg)}` : asFlags(msg);
     process.stderr.write(`rmsnorm-wasm: error: ${named}\n`);
-    return (e as { code?: string }).code === 'EBUSY' ? BUSY : 1;
+    return (e as { code?: string }).code === 'EBUSY' ? EXIT.busy.code : EXIT.failed.code;
   } finally {
     for (const [sig, h] of handlers) process.off(sig, h);
   }

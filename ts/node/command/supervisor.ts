@@ -23,8 +23,8 @@
  */
 import { spawn } from 'node:child_process';
 import { closeSync, constants, openSync, readSync, unlinkSync } from 'node:fs';
-import { constants as os } from 'node:os';
 import { CHANNEL_ENV, SIGNAL_SLOT, type Tell } from '../io/supervised.js';
+import { bySignal, EXIT, STOPS } from '../exit-codes.js';
 
 /**
  * Milliseconds a stopped child has to end by itself before it is killed. Nothing depends on
@@ -34,8 +34,6 @@ import { CHANNEL_ENV, SIGNAL_SLOT, type Tell } from '../io/supervised.js';
  */
 const STOP_GRACE_MS = 250;
 
-/** The signals that stop a run: what Kubernetes and Slurm send first (TERM), Ctrl-C (INT), a closed terminal (HUP). */
-export const STOPS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 
 /** The largest lock file read back to release it (its owner's JSON, padded). */
 const LOCK_READ_BYTES = 4096;
@@ -136,7 +134,7 @@ export function supervise(entry: string, argv: readonly string[]): Promise<numbe
   return new Promise<number>((resolve) => {
     child.on('error', (e) => {
       process.stderr.write(`rmsnorm-wasm: error: cannot start the work process: ${e.message}\n`);
-      resolve(1);
+      resolve(EXIT.failed.code);
     });
     // 'close': the child has exited and its channel is read to the end.
     child.on('close', (code, signal) => {
@@ -155,11 +153,11 @@ export function supervise(entry: string, argv: readonly string[]): Promise<numbe
         resolve(ending.code);
       } else if (stoppedBy !== null) {
         process.stderr.write((stopText ?? `rmsnorm-wasm: stopped by ${SIGNAL_SLOT}\n`).replaceAll(SIGNAL_SLOT, stoppedBy));
-        resolve(128 + (os.signals[stoppedBy as keyof typeof os.signals] ?? 15));
+        resolve(bySignal(stoppedBy));
       } else if (signal !== null && !(killed && ending !== null)) {
         process.stderr.write(`rmsnorm-wasm: error: the work process was killed by ${signal}${signal === 'SIGKILL' ? ' (out of memory, or killed)' : ''}; its temporary files were removed\n`);
-        resolve(128 + (os.signals[signal] ?? 9));
-      } else resolve(code ?? 1);
+        resolve(bySignal(signal));
+      } else resolve(code ?? EXIT.failed.code);
     });
   });
 }

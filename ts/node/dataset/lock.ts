@@ -33,6 +33,7 @@ import { codeOf, fsError, NormalizeError } from '../io/errors.js';
 import type { Fence } from '../io/fence.js';
 import { bootId, deadBecause, describeOwner, HEARTBEAT_S, judgedBy, machine, ownerOf, startOf, Watch, type LockOwner } from './lock-owner.js';
 import { shown } from '../io/paths.js';
+import { EXIT } from '../exit-codes.js';
 import { mustEnd, ownerPid, pathText, supervised, supervisorAlive, tell } from '../io/supervised.js';
 import { join } from 'node:path';
 
@@ -191,7 +192,7 @@ export class ShardLock implements Fence {
     this.stopBeating();
     tell({ unlock: pathText(this.path) });
     // Under a supervisor the process ends within its grace, whatever reads are in flight.
-    mustEnd(75, this.lostWhy);
+    mustEnd(EXIT.busy.code, this.lostWhy);
     this.lostController.abort(this.lostWhy);
     throw this.lostWhy;
   }
