@@ -82,6 +82,8 @@ export function renderAbi(src) {
   for (const x of extents) {
     out.push(`/** Each {@link ${x.name}}'s {@link Extent}, in operand order. */`, `export const ${x.name.replace(/Operand$/, '').toUpperCase()}_EXTENTS = [${x.values.map((v) => `Extent.${v}`).join(', ')}] as const;`, '');
   }
+  const operands = enums.filter((e) => e.name.endsWith('Operand'));
+  out.push('/** The most address words any operation\'s entry points read (its operands, a workspace): a call block\'s capacity. */', `export const MAX_OPERANDS = ${Math.max(...operands.map((e) => e.variants.length))};`, '');
   for (const c of consts) out.push(`/** ${c.doc} */`, `export const ${c.name} = ${c.value};`);
   out.push('', `/** ${params.doc} Each field's 4-byte word in the block, and whether it is a float32. */`, 'export const PARAMS = {');
   for (const f of params.fields) out.push(`  /** ${f.doc} */`, `  ${f.name}: { word: ${f.word}, float: ${f.float} },`);

@@ -9,12 +9,21 @@ import { checkAbi, loadWasm, type KernelExports } from '../dist/glue/load.js';
 import { RmsNorm } from '../dist/rmsnorm.js';
 import { checkStatus } from '../dist/glue/status.js';
 import { writeAddrs, writeParams } from '../dist/call/call-block.js';
-import { ADDRS_AT, B, F, NO_PARAMS, type Params } from '../dist/call/ops.js';
+import { ADDRS_AT, NO_PARAMS, type Params } from '../dist/call/op.js';
+import { F } from '../dist/call/operations/forward.js';
+import { B } from '../dist/call/operations/backward.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 
 it('ts/generated/abi.ts is what scripts/gen-abi.mjs writes from crate/src/abi.rs', () => {
   const r = spawnSync(process.execPath, ['scripts/gen-abi.mjs', '--check'], { cwd: root, encoding: 'utf8' });
+  expect(r.stderr).toBe('');
+  expect(r.status).toBe(0);
+});
+
+it('the generated methods (ts/generated/operations.ts, functions.ts) are what scripts/gen-api.ts writes from the operations\' API entries', () => {
+  const tsx = fileURLToPath(new URL('../node_modules/.bin/tsx', import.meta.url));
+  const r = spawnSync(tsx, ['scripts/gen-api.ts', '--check'], { cwd: root, encoding: 'utf8' });
   expect(r.stderr).toBe('');
   expect(r.status).toBe(0);
 });

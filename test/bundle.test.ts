@@ -80,6 +80,6 @@ describe('the bundle', () => {
 
   it('has no file beside its entries, chunks and maps', () => {
     const files = readdirSync(BUNDLE, { recursive: true, withFileTypes: true }).filter((d) => d.isFile()).map((d) => join(d.parentPath, d.name).slice(BUNDLE.pathname.length));
-    expect(files.filter((f) => !/^(?:(?:node|pool)\/)?[\w-]+\.js(?:\.map)?$/.test(f))).toEqual([]);
+    expect(files.filter((f) => !/^(?:(?:node|pool\/worker)\/)?[\w-]+\.js(?:\.map)?$/.test(f))).toEqual([]);
   });
 });

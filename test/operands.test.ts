@@ -6,9 +6,10 @@
  * the way the real ones are.
  */
 import { describe, expect, it } from 'vitest';
-import { FORWARD, PER_ROW, ROW, type Op } from '../dist/call/ops.js';
+import { PER_ROW, ROW, type Op } from '../dist/call/op.js';
+import { FORWARD } from '../dist/call/operations/forward.js';
 import { Dtype } from '../dist/generated/abi.js';
-import { plainOperands } from '../dist/call/check/calls.js';
+import { plainOperands } from '../dist/call/check/operands.js';
 
 const op: Op = {
   ...FORWARD,

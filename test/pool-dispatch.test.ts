@@ -12,7 +12,7 @@ import * as C from '../dist/pool/control.js';
 import { Dispatcher } from '../dist/pool/caller/dispatch.js';
 import type { Workers } from '../dist/pool/caller/workers.js';
 import type { KernelExports, WasmMemoryLike } from '../dist/glue/load.js';
-import { NO_PARAMS } from '../dist/call/ops.js';
+import { NO_PARAMS } from '../dist/call/op.js';
 
 const tick = (ms = 20) => new Promise((r) => setTimeout(r, ms));
 

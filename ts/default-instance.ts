@@ -1,6 +1,7 @@
 /**
  * The package's top-level functions: the instance {@link init} loaded (one per build and
- * realm, {@link loadRmsNorm}) and the calls made on it. index.ts re-exports them.
+ * realm, {@link loadRmsNorm}) and the calls made on it (the operations' own are generated:
+ * generated/functions.ts). index.ts re-exports them.
  * @module
  */
 import { BUILDS, defaultBuild, isBuild, loadWasm, missingFor } from './glue/load.js';
@@ -11,10 +12,10 @@ import { RmsNorm } from './rmsnorm.js';
 import type { PoolOptions, RmsNormPool } from './pool/api.js';
 import { options as checkOptions } from './call/check/options.js';
 import type { ConvertOptions } from './call/check/convert.js';
-import type { FloatArray, HalfBits, HalfDtype, RmsNormBackwardOptions, RmsNormBackwardResult, RmsNormLayerOptions, RmsNormOptions, RmsNormQuantOptions, QuantArray, QuantDtype } from './types.js';
+import type { FloatArray, HalfBits, HalfDtype, RmsNormLayerOptions, QuantDtype } from './types.js';
+import { current, ready, setCurrent } from './call/current.js';
 
 const loaded = new Map<Build, Promise<RmsNorm>>();
-let current: RmsNorm | null = null;
 
 /**
  * Loads (once) and returns the instance of one build. Each build is instantiated at most once
@@ -54,76 +55,13 @@ export function loadRmsNorm(build: Build = defaultBuild()): Promise<RmsNorm> {
  */
 export async function init(options?: { build?: Build }): Promise<void> {
   const o = checkOptions('init', options, INIT_KEYS);
-  current = await loadRmsNorm(o.build as Build | undefined);
+  setCurrent(await loadRmsNorm(o.build as Build | undefined));
 }
 const INIT_KEYS: readonly string[] = ['build'];
 
 /** The instance {@link init} loaded, or null before it resolves. */
 export function instance(): RmsNorm | null {
-  return current;
-}
-
-function ready(fn: string): RmsNorm {
-  if (!current) throw new Error(`${fn}: rmsnorm-wasm is not initialized; call and await init() first`);
-  return current;
-}
-
-/**
- * RMSNorm forward: for each row `x_r` (length `dim`),
- * `y_r = x_r · rstd_r · weight`, `rstd_r = 1/sqrt(mean(x_r²) + eps)`.
- *
- * Variants (options, combinable): `residual` — fused residual add, the row normalized is
- * `h = x + residual`, written into `residual` (or `residualOut`); `offset` — the gain is
- * `offset + weight` (Gemma: 1); `partial` — pRMSNorm, the mean over the first
- * `ceil(partial · dim)` elements only.
- *
- * Half precision: `x` (and every `rows × dim` array) may be a Float16Array or a Uint16Array
- * of float16 / bfloat16 bit patterns (`dtype`), the weight likewise (`weightDtype`, may
- * differ); the math is float32, results rounded to nearest even as `castingMode` says.
- *
- * @param x `rows × dim` elements, row-major. Views of wasm memory ({@link allocF32},
- *   {@link allocU16}) are used in place; other arrays are copied through reused scratch space.
- * @param weight The gain, `dim` elements, or null for none.
- * @param options `dim` (default `weight.length`, required without weight), `eps` (default
- *   1e-6, inside the root), `out` (destination, may be `x`), `rstd` (receives one float32 per
- *   row), `residual`, `residualOut`, `offset` (default 0), `partial` (default 1), `dtype`,
- *   `weightDtype`, `castingMode` (default 'none'); a quantized output: `outDtype` ('int8' or
- *   'float8_e4m3'; default none), `quantScale` (default: a scale per row), `rowScales`
- *   (receives them, `rows` floats): see {@link RmsNormOptions}.
- * @returns `options.out`, or a new array of `x`'s type (with `outDtype`: an Int8Array, or a
- *   Uint8Array of float8 bits).
- * @throws TypeError / RangeError naming the bad argument, before anything is written.
- */
-export function rmsNorm<T extends FloatArray = Float32Array>(x: T, weight: FloatArray | null, options?: RmsNormOptions<T>): T;
-export function rmsNorm<Q extends QuantDtype>(x: FloatArray, weight: FloatArray | null, options: RmsNormQuantOptions<Q>): QuantArray<Q>;
-export function rmsNorm(x: FloatArray, weight: FloatArray | null, options?: RmsNormOptions<FloatArray> | RmsNormQuantOptions): FloatArray | QuantArray<QuantDtype> {
-  return ready('rmsNorm').rmsNorm(x, weight, options as RmsNormOptions<FloatArray>);
-}
-
-/**
- * RMSNorm backward: `dx = rstd · (gy − x · rstd² · mean(gy ⊙ x))` with `gy = dy ⊙ weight`,
- * and `dweight = Σ_rows dy ⊙ x · rstd` (deterministic: f32 sums per 32-row block, the blocks
- * added in f64 in order).
- *
- * @param dy Upstream gradient, `rows × dim`.
- * @param x The forward's input, `rows × dim`.
- * @param weight The gain (`dim`) or null.
- * @param options `dim`, `eps` (default 1e-6), `rstd` (the forward's; recomputed when absent),
- *   `dx` (destination, may be `dy` or `x`), `dweight` (destination, `dim`); the forward's
- *   `offset` and `partial`; `dresidual` (fused residual add: the gradient on `h`, added to
- *   `dx`; pass `h` as `x`): see {@link RmsNormBackwardOptions}.
- *   Half precision as in {@link rmsNorm}: `dx` in the activations' dtype, `dweight` in the
- *   weight's (summed in float32, rounded once).
- * @returns `{ dx, dweight }`; `dweight` is null when `weight` is null.
- * @throws TypeError / RangeError naming the bad argument, before anything is written.
- */
-export function rmsNormBackward<T extends FloatArray = Float32Array, W extends FloatArray = Float32Array>(
-  dy: T,
-  x: T,
-  weight: W | null,
-  options?: RmsNormBackwardOptions<T, W>,
-): RmsNormBackwardResult<T, W> {
-  return ready('rmsNormBackward').rmsNormBackward(dy, x, weight, options);
+  return current();
 }
 
 /**

@@ -16,5 +16,7 @@ export { RmsNorm } from './rmsnorm.js';
 export type { RmsNormLayer } from './layer.js';
 export { relaxedSimdSupported, simdSupported, threadsAvailable } from './glue/platform.js';
 export { DEFAULT_EPS, statOf } from './call/check/scalar-options.js';
-export type { PoolCallOptions, PoolOptions, RmsNormPool } from './pool/api.js';
+export type { PoolOptions, RmsNormPool } from './pool/api.js';
+export type { Operations, PoolOperations } from './generated/operations.js';
 export * from './default-instance.js';
+export * from './generated/functions.js';

@@ -8,15 +8,15 @@
  */
 import type { DataBuffer } from './glue/memory.js';
 import { DTYPE_NAMES, isJsArray, rowsOf, typed } from './call/check/arrays.js';
-import { rowScalesOf } from './call/check/calls.js';
 import { checkLayerBackward, checkLayerForward, checkLayerOptions, noBackward } from './call/check/layer-calls.js';
 import { gateModeOf } from './call/check/params.js';
 import { Dtype as DT } from './generated/abi.js';
 import { BY_CODE } from './glue/dtypes.js';
-import { B, BACKWARD, F, type Data, type Params, type Placed } from './call/ops.js';
+import type { Call, Data, Params, Placed } from './call/op.js';
+import { B, BACKWARD } from './call/operations/backward.js';
+import { F, FORWARD, rowScalesOf } from './call/operations/forward.js';
 import type { Dtype, FloatArray, GateMode, QuantDtype, RmsNormBackwardResult, RmsNormLayerBackwardOptions, RmsNormLayerForwardOptions, RmsNormOutput } from './types.js';
 import { Owned } from './call/layer-outputs.js';
-import { backwardCall, forwardCall, type Call } from './call/results.js';
 import { jsArrayOver } from './glue/platform.js';
 
 /**
@@ -146,7 +146,7 @@ export class RmsNormLayer<W extends FloatArray = Float32Array, Q extends QuantDt
     const outputsApart = f.outGiven === null && f.arrs[F.residual] === null && xb !== this.y.buffer && xb !== this.rstdOut.buffer && xb !== this.scalesOut.buffer;
     const xJs = xa !== x; // typed() saw JavaScript's own array through a view of its bits
     const a = { arrs: f.arrs, x: xa, outGiven: f.outGiven ?? f.arrs[F.y]!, rows, dim, params: f.arrs[F.z] ? this.gated : params, xJs, outputsApart };
-    this.rn.runChecked('layer.forward', forwardCall(a));
+    this.rn.runChecked('layer.forward', FORWARD.call(a));
     // A quantized output is its own dtype's array whatever x's (no Float16Array over it).
     return (f.outGiven ?? this.y.given(xJs && params.out_dtype === 0)) as RmsNormOutput<T, Q>;
   }
@@ -194,7 +194,7 @@ export class RmsNormLayer<W extends FloatArray = Float32Array, Q extends QuantDt
       arrs, x: xa, dxGiven: arrs[B.dx] as Data, dweightGiven: dweight, dgateGiven: (arrs[B.dz] ?? null) as Data | null,
       rows, dim, params: gate ? this.gated : this.params, xJs, wJs: false, outputsApart,
     };
-    this.rn.runChecked('layer.backward', backwardCall(a));
+    this.rn.runChecked('layer.backward', BACKWARD.call(a));
     const r: RmsNormBackwardResult<T, W> = { dx: this.dx.given(xJs) as T, dweight: (this.dw?.given ?? null) as W | null };
     if (gate) r.dgate = this.dgate.given(xJs) as T;
     return r;

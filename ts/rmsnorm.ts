@@ -1,31 +1,30 @@
 /**
- * The synchronous API bound to one instantiated build: rmsNorm, rmsNormBackward,
- * createLayer, allocF32.
+ * The synchronous API bound to one instantiated build: the operations (rmsNorm,
+ * rmsNormBackward), createLayer, allocF32.
  *
- * Every call is: check (check/calls.ts), place (place/placer.ts), run the kernel on each segment
- * (ops.ts), finish. See docs/architecture.md.
+ * Every call is: check (its operation's module, operations/), place (placement/placer.ts), run
+ * the kernel on each segment (the operation's `span`), finish. See docs/architecture.md.
  * @module
  */
 import { checkAbi, type LoadedWasm } from './glue/load.js';
 import type { Build } from './types.js';
 import { RmsNormLayer } from './layer.js';
 import { heapOf, Scratch, type DataBuffer, type Heap, type F32Buffer, type U16Buffer } from './glue/memory.js';
-import { type Data, type Params, type Placed } from './call/ops.js';
+import type { Call, Data, Op, Params, ShortWay } from './call/op.js';
+import { Operations } from './generated/operations.js';
 import { BY_CODE } from './glue/dtypes.js';
 import { Dtype as DT } from './generated/abi.js';
 import { CALL_WORDS, CallBlock } from './call/call-block.js';
 import { ShortBackward } from './call/short-ways/backward.js';
 import { ShortForward } from './call/short-ways/forward.js';
 import { WindowCalls } from './call/short-ways/window-calls.js';
-import { backwardCall, forwardCall, type Call } from './call/results.js';
 import { Placer, SYNC_WINDOW_FLOATS, type WindowRules } from './call/placement/placer.js';
 import { checkStatus } from './glue/status.js';
 import { resultArray } from './glue/platform.js';
 import { checkLength } from './call/check/arrays.js';
 import { checkConvertInput, convertOut, type ConvertOptions } from './call/check/convert.js';
-import { checkBackward, checkForward } from './call/check/calls.js';
 import { halfDtypeCode } from './call/check/scalars.js';
-import type { FloatArray, HalfBits, HalfDtype, RmsNormBackwardOptions, RmsNormBackwardResult, RmsNormLayerOptions, RmsNormOptions, RmsNormQuantOptions, QuantArray, QuantDtype } from './types.js';
+import type { FloatArray, HalfBits, HalfDtype, RmsNormLayerOptions, QuantDtype } from './types.js';
 
 /** The sync API's window rules: segments of any row count (the backward carries its open dweight block). */
 const syncRules = (floats: number): WindowRules => ({
@@ -35,8 +34,11 @@ const syncRules = (floats: number): WindowRules => ({
   external: false,
 });
 
-/** The sync API over one instantiated build (the package's top-level functions use one). */
-export class RmsNorm {
+/**
+ * The sync API over one instantiated build (the package's top-level functions use one): the
+ * operations' methods (rmsNorm, rmsNormBackward: {@link Operations}, generated) and the rest.
+ */
+export class RmsNorm extends Operations {
   /** Which build this is. */
   readonly build: Build;
   /** The instantiated module: its memory (what views of it are over), raw exports and compiled module. */
@@ -48,9 +50,8 @@ export class RmsNorm {
   private readonly block: CallBlock;
   /** Small float32 calls in one piece through the window (short/window-calls.ts). */
   readonly #windowCalls: WindowCalls;
-  /** The short ways of the one-off calls (short/). */
-  readonly #shortForward: ShortForward;
-  readonly #shortBackward: ShortBackward;
+  /** The short ways of the one-off calls (short-ways/), by operation id (none: the general way only). */
+  readonly #shorts: readonly (ShortWay | undefined)[];
 
   /**
    * An instance over a loaded module. Use {@link loadRmsNorm} / {@link init}, which make one
@@ -58,6 +59,7 @@ export class RmsNorm {
    * @param windowFloats The plain-array window's size in floats (default 65536, 256 KiB).
    */
   constructor(wasm: LoadedWasm, windowFloats = SYNC_WINDOW_FLOATS) {
+    super();
     checkAbi(wasm.build, wasm.exports);
     this.wasm = wasm;
     this.build = wasm.build;
@@ -69,72 +71,33 @@ export class RmsNorm {
     this.placer = new Placer(this.#heap, this.window, syncRules(windowFloats));
     this.block = new CallBlock(this.#heap.alloc(CALL_WORDS));
     this.#windowCalls = new WindowCalls(this.#heap, this.window, windowFloats, this.block, wasm.exports);
-    this.#shortForward = new ShortForward(this.#heap, this.block, wasm.exports, this.#windowCalls);
-    this.#shortBackward = new ShortBackward(this.#heap, this.block, wasm.exports, this.window, windowFloats, this.#windowCalls);
+    this.#shorts = [
+      new ShortForward(this.#heap, this.block, wasm.exports, this.#windowCalls),
+      new ShortBackward(this.#heap, this.block, wasm.exports, this.window, windowFloats, this.#windowCalls),
+    ];
   }
 
   /**
-   * RMSNorm forward: for each row `x_r` of length `dim`,
-   * `y_r = x_r · rstd_r · weight` with `rstd_r = 1/sqrt(mean(x_r²) + eps)`.
-   *
-   * @param x `rows × dim` elements, row-major: a Float32Array, a Float16Array, or a
-   *   Uint16Array of half bit patterns (with `options.dtype`).
-   * @param weight The gain, `dim` elements (its own dtype: `options.weightDtype`), or null for none (g = 1).
-   * @param options `dim` (default weight.length), `eps` (default 1e-6), `out`, `rstd` (float32),
-   *   `dtype`, `weightDtype`, `castingMode`, the variants' options, and a quantized output's
-   *   `outDtype`, `quantScale`, `rowScales` (see {@link QuantDtype}).
-   * @returns `options.out` if given, else a new array of `x.length` of `x`'s type (with
-   *   `outDtype`: an Int8Array, or a Uint8Array of float8 bits).
-   * @throws TypeError / RangeError on bad arguments, before anything is written.
+   * A call of operation `op` with its positional arguments: its short way when it takes the
+   * call, else checked and run the general way. @internal
    */
-  rmsNorm<T extends FloatArray = Float32Array>(x: T, weight: FloatArray | null, options?: RmsNormOptions<T>): T;
-  rmsNorm<Q extends QuantDtype>(x: FloatArray, weight: FloatArray | null, options: RmsNormQuantOptions<Q>): QuantArray<Q>;
-  rmsNorm(x: FloatArray, weight: FloatArray | null, options?: RmsNormOptions<FloatArray> | RmsNormQuantOptions): FloatArray | Placed {
-    const y = this.#shortForward.run('rmsNorm', x, weight, options);
-    if (y !== undefined) return y;
-    return this.runChecked('rmsNorm', forwardCall(checkForward('rmsNorm', x, weight, options)));
+  protected callOp(fn: string, op: Op, a: unknown, b: unknown, c: unknown, d: unknown): unknown {
+    const short = this.#shorts[op.id];
+    const r = short?.run(fn, a, b, c, d, false);
+    if (r !== undefined) return r;
+    return this.runChecked(fn, op.call(op.check(fn, a, b, c, d)));
   }
 
   /**
-   * The forward's short way (short/forward.ts) for the pool's inline calls: the result, or
-   * undefined (nothing done) for a call it does not take. `shared`: a new result in a
-   * SharedArrayBuffer. @internal
+   * Operation `op`'s short way for the pool's inline calls: the result, or undefined (nothing
+   * done) for a call it does not take. `shared`: a new result in a SharedArrayBuffer. @internal
    */
-  shortForward(fn: string, x: unknown, weight: unknown, options: unknown, shared: boolean): Float32Array | undefined {
-    return this.#shortForward.run(fn, x, weight, options, shared);
-  }
-
-  /** The backward's short way (short/backward.ts), as {@link shortForward}. @internal */
-  shortBackward(fn: string, dy: unknown, x: unknown, weight: unknown, options: unknown, shared: boolean): RmsNormBackwardResult<Float32Array, Float32Array> | undefined {
-    return this.#shortBackward.run(fn, dy, x, weight, options, shared);
+  shortWay(op: Op, fn: string, a: unknown, b: unknown, c: unknown, d: unknown, shared: boolean): unknown {
+    return this.#shorts[op.id]?.run(fn, a, b, c, d, shared);
   }
 
   /**
-   * RMSNorm backward. With `gy = dy ⊙ weight`:
-   * `dx = rstd · (gy − x · rstd² · mean(gy ⊙ x))` per row and `dweight = Σ_rows dy ⊙ x · rstd`,
-   * the latter summed in float32 per block of 32 rows and the blocks added in float64 in order (the
-   * same bits as the worker pool gives with any number of threads).
-   *
-   * @param dy Gradient of the loss w.r.t. the forward's output, `rows × dim`.
-   * @param x The forward's input, `rows × dim`.
-   * @param weight The gain, `dim` floats, or null (then `dweight` is null).
-   * @param options `dim`, `eps` (default 1e-6), `rstd` (from the forward; recomputed when
-   *   absent), `dx` (may be `dy` or `x`), `dweight`.
-   * @throws TypeError / RangeError on bad arguments, before anything is written.
-   */
-  rmsNormBackward<T extends FloatArray = Float32Array, W extends FloatArray = Float32Array>(
-    dy: T,
-    x: T,
-    weight: W | null,
-    options?: RmsNormBackwardOptions<T, W>,
-  ): RmsNormBackwardResult<T, W> {
-    const r = this.#shortBackward.run('rmsNormBackward', dy, x, weight, options);
-    if (r !== undefined) return r as RmsNormBackwardResult<T, W>;
-    return this.runChecked('rmsNormBackward', backwardCall(checkBackward('rmsNormBackward', dy, x, weight, options))) as RmsNormBackwardResult<T, W>;
-  }
-
-  /**
-   * A checked call of any operation (results.ts's `Call`), run on this thread: the sync API's
+   * A checked call of any operation (op.ts's `Call`), run on this thread: the sync API's
    * calls, the layer's and the pool's inline ones; `fn` names the call in errors. @internal
    */
   runChecked<R>(fn: string, c: Call<R>): R {

@@ -273,3 +273,9 @@ export type RmsNormLayerForwardOptions<T extends FloatArray = Float32Array, Q ex
 
 /** Options of a layer's backward: {@link rmsNormBackward}'s of the layer's dtype (its outputs are the layer's own arrays). */
 export type RmsNormLayerBackwardOptions<T extends FloatArray = Float32Array> = Pick<RmsNormBackwardOptions<T>, 'rstd' | 'dresidual' | 'gate'>;
+
+/** Per-call option of the pool's methods, besides the sync API's options. */
+export interface PoolCallOptions {
+  /** Aborting rejects the call with the signal's reason (an AbortError) while it is queued. */
+  signal?: AbortSignal;
+}

@@ -6,7 +6,7 @@
  * @module
  */
 import { writeParamsBlock } from '../generated/abi.js';
-import { ADDRS_AT, MAX_ADDRS, type Params } from './ops.js';
+import { ADDRS_AT, MAX_ADDRS, type Params } from './op.js';
 
 /** Words in a call block: the parameters and the most addresses an operation has. */
 export const CALL_WORDS = ADDRS_AT / 4 + MAX_ADDRS;

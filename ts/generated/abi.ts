@@ -154,6 +154,9 @@ export const FORWARD_EXTENTS = [Extent.Matrix, Extent.Matrix, Extent.Row, Extent
 /** Each {@link BackwardOperand}'s {@link Extent}, in operand order. */
 export const BACKWARD_EXTENTS = [Extent.Matrix, Extent.Matrix, Extent.Row, Extent.PerRow, Extent.Matrix, Extent.Matrix, Extent.Row, Extent.Matrix, Extent.Matrix] as const;
 
+/** The most address words any operation's entry points read (its operands, a workspace): a call block's capacity. */
+export const MAX_OPERANDS = 10;
+
 /** The bits of `dtypes` that hold the activations' {@link Dtype} (one with `qmax` 0). */
 export const DTYPE_MASK = 3;
 /** The `llama` casting mode: `x·rstd` is rounded to the activations' type before the gain. */

@@ -11,7 +11,7 @@ import { loadRmsNorm } from '../default-instance.js';
 import type { RmsNorm } from '../rmsnorm.js';
 import { DTYPES, KERNEL_DTYPES, listed, type Data } from '../glue/dtypes.js';
 import { describe } from '../call/check/arrays.js';
-import { checkForward } from '../call/check/calls.js';
+import { FORWARD } from '../call/operations/forward.js';
 import { paramOptions, FILE_PARAM_KEYS } from '../call/check/params.js';
 import { options as checkOptions } from '../call/check/options.js';
 import type { CastingMode, Dtype, FloatArray, ScalarOptions } from '../types.js';
@@ -110,6 +110,6 @@ export function createNormalizeStream(options: NormalizeStreamOptions): Transfor
   const dtype = o.dtype ?? 'float32';
   if (!KERNEL_DTYPES.includes(dtype)) throw new TypeError(`createNormalizeStream: options.dtype must be ${listed(KERNEL_DTYPES)}, got ${describe(dtype)}`);
   const given = { ...paramOptions(o as Record<string, unknown>), dtype };
-  const a = checkForward('createNormalizeStream', new DTYPES[dtype].Array(0) as FloatArray, weight, given);
+  const a = FORWARD.check('createNormalizeStream', new DTYPES[dtype].Array(0) as FloatArray, weight, given, undefined);
   return new NormalizeStream({ dim: a.dim, weight, dtype, params: { ...given, dim: a.dim, weightDtype: KERNEL_DTYPES[a.params.wdt]! } });
 }

@@ -7,7 +7,7 @@ import type { Build } from '../types.js';
 import type { F32Buffer, U16Buffer } from '../glue/memory.js';
 import { describe } from '../call/check/arrays.js';
 import { options as checkOptions } from '../call/check/options.js';
-import type { FloatArray, RmsNormBackwardOptions, RmsNormBackwardResult, RmsNormOptions, RmsNormQuantOptions, QuantArray, QuantDtype } from '../types.js';
+import type { PoolOperations } from '../generated/operations.js';
 
 /** Options of {@link createPool}. */
 export interface PoolOptions {
@@ -25,14 +25,12 @@ export interface PoolOptions {
   build?: 'simd-threads' | 'simd-relaxed-threads';
 }
 
-/** Per-call option of the pool's methods, besides the sync API's options. */
-export interface PoolCallOptions {
-  /** Aborting rejects the call with the signal's reason (an AbortError) while it is queued. */
-  signal?: AbortSignal;
-}
 
-/** A pool of workers sharing one wasm memory; see {@link createPool}. */
-export interface RmsNormPool {
+/**
+ * A pool of workers sharing one wasm memory; see {@link createPool}. Its operations' methods
+ * (rmsNorm, rmsNormBackward: {@link PoolOperations}) are as the sync API's, resolved when done.
+ */
+export interface RmsNormPool extends PoolOperations {
   /** Workers running: `threads` in 'threads' mode, 0 in 'single' mode. */
   readonly threads: number;
   /** 'threads': workers on shared memory. 'single': no SharedArrayBuffer here, so every call
@@ -40,17 +38,6 @@ export interface RmsNormPool {
   readonly mode: 'threads' | 'single';
   /** The build the pool's calls run: a threads build in 'threads' mode, its plain twin in 'single' mode. */
   readonly build: Build;
-  /** As the sync {@link rmsNorm}, resolved when done. Arguments are checked before queueing. */
-  rmsNorm<T extends FloatArray = Float32Array>(x: T, weight: FloatArray | null, options?: RmsNormOptions<T> & PoolCallOptions): Promise<T>;
-  /** As the sync {@link rmsNorm} with a quantized output. */
-  rmsNorm<Q extends QuantDtype>(x: FloatArray, weight: FloatArray | null, options: RmsNormQuantOptions<Q> & PoolCallOptions): Promise<QuantArray<Q>>;
-  /** As the sync {@link rmsNormBackward}; dweight has the same bits whatever the thread count. */
-  rmsNormBackward<T extends FloatArray = Float32Array, W extends FloatArray = Float32Array>(
-    dy: T,
-    x: T,
-    weight: W | null,
-    options?: RmsNormBackwardOptions<T, W> & PoolCallOptions,
-  ): Promise<RmsNormBackwardResult<T, W>>;
   /** As the sync API's {@link allocU16}, in the pool's shared memory (half-precision data used in place). */
   allocU16(length: number): U16Buffer;
   /**

@@ -12,7 +12,8 @@
  */
 import type { KernelExports, WasmMemoryLike } from '../glue/load.js';
 import { CALL_WORDS } from '../call/call-block.js';
-import { ADDRS_AT, MAX_ADDRS, OPS } from '../call/ops.js';
+import { ADDRS_AT, MAX_ADDRS } from '../call/op.js';
+import { OPS } from '../call/ops.js';
 
 // Line 0 and on: the job, written by the pool before it opens NEXT, read-only while it runs.
 // Addresses fit in int32: the threads build's memory is at most 2 GiB.

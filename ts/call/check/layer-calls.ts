@@ -1,14 +1,16 @@
 /**
  * The checks of a layer's creation and of its calls: the options a layer's Params are made
  * of, then each call's arrays against the layer's dtypes and row length, the layer's own
- * outputs filling the slots the caller leaves (calls.ts checks the one-off calls).
+ * outputs filling the slots the caller leaves (each operation's module checks its one-off calls).
  * @module
  */
 import { Gate } from '../../generated/abi.js';
-import { BACKWARD, FORWARD, type Data, type Params, type Placed } from '../ops.js';
+import type { Data, Params, Placed } from '../op.js';
+import { BACKWARD, BACKWARD_PLAIN, backwardArrays } from '../operations/backward.js';
+import { FORWARD, FORWARD_PLAIN, forwardArrays, fusedAdd } from '../operations/forward.js';
 import type { FloatArray } from '../../types.js';
 import { optF32, optQuantized, optTyped } from './arrays.js';
-import { BACKWARD_PLAIN, backwardArrays, FORWARD_PLAIN, forwardArrays, fusedAdd, gateOf, plainOperands } from './calls.js';
+import { gateOf, plainOperands } from './operands.js';
 import { options } from './options.js';
 import { distinctOutputs } from './overlap.js';
 import { checkParams, FORWARD_ONLY_KEYS, operandKeys, PARAM_KEYS } from './params.js';

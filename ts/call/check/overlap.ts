@@ -4,7 +4,7 @@
  * exactly an input.
  * @module
  */
-import type { Placed } from '../ops.js';
+import type { Placed } from '../op.js';
 
 /** Throws unless `a` (an output) is disjoint from `b` or, when `sameOk`, exactly `b`. */
 export function disjointOrSame(fn: string, na: string, a: Placed | null, nb: string, b: Placed | null, sameOk: boolean): void {

@@ -6,7 +6,7 @@
  * @module
  */
 import { blankParams, Dtype as DT, Gate, LLAMA_W } from '../../generated/abi.js';
-import type { Data, Op, Params } from '../ops.js';
+import type { Data, Op, Params } from '../op.js';
 import { listed, QUANT_DTYPES } from '../../glue/dtypes.js';
 import type { GateMode, QuantDtype } from '../../types.js';
 import { describe, typed } from './arrays.js';

@@ -5,7 +5,7 @@
  * command's flags and its `--help` all read this table, so a new scalar is one row here.
  * @module
  */
-import type { Data, Params } from '../ops.js';
+import type { Data, Params } from '../op.js';
 import type { ScalarOptions } from '../../types.js';
 import { describe } from './arrays.js';
 

@@ -6,7 +6,7 @@
  */
 import { Casting, DTYPE_FACTS, Dtype as DT, LLAMA } from '../../generated/abi.js';
 import { arrayTag, listed } from '../../glue/dtypes.js';
-import type { Data } from '../ops.js';
+import type { Data } from '../op.js';
 import type { CastingMode, Dtype } from '../../types.js';
 import { describe, DTYPE_NAMES, dtypesOf, typed } from './arrays.js';
 

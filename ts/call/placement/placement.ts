@@ -8,7 +8,7 @@ import type { ArrayType, Heap } from '../../glue/memory.js';
 import { checkStatus } from '../../glue/status.js';
 import { Dtype as DT } from '../../generated/abi.js';
 import { BY_CODE } from '../../glue/dtypes.js';
-import { MATRIX, MAX_ADDRS, PER_ROW, ROW, type Op, type Placed } from '../ops.js';
+import { MATRIX, MAX_ADDRS, PER_ROW, ROW, type Op, type Placed } from '../op.js';
 
 /** A slot's kind: no array (an absent optional operand). */
 export const ABSENT = 0;

@@ -36,7 +36,8 @@ import { REGION_PAD_FLOATS, type Heap, type Scratch } from '../../glue/memory.js
 import { BY_CODE } from '../../glue/dtypes.js';
 import { checkStatus } from '../../glue/status.js';
 import { Dtype as DT } from '../../generated/abi.js';
-import { MATRIX, OPS, PER_ROW, ROW, type Op, type Params, type Placed } from '../ops.js';
+import { MATRIX, PER_ROW, ROW, type Op, type Params, type Placed } from '../op.js';
+import { OPS } from '../ops.js';
 import { ABSENT, COPIED, EXTERNAL, Placement, RESIDENT, throughWindow } from './placement.js';
 import { snapshotConflicts } from './snapshot.js';
 

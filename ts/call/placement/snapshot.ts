@@ -4,7 +4,7 @@
  * @module
  */
 import { COPIED, RESIDENT, throughWindow, type Placement } from './placement.js';
-import { ROW } from '../ops.js';
+import { ROW } from '../op.js';
 
 /**
  * Replaces each input that some output would overwrite before the kernel reads it by a

@@ -3,7 +3,7 @@
  * placer lays one out by.
  * @module
  */
-import type { Op, Placed } from '../ops.js';
+import type { Op, Placed } from '../op.js';
 
 /**
  * The sync API's window: 256 KiB (65536 floats). Chosen by `npm run bench:window` (bench/window.ts) on this

@@ -14,7 +14,8 @@ import type { CallBlock } from '../call-block.js';
 import { overlaps } from '../check/overlap.js';
 import type { KernelExports } from '../../glue/load.js';
 import type { Heap, Scratch } from '../../glue/memory.js';
-import { B, BACKWARD, type Params } from '../ops.js';
+import { B, BACKWARD } from '../operations/backward.js';
+import type { Params, ShortWay } from '../op.js';
 import { resultArray } from '../../glue/platform.js';
 import type { RmsNormBackwardResult } from '../../types.js';
 import { checkStatus } from '../../glue/status.js';
@@ -27,7 +28,7 @@ import type { WindowCalls } from './window-calls.js';
 const ARRAYS: readonly string[] = ['rstd', 'dx', 'dweight'];
 
 /** One instance's backward short way: see the module doc. */
-export class ShortBackward {
+export class ShortBackward implements ShortWay {
   private readonly memo = new ParamsMemo('dy', BACKWARD_PARAM_KEYS, ARRAYS);
   private readonly seen = { dy: new Seen(), x: new Seen(), w: new Seen(), rstd: new Seen(), dx: new Seen(), dw: new Seen() };
   /** The last zero-copy call's arrays, whose addresses the call block may still hold. */

@@ -22,7 +22,8 @@ import type { CallBlock } from '../call-block.js';
 import { overlaps } from '../check/overlap.js';
 import type { KernelExports } from '../../glue/load.js';
 import type { Heap } from '../../glue/memory.js';
-import { F, FORWARD, type Params } from '../ops.js';
+import { F, FORWARD } from '../operations/forward.js';
+import type { Params, ShortWay } from '../op.js';
 import { resultArray } from '../../glue/platform.js';
 import { checkStatus } from '../../glue/status.js';
 import { PARAM_KEYS } from '../check/params.js';
@@ -34,7 +35,7 @@ import type { WindowCalls } from './window-calls.js';
 const ARRAYS: readonly string[] = ['out', 'rstd'];
 
 /** One instance's forward short way: see the module doc. */
-export class ShortForward {
+export class ShortForward implements ShortWay {
   private readonly memo = new ParamsMemo('x', PARAM_KEYS, ARRAYS);
   private readonly x = new Seen();
   private readonly w = new Seen();
@@ -55,7 +56,7 @@ export class ShortForward {
    * SharedArrayBuffer when `shared`); undefined, having done nothing, when the call is not one
    * this way takes.
    */
-  run(fn: string, x: unknown, weight: unknown, options: unknown, shared = false): Float32Array | undefined {
+  run(fn: string, x: unknown, weight: unknown, options: unknown, _unused?: unknown, shared = false): Float32Array | undefined {
     if (!(x instanceof Float32Array) || !(weight === null || weight instanceof Float32Array)) return undefined;
     const n = x.length;
     if (n === 0) return undefined;

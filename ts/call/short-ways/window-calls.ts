@@ -9,7 +9,9 @@
 import type { CallBlock } from '../call-block.js';
 import type { KernelExports } from '../../glue/load.js';
 import { regionFloats, type Heap, type Scratch } from '../../glue/memory.js';
-import { B, BACKWARD, F, FORWARD, type Params } from '../ops.js';
+import { type Params } from '../op.js';
+import { F, FORWARD } from '../operations/forward.js';
+import { B, BACKWARD } from '../operations/backward.js';
 import { checkStatus } from '../../glue/status.js';
 
 /** Rows up to this many are copied out of the window element by element (a view would cost more). */

@@ -15,7 +15,7 @@
  */
 import { loadRmsNorm } from '../../default-instance.js';
 import { callingThreadEngine, startEngine, type Engine } from './normalizer.js';
-import { checkForward } from '../../call/check/calls.js';
+import { FORWARD } from '../../call/operations/forward.js';
 import type { Dtype, FloatArray } from '../../types.js';
 import { isQuant, KERNEL_DTYPES, DTYPES } from '../../glue/dtypes.js';
 import { AtomicFile, removeStrays } from '../io/atomic.js';
@@ -78,7 +78,7 @@ function checkCalls(plans: readonly ArrayPlan[], w: FloatArray | null, weightDty
     const n = p.norm;
     const empty = new DTYPES[n.computeDtype].Array(0) as FloatArray;
     const call = { ...callOf(o, p, weightDtype), dim: n.dim, dtype: n.computeDtype, rowScales: n.rowScales ? new Float32Array(0) : undefined };
-    settled = KERNEL_DTYPES[checkForward('normalizeFile', empty, w, call).params.wdt]!;
+    settled = KERNEL_DTYPES[FORWARD.check('normalizeFile', empty, w, call, undefined).params.wdt]!;
   }
   return settled;
 }

@@ -16,13 +16,14 @@
 import { constants } from 'node:os';
 import type { RmsNorm } from '../../rmsnorm.js';
 import type { RmsNormPool } from '../../pool/api.js';
-import { ADDRS_AT, F } from '../../call/ops.js';
+import { ADDRS_AT } from '../../call/op.js';
+import { F } from '../../call/operations/forward.js';
 import { CALL_WORDS, writeParams } from '../../call/call-block.js';
-import { checkForward } from '../../call/check/calls.js';
+import { FORWARD } from '../../call/operations/forward.js';
 import { ALL_DTYPES, DTYPES, type FileDtype, type OutDtype } from '../../glue/dtypes.js';
 import { Dtype as DT } from '../../generated/abi.js';
 import type { Dtype, FloatArray } from '../../types.js';
-import type { Data } from '../../call/ops.js';
+import type { Data } from '../../call/op.js';
 import type { TaskRing } from '../../pool/caller/task-ring.js';
 import { submitTask, type TaskResult, dtypeIndex, Kind, Outcome, regionBytesFor } from './task-records.js';
 import type { AtomicFile } from '../io/atomic.js';
@@ -118,7 +119,7 @@ export async function normalizePositioned(j: PositionedJob): Promise<{ rows: num
       let at = callOf.get(dt);
       if (at !== undefined) return at;
       const empty = new DTYPES[dt].Array(0) as FloatArray;
-      const a = checkForward('normalizeFile', empty, j.weight, { ...j.call, dim: p.norm!.dim, dtype: dt, rowScales: p.norm!.rowScales ? new Float32Array(0) : undefined });
+      const a = FORWARD.check('normalizeFile', empty, j.weight, { ...j.call, dim: p.norm!.dim, dtype: dt, rowScales: p.norm!.rowScales ? new Float32Array(0) : undefined }, undefined);
       const weight = a.arrs[F.weight] as Data | null;
       if (weight && wAt === 0) {
         const wb = j.pool.allocF32(weight.length);

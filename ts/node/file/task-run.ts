@@ -9,7 +9,8 @@
  * File I/O comes in through {@link TaskIo} (Node's `fs`, given by the entry).
  * @module
  */
-import { ADDRS_AT, F, FORWARD } from '../../call/ops.js';
+import { ADDRS_AT } from '../../call/op.js';
+import { F, FORWARD } from '../../call/operations/forward.js';
 import { PARAMS, PARAMS_WORDS, DTYPE_MASK } from '../../generated/abi.js';
 import { ALL_DTYPES, DTYPES, FILE_DTYPES, type FileDtype } from '../../glue/dtypes.js';
 import type { TaskContext } from '../../pool/worker/tasks.js';

@@ -6,12 +6,12 @@
  */
 import type { KernelExports, WasmMemoryLike } from '../../glue/load.js';
 import { yieldToEventLoop } from '../../glue/platform.js';
-import { NO_PARAMS } from '../../call/ops.js';
+import { NO_PARAMS } from '../../call/op.js';
 import { writeAddrs, writeParams } from '../../call/call-block.js';
 import { checkStatus } from '../../glue/status.js';
 import * as C from '../control.js';
 import type { SabTable } from '../control.js';
-import { MAX_ADDRS } from '../../call/ops.js';
+import { MAX_ADDRS } from '../../call/op.js';
 import {
   CHUNKS_PER_THREAD,
   MAX_CHUNK_ELEMS,

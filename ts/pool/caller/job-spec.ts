@@ -5,7 +5,7 @@
  * caller's SharedArrayBuffers).
  * @module
  */
-import type { Params } from '../../call/ops.js';
+import type { Params } from '../../call/op.js';
 import type { SabTable } from '../control.js';
 
 /** A streaming job's copies, by rows (the calling thread makes them while workers compute). */

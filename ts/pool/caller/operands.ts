@@ -8,7 +8,7 @@
  * @module
  */
 import type { Heap, Scratch } from '../../glue/memory.js';
-import type { Call } from '../../call/results.js';
+import type { Call } from '../../call/op.js';
 import { Placer, POOL_WINDOW_FLOATS, type Placement } from '../../call/placement/placer.js';
 import { EXTERNAL } from '../../call/placement/placement.js';
 import type { Dispatcher } from './dispatch.js';

@@ -15,10 +15,8 @@ import { canBlock, yieldToEventLoop } from '../../glue/platform.js';
 import type { RmsNorm } from '../../rmsnorm.js';
 import type { Build } from '../../types.js';
 import { heapOf, Scratch, type F32Buffer, type Heap, type U16Buffer } from '../../glue/memory.js';
-import { checkBackward, checkForward, type CheckedArgs } from '../../call/check/calls.js';
-import { backwardCall, forwardCall, type Call } from '../../call/results.js';
-import type { FloatArray, RmsNormBackwardOptions, RmsNormBackwardResult, RmsNormOptions, RmsNormQuantOptions, QuantArray, QuantDtype } from '../../types.js';
-import { BACKWARD, FORWARD, NO_PARAMS, type Op, type Placed } from '../../call/ops.js';
+import { NO_PARAMS, type Call, type Op } from '../../call/op.js';
+import { PoolMethods } from '../../generated/operations.js';
 import * as C from '../control.js';
 import { Dispatcher } from './dispatch.js';
 import { PoolCalls } from './operands.js';
@@ -29,7 +27,7 @@ import { Workers } from './workers.js';
 import { registerPoolHooks, type PoolHooks } from './hooks.js';
 import { registerTaskRing, TaskRing } from './task-ring.js';
 
-import { checkSignal, POOL_KEYS, type PoolCallOptions, type RmsNormPool } from '../api.js';
+import { checkSignal, POOL_KEYS, type RmsNormPool } from '../api.js';
 
 type Job =
   | { kind: 'tasks'; settle: Settle<void>; signal?: undefined }
@@ -42,7 +40,7 @@ type Job =
 const destroyedError = () => new Error('rmsnorm-wasm pool: the pool was destroyed');
 
 /** The pool: see {@link createPool} (create.ts). @internal */
-export class Pool implements RmsNormPool {
+export class Pool extends PoolMethods implements RmsNormPool {
   readonly threads: number;
   readonly mode: 'threads' | 'single';
   readonly build: Build;
@@ -65,6 +63,7 @@ export class Pool implements RmsNormPool {
   private readonly ways: Ways;
 
   constructor(rn: RmsNorm, plain: RmsNorm, threads: number, private readonly cores: number) {
+    super();
     this.rn = rn;
     this.heap = heapOf(rn.wasm);
     this.blockRows = rn.wasm.exports.dg_block_rows();
@@ -103,58 +102,32 @@ export class Pool implements RmsNormPool {
     registerTaskRing(this, this.taskRing);
   }
 
-  rmsNorm<T extends FloatArray = Float32Array>(x: T, weight: FloatArray | null, options?: RmsNormOptions<T> & PoolCallOptions): Promise<T>;
-  rmsNorm<Q extends QuantDtype>(x: FloatArray, weight: FloatArray | null, options: RmsNormQuantOptions<Q> & PoolCallOptions): Promise<QuantArray<Q>>;
-  rmsNorm(x: FloatArray, weight: FloatArray | null, options?: (RmsNormOptions<FloatArray> | RmsNormQuantOptions) & PoolCallOptions): Promise<FloatArray | Placed> {
-    const fn = 'pool.rmsNorm';
-    try {
-      // A small float32 call with nothing ahead of it: the sync API's short way, now.
-      if (this.idle() && x instanceof Float32Array && this.ways.small(x.length)) {
-        const kind = this.ways.kindOf(x);
-        const y = this.ways.instanceFor(kind).shortForward(fn, x, weight, options, kind === 'shared');
-        if (y !== undefined) return Promise.resolve(y);
-      }
-      return this.submit(fn, FORWARD, () => checkForward(fn, x, weight, options, POOL_KEYS), forwardCall, options);
-    } catch (e) {
-      return Promise.reject(e);
-    }
-  }
-
-  rmsNormBackward<T extends FloatArray = Float32Array, W extends FloatArray = Float32Array>(
-    dy: T,
-    x: T,
-    weight: W | null,
-    options?: RmsNormBackwardOptions<T, W> & PoolCallOptions,
-  ): Promise<RmsNormBackwardResult<T, W>> {
-    const fn = 'pool.rmsNormBackward';
-    try {
-      if (this.idle() && dy instanceof Float32Array && this.ways.small(dy.length)) {
-        const kind = this.ways.kindOf(dy);
-        const r = this.ways.instanceFor(kind).shortBackward(fn, dy, x, weight, options, kind === 'shared');
-        if (r !== undefined) return Promise.resolve(r as RmsNormBackwardResult<T, W>);
-      }
-      return this.submit(fn, BACKWARD, () => checkBackward(fn, dy, x, weight, options, POOL_KEYS), backwardCall, options) as Promise<RmsNormBackwardResult<T, W>>;
-    } catch (e) {
-      return Promise.reject(e);
-    }
-  }
-
   /**
-   * A call of operation `op` (`check` checks its arguments, `callOf` makes its {@link Call}):
-   * one too small to shard, with nothing ahead of it, runs now (no queue round trip); any other
-   * is queued and checked again when it runs. Throws what the check throws.
+   * A call of operation `op` with its positional arguments (`options` its options): one too
+   * small to shard, with nothing ahead of it, runs now — the sync API's short way for a
+   * float32 call, else checked and run here (no queue round trip); any other is checked,
+   * queued, and checked again when it runs. Rejects with what the check throws.
    */
-  private submit<A extends CheckedArgs, R>(fn: string, op: Op, check: () => A, callOf: (a: A, shared: boolean) => Call<R>, options: unknown): Promise<R> {
-    const a = check();
-    const signal = checkSignal(fn, options);
-    if (this.idle() && !signal?.aborted && this.ways.inline(a.rows, a.rows * a.dim, op)) {
-      return Promise.resolve(this.ways.inlineFor(a.x).runChecked(fn, callOf(a, this.ways.kindOf(a.x) === 'shared')));
+  protected submitOp(fn: string, op: Op, a: unknown, b: unknown, c: unknown, d: unknown, options: unknown): Promise<unknown> {
+    try {
+      if (this.idle() && a instanceof Float32Array && this.ways.small(a.length)) {
+        const kind = this.ways.kindOf(a);
+        const r = this.ways.instanceFor(kind).shortWay(op, fn, a, b, c, d, kind === 'shared');
+        if (r !== undefined) return Promise.resolve(r);
+      }
+      const args = op.check(fn, a, b, c, d, POOL_KEYS);
+      const signal = checkSignal(fn, options);
+      if (this.idle() && !signal?.aborted && this.ways.inline(args.rows, args.rows * args.dim, op)) {
+        return Promise.resolve(this.ways.inlineFor(args.x).runChecked(fn, op.call(args, this.ways.kindOf(args.x) === 'shared')));
+      }
+      const make = (): Call<unknown> => {
+        const again = op.check(fn, a, b, c, d, POOL_KEYS);
+        return op.call(again, this.ways.kindOf(again.x) === 'shared');
+      };
+      return this.enqueue<unknown>((settle) => ({ kind: 'call', fn, make, settle, signal }), signal);
+    } catch (e) {
+      return Promise.reject(e);
     }
-    const make = (): Call<R> => {
-      const b = check();
-      return callOf(b, this.ways.kindOf(b.x) === 'shared');
-    };
-    return this.enqueue<R>((settle) => ({ kind: 'call', fn, make, settle: settle as Settle<unknown>, signal }), signal);
   }
 
   allocF32(length: number): F32Buffer {

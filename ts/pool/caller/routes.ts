@@ -7,9 +7,9 @@
  */
 import type { RmsNorm } from '../../rmsnorm.js';
 import type { Heap } from '../../glue/memory.js';
-import type { Call } from '../../call/results.js';
+import type { Call } from '../../call/op.js';
 import type { FloatArray } from '../../types.js';
-import type { Data, Op } from '../../call/ops.js';
+import type { Data, Op } from '../../call/op.js';
 import { Choice, type ArrayKind } from './shard-choice.js';
 import { INLINE_BELOW } from '../tuning.js';
 
