@@ -1,12 +1,13 @@
 /**
  * The call block: what a kernel call reads from wasm memory, written by the caller before each
  * call — the parameter block (abi.ts's `PARAMS`, laid out as abi.rs's `Params`) followed
- * by the operands' byte addresses (ops.ts's {@link ADDRS_AT}). The sync API keeps one per
- * instance; the pool's control block holds one that every worker reads.
+ * by the operands' byte addresses (op.ts's {@link ADDRS_AT}). The sync API keeps one per
+ * instance; the pool's control block holds one that every worker reads. Every path writes the
+ * addresses through {@link writeAddrs} (a {@link CallBlock}'s own through its methods).
  * @module
  */
 import { writeParamsBlock } from '../generated/abi.js';
-import { ADDRS_AT, MAX_ADDRS, type Params } from './op.js';
+import { ADDRS_AT, MAX_ADDRS, type Op, type Params } from './op.js';
 
 /** Words in a call block: the parameters and the most addresses an operation has. */
 export const CALL_WORDS = ADDRS_AT / 4 + MAX_ADDRS;
@@ -35,6 +36,8 @@ export class CallBlock {
   private last: Params | null = null;
   /** Who wrote the addresses the block holds, when they said so ({@link holds}); null after any other write. */
   private holder: object | null = null;
+  /** Each operation's address words being made ({@link operands}), by its id. */
+  private readonly words: Int32Array[] = [];
 
   constructor(
     /** The block's byte address. */
@@ -54,10 +57,20 @@ export class CallBlock {
     writeAddrs(i32, this.at >>> 2, addrs, n);
   }
 
-  /** The word index of the block's address `i` (for callers writing a few addresses themselves: they write them next). */
-  addrWord(i: number): number {
-    this.holder = null;
-    return (this.at + ADDRS_AT) / 4 + i;
+  /**
+   * The address words of a call of `op` being made, every operand absent (0): a path sets the
+   * present ones by slot (`F.x`, `B.dy`), then {@link writeOperands} writes them. Reused call
+   * after call.
+   */
+  operands(op: Op): Int32Array {
+    const w = (this.words[op.id] ??= new Int32Array(op.addrs));
+    w.fill(0);
+    return w;
+  }
+
+  /** Writes the address words {@link operands} gave for `op` as the block's addresses. */
+  writeOperands(i32: Int32Array, op: Op): void {
+    this.addrs(i32, this.words[op.id]!, op.addrs);
   }
 
   /** Marks the addresses just written as `holder`'s: {@link holds} is true until another write. */

@@ -12,9 +12,13 @@
 import { ADDRS_AT } from '../../call/op.js';
 import { F, FORWARD } from '../../call/operations/forward.js';
 import { PARAMS, PARAMS_WORDS, DTYPE_MASK } from '../../generated/abi.js';
+import { writeAddrs } from '../../call/call-block.js';
 import { ALL_DTYPES, DTYPES, FILE_DTYPES, type FileDtype } from '../../glue/dtypes.js';
 import type { TaskContext } from '../../pool/worker/tasks.js';
 import { dtypeAt, Kind, Outcome, regionLayout, T, type TaskIo } from './task-records.js';
+
+/** This worker's forward address words, reused record after record. */
+const ADDRS = new Int32Array(FORWARD.addrs);
 
 /** Reads exactly `n` bytes at `pos` (fewer only at the end of the file); returns the bytes read. */
 function readFull(io: TaskIo, fd: number, buf: Uint8Array, n: number, pos: number): number {
@@ -135,16 +139,16 @@ export function runFileTask(t: TaskContext, io: TaskIo): void {
     const c = own >>> 2;
     const from = call >>> 2;
     for (let w = 0; w < PARAMS_WORDS; w++) i32[c + w] = i32[from + w]!;
-    const a = c + ADDRS_AT / 4;
-    for (let w = 0; w < FORWARD.addrs; w++) i32[a + w] = 0;
-    i32[a + F.x] = x;
-    i32[a + F.y] = quant ? stage : x;
-    i32[a + F.weight] = i32[from + ADDRS_AT / 4 + F.weight]!;
+    ADDRS.fill(0);
+    ADDRS[F.x] = x;
+    ADDRS[F.y] = quant ? stage : x;
+    ADDRS[F.weight] = i32[from + ADDRS_AT / 4 + F.weight]!;
     const wantRstd = f64[r + T.fdRstd]! >= 0;
-    i32[a + F.rstd] = wantRstd ? rstdAt : 0;
+    ADDRS[F.rstd] = wantRstd ? rstdAt : 0;
     const wantScales = f64[r + T.fdScales]! >= 0;
-    i32[a + F.rowScales] = wantScales ? scalesAt : 0;
-    const s = k.rms_norm_forward(own, own + ADDRS_AT, 0, rows);
+    ADDRS[F.rowScales] = wantScales ? scalesAt : 0;
+    writeAddrs(i32, c, ADDRS, FORWARD.addrs);
+    const s = FORWARD.span(k, own, 0, rows, rows);
     if (s !== 0) {
       outcome = s;
       break run;
