@@ -197,7 +197,7 @@ describe('every input found', () => {
     writeFileSync(join(d, 'w3.npy'), Buffer.concat([npyHeader([3]), Buffer.alloc(12)]));
     const r = cli('normalize', join(d, 'in'), '--out-dir', join(d, 'out'), '--weight', join(d, 'w3.npy'));
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/the weight has 3 elements, but the rows of .*x\.npy have \d+ \(no other file written\)/);
+    expect(r.stderr).toMatch(/the weight has 3 elements, but the rows of .*x\.npy have \d+ \(no file written\)/);
     expect(readdirSync(join(d, 'out'))).toEqual([]);
     // One row of 2^31 float32 (a sparse file): exit 1, not a usage error, before any output.
     const huge = join(d, 'huge.npy');

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
-import { normalizeDataset } from '../dist/node/index.js';
+import { normalizeDataset, npyHeader } from '../dist/node/index.js';
 import { shardOf } from '../dist/node/dataset/shards.js';
 import { compileGlob, complete, startOf, step } from '../dist/node/dataset/glob.js';
 import { BIN, foreignLock, npy } from './processes.js';
@@ -306,11 +306,12 @@ describe('logs a machine reads', () => {
     expect(real).toContain(shape(example!));
   });
 
-  it('a run refused before it starts makes nothing: a bad pattern, a missing weight, a missing input, an unknown format', () => {
+  it('a run refused before it starts makes nothing: a bad pattern, a missing weight, a weight that fits no row, a missing input, an unknown format', () => {
     const d = caseDir();
-    mkdirSync(join(d, 'in'));
-    writeFileSync(join(d, 'in/a.npy'), npy(4, 8));
-    for (const extra of [['in/[b-a]*'], ['in', '--weight', 'nope.npy'], ['missing'], ['in', '--format', 'zip']]) {
+    mkdirSync(join(d, 'in/deep/er'), { recursive: true });
+    writeFileSync(join(d, 'in/deep/er/a.npy'), npy(4, 8));
+    writeFileSync(join(d, 'w7.npy'), Buffer.concat([npyHeader([7]), Buffer.from(new Float32Array(7).fill(1).buffer)]));
+    for (const extra of [['in/[b-a]*'], ['in', '--weight', 'nope.npy'], ['in', '--weight', 'w7.npy'], ['missing'], ['in', '--format', 'zip']]) {
       const r = cli(['normalize', ...extra, '--out-dir', 'o/deeper'], { cwd: d });
       expect(r.code, r.stderr).not.toBe(0);
       expect(existsSync(join(d, 'o')), `${extra.join(' ')}: ${r.stderr}`).toBe(false);

@@ -3,7 +3,8 @@
  * or float16 / bfloat16 with `dtype`), bytes of normalized rows of the same dtype out, in the
  * same order. Chunks of any size are accepted; a row cut between two chunks is carried to the
  * next. Rows are normalized with the sync API (`simd` build), a batch per incoming chunk,
- * through its fixed window: memory does not grow with the stream's length.
+ * through its fixed window: memory does not grow with the stream's length. The options are
+ * checked once, when the stream is made; each batch is a call of those parameters.
  * @module
  */
 import { Transform, type TransformCallback } from 'node:stream';
@@ -11,7 +12,8 @@ import { loadRmsNorm } from '../default-instance.js';
 import type { RmsNorm } from '../rmsnorm.js';
 import { DTYPES, KERNEL_DTYPES, listed, type Data } from '../glue/dtypes.js';
 import { describe } from '../call/check/arrays.js';
-import { FORWARD } from '../call/operations/forward.js';
+import { F, FORWARD, forwardOf } from '../call/operations/forward.js';
+import type { Params } from '../call/op.js';
 import { paramOptions, FILE_PARAM_KEYS } from '../call/check/params.js';
 import { options as checkOptions } from '../call/check/options.js';
 import type { CastingMode, Dtype, FloatArray, ScalarOptions } from '../types.js';
@@ -38,10 +40,11 @@ const KEYS = [...FILE_PARAM_KEYS, 'weight'];
 
 interface Settled {
   dim: number;
-  weight: FloatArray | null;
+  /** The weight as the calls read it (half data as bits), or null. */
+  weight: Data | null;
   dtype: Dtype;
-  /** The call's options as checked (the parameters, the dim and the dtypes settled), without `out`. */
-  params: Record<string, unknown>;
+  /** Every batch's call parameters, checked once when the stream was made. */
+  params: Params;
 }
 
 class NormalizeStream extends Transform {
@@ -66,7 +69,7 @@ class NormalizeStream extends Transform {
         // A copy aligned for the typed array (a Buffer's offset may be odd), normalized in place.
         const x = new DTYPES[this.o.dtype].Array(whole / this.item) as Data;
         new Uint8Array(x.buffer).set(data.subarray(0, whole));
-        rn.rmsNorm<Data>(x, this.o.weight, { ...this.o.params, out: x });
+        rn.runChecked('normalize stream', FORWARD.call(forwardOf(this.o.params, x, this.o.weight, x, null, null)));
         this.push(Buffer.from(x.buffer, 0, whole));
       }
       done();
@@ -111,5 +114,5 @@ export function createNormalizeStream(options: NormalizeStreamOptions): Transfor
   if (!KERNEL_DTYPES.includes(dtype)) throw new TypeError(`createNormalizeStream: options.dtype must be ${listed(KERNEL_DTYPES)}, got ${describe(dtype)}`);
   const given = { ...paramOptions(o as Record<string, unknown>), dtype };
   const a = FORWARD.check('createNormalizeStream', new DTYPES[dtype].Array(0) as FloatArray, weight, given, undefined);
-  return new NormalizeStream({ dim: a.dim, weight, dtype, params: { ...given, dim: a.dim, weightDtype: KERNEL_DTYPES[a.params.wdt]! } });
+  return new NormalizeStream({ dim: a.dim, weight: a.arrs[F.weight] as Data | null, dtype, params: a.params });
 }

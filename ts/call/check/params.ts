@@ -10,8 +10,8 @@ import type { Data, Op, Params } from '../op.js';
 import { listed, QUANT_DTYPES } from '../../glue/dtypes.js';
 import type { GateMode, QuantDtype } from '../../types.js';
 import { describe, typed } from './arrays.js';
-import { actDtype, castingBits, dimOf, weightDtype, weightOf } from './scalars.js';
-import { SCALARS, scalarParams } from './scalar-options.js';
+import { actDtype, castingBits, checkDimOption, checkDtypeNames, dimOf, weightDtype, weightOf } from './scalars.js';
+import { checkScalars, SCALARS, scalarParams } from './scalar-options.js';
 
 /**
  * The options every call reads into its Params, with their defaults: the one list of them
@@ -62,16 +62,45 @@ const GATE_MODES = (Object.keys(Gate) as (keyof typeof Gate)[]).filter((k): k is
 /** The gateMode option's value of a gate code (the default for none). */
 export const gateModeOf = (code: number): GateMode => GATE_MODES.find((k) => Gate[k] === code) ?? GATE_MODES[0]!;
 
-/** The gate code of options.gateMode for a call with a gate (`gated`), or none; the first of GATE_MODES by default. */
-function gateModeCode(fn: string, v: unknown, gated: boolean, needsGate: boolean): number {
-  if (v === undefined && !gated) return Gate.none;
-  if (v !== undefined && !GATE_MODES.includes(v as GateMode)) {
-    throw new TypeError(`${fn}: options.gateMode must be ${listed(GATE_MODES)}, got ${describe(v)}`);
-  }
-  if (v !== undefined && !gated && needsGate) {
+/** options.gateMode's code when given (by its own rule: one of GATE_MODES), or -1. */
+function gateModeOption(fn: string, v: unknown): number {
+  if (v === undefined) return -1;
+  if (!GATE_MODES.includes(v as GateMode)) throw new TypeError(`${fn}: options.gateMode must be ${listed(GATE_MODES)}, got ${describe(v)}`);
+  return Gate[v as GateMode];
+}
+
+/** The gate code of a call with a gate (`gated`; the given `mode`, or the first of GATE_MODES by default), or none; `needsGate`: a mode without a gate is a mistake. */
+function gateCode(fn: string, mode: number, gated: boolean, needsGate: boolean): number {
+  if (mode >= 0 && !gated && needsGate) {
     throw new TypeError(`${fn}: options.gateMode was given without options.gate (the z whose silu(z) gates the norm)`);
   }
-  return !gated ? Gate.none : Gate[(v as GateMode | undefined) ?? GATE_MODES[0]!];
+  return !gated ? Gate.none : mode >= 0 ? mode : Gate[GATE_MODES[0]!];
+}
+
+/**
+ * A call's parameter options checked by their own rules, once: each its type and range, and
+ * what follows from them alone (the casting bits, the gate mode's code, a quantized output's
+ * code and scale). {@link paramsOf} makes a call's Params of them with its arrays, checking
+ * only what depends on those.
+ */
+export interface ParamOptions {
+  readonly o: Readonly<Record<string, unknown>>;
+  readonly llama: number;
+  readonly gateMode: number;
+  readonly out: { readonly code: number; readonly scale: number };
+}
+
+let optionChecks = 0;
+/** How many times parameter options have been checked ({@link checkParamOptions}) in this realm: a test's count of the checks of a run. */
+export const paramOptionChecks = (): number => optionChecks;
+
+/** Checks the parameter options of `o` by their own rules (see {@link ParamOptions}). */
+export function checkParamOptions(fn: string, o: Readonly<Record<string, unknown>>): ParamOptions {
+  optionChecks++;
+  checkScalars(fn, o);
+  checkDtypeNames(fn, o);
+  if (o.dim !== undefined) checkDimOption(fn, o.dim);
+  return { o, llama: castingBits(fn, o.castingMode), gateMode: gateModeOption(fn, o.gateMode), out: quantOf(fn, o.outDtype, o.quantScale) };
 }
 
 /** A call's checked parameters, with the arrays they were checked against. */
@@ -92,28 +121,38 @@ export interface CheckedParams {
 export function checkParams(
   fn: string, o: Readonly<Record<string, unknown>>, firstName: string, first: unknown, weight: unknown, gated: boolean, needsGate = true,
 ): CheckedParams {
+  return paramsOf(fn, checkParamOptions(fn, o), firstName, first, weight, gated, needsGate);
+}
+
+/**
+ * A call's Params from its checked parameter options `p` ({@link checkParamOptions}) and its
+ * arrays (as {@link checkParams} takes them; `dim` for the row length when the call's arrays
+ * have one of their own, a file's array), checking what depends on them: the arrays' dtypes,
+ * the weight's length against the row, what the scalars take of the weight and the row.
+ */
+export function paramsOf(
+  fn: string, p: ParamOptions, firstName: string, first: unknown, weight: unknown, gated: boolean, needsGate = true, dim?: number,
+): CheckedParams {
+  const { o } = p;
   const act = actDtype(fn, firstName, first, o.dtype);
   // The first matrix before the weight: an error names the first argument that is wrong.
   if (first !== undefined) typed(fn, firstName, first, act, 'options.dtype');
   const wdt = weightDtype(fn, weight, o.weightDtype, act);
   const w = weightOf(fn, weight, wdt);
-  const dim = dimOf(fn, w, o.dim);
+  const rowLength = dimOf(fn, w, dim ?? o.dim);
   // Every call's Params has one shape, its fields in one order (abi.ts blankParams, then wdt),
   // which the call block's writer reads fast: made by spreading another object, each was a slow
   // dictionary, and the one-off call several times slower.
   const params = blankParams() as { -readonly [K in keyof Params]: number };
-  scalarParams(fn, o, w, dim, params);
-  const llama = castingBits(fn, o.castingMode);
+  scalarParams(fn, o, w, rowLength, params);
   // A half weight of the activations' own dtype: llama rounds what it multiplies to that dtype too.
-  const llamaW = llama !== 0 && w !== null && wdt === act && act !== DT.float32 ? LLAMA_W : 0;
-  const gate = gateModeCode(fn, o.gateMode, gated, needsGate);
-  const out = quantOf(fn, o.outDtype, o.quantScale);
-  params.dim = dim;
-  params.dtypes = act | llama | llamaW;
-  params.gate = gate;
+  const llamaW = p.llama !== 0 && w !== null && wdt === act && act !== DT.float32 ? LLAMA_W : 0;
+  params.dim = rowLength;
+  params.dtypes = act | p.llama | llamaW;
+  params.gate = gateCode(fn, p.gateMode, gated, needsGate);
   params.wdt = wdt;
-  params.out_dtype = out.code;
-  params.quant_scale = out.scale;
+  params.out_dtype = p.out.code;
+  params.quant_scale = p.out.scale;
   return { params, weight: w, act };
 }
 

@@ -1,7 +1,7 @@
 /**
  * The scalar options (types.ts's `ScalarOptions`), one row each: the value when absent, the
- * rule a given number must meet, the `Params` field it becomes, and the command's flag with its
- * help. The calls' checks, the defaults every pass-on goes by (params.ts `PARAM_DEFAULTS`), the
+ * rule a given number must meet, the `Params` field it becomes (and what it takes of the call's
+ * weight and row length), and the command's flag with its help. The calls' checks, the defaults every pass-on goes by (params.ts `PARAM_DEFAULTS`), the
  * command's flags and its `--help` all read this table, so a new scalar is one row here.
  * @module
  */
@@ -19,11 +19,15 @@ interface Scalar {
   /** The `Params` field it sets. */
   readonly param: keyof Params;
   /**
-   * The field's value for a given number `v` (already known to be a number), or a RangeError
-   * naming `options.KEY` (`key`) when `v` breaks the rule; `w`: the call's weight (null for
-   * none), `dim`: its row length.
+   * The option's own rule: a RangeError naming `options.KEY` (`key`) when the number `v` breaks
+   * it (whatever the call's arrays). Run once per options object (params.ts checkParamOptions).
    */
-  readonly rule: (fn: string, key: string, v: number, w: Data | null, dim: number) => number;
+  readonly check: (fn: string, key: string, v: number) => void;
+  /**
+   * The field's value for a checked number `v` in a call with weight `w` (null for none) and
+   * row length `dim`; a RangeError when `v` does not go with them.
+   */
+  readonly value: (fn: string, key: string, v: number, w: Data | null, dim: number) => number;
   /** The command's flag: the letter its value is shown by in `--help`, and what it does. */
   readonly flag: { readonly letter: string; readonly help: string };
 }
@@ -36,18 +40,20 @@ export const SCALARS = {
   eps: {
     fallback: DEFAULT_EPS,
     param: 'eps',
-    rule(fn, key, v) {
+    check(fn, key, v) {
       // A value beyond float32's range would become +Inf there and silently zero every row.
       if (!(v >= 0) || !finite32(v)) throw new RangeError(`${fn}: options.${key} must be >= 0 and finite as a float32 (at most 3.4028234663852886e38), got ${v}`);
-      return v;
     },
+    value: (_fn, _key, v) => v,
     flag: { letter: 'E', help: 'added inside the square root' },
   },
   offset: {
     fallback: 0,
     param: 'offset',
-    rule(fn, key, v, w) {
+    check(fn, key, v) {
       if (!finite32(v)) throw new RangeError(`${fn}: options.${key} must be finite as a float32 (|offset| at most 3.4028234663852886e38), got ${v}`);
+    },
+    value(fn, key, v, w) {
       if (v !== 0 && w === null) throw new RangeError(`${fn}: options.${key} (${v}) needs a weight (the gain is offset + weight), but weight is null`);
       return v;
     },
@@ -56,10 +62,10 @@ export const SCALARS = {
   partial: {
     fallback: 1,
     param: 'stat',
-    rule(fn, key, v, _w, dim) {
+    check(fn, key, v) {
       if (!(v > 0 && v <= 1)) throw new RangeError(`${fn}: options.${key} must be a number in (0, 1] (the fraction of each row rstd is estimated from), got ${v}`);
-      return statOf(v, dim);
     },
+    value: (_fn, _key, v, _w, dim) => statOf(v, dim),
     flag: { letter: 'P', help: 'pRMSNorm: rms from the first ceil(P * dim) elements, 0 < P <= 1' },
   },
 } as const satisfies { readonly [K in keyof Required<ScalarOptions>]: Scalar };
@@ -71,17 +77,26 @@ type ScalarParam = (typeof SCALARS)[keyof typeof SCALARS]['param'];
 const KEYS: readonly string[] = Object.keys(SCALARS);
 const ROWS: readonly Scalar[] = Object.values(SCALARS);
 
+/** Checks the scalar options of `o` by their own rules (a TypeError for one that is not a number). */
+export function checkScalars(fn: string, o: Readonly<Record<string, unknown>>): void {
+  for (let i = 0; i < ROWS.length; i++) {
+    const k = KEYS[i]!;
+    const v = o[k];
+    if (v === undefined) continue;
+    if (typeof v !== 'number') throw new TypeError(`${fn}: options.${k} must be a number, got ${describe(v)}`);
+    ROWS[i]!.check(fn, k, v);
+  }
+}
+
 /**
- * Writes into `p` the `Params` fields of the scalar options in `o` (each absent one at its
- * fallback), checked against the call's weight `w` (null for none) and row length `dim`.
+ * Writes into `p` the `Params` fields of the scalar options of `o` ({@link checkScalars}
+ * checked; each absent one at its fallback) for a call with weight `w` (null for none) and row
+ * length `dim`.
  */
 export function scalarParams(fn: string, o: Readonly<Record<string, unknown>>, w: Data | null, dim: number, p: { -readonly [K in ScalarParam]: number }): void {
   for (let i = 0; i < ROWS.length; i++) {
-    const k = KEYS[i]!;
     const s = ROWS[i]!;
-    const v = o[k];
-    if (v !== undefined && typeof v !== 'number') throw new TypeError(`${fn}: options.${k} must be a number, got ${describe(v)}`);
-    p[s.param as ScalarParam] = s.rule(fn, k, v ?? s.fallback, w, dim);
+    p[s.param as ScalarParam] = s.value(fn, KEYS[i]!, (o[KEYS[i]!] as number | undefined) ?? s.fallback, w, dim);
   }
 }
 

@@ -70,19 +70,30 @@ export function weightOf(fn: string, weight: unknown, wdt = 0): Data | null {
   return weight === null || weight === undefined ? null : typed(fn, 'weight', weight, wdt, 'options.weightDtype');
 }
 
-/** The row length, checked against the weight (`w` from {@link weightOf}). */
+/** options.dim by its own rule: a positive integer (of at most 2^32 − 1). */
+export function checkDimOption(fn: string, dimOpt: unknown): void {
+  if (typeof dimOpt !== 'number') throw new TypeError(`${fn}: options.dim must be a number, got ${describe(dimOpt)}`);
+  if (!Number.isInteger(dimOpt) || dimOpt < 1 || dimOpt > 0xffffffff) {
+    throw new RangeError(`${fn}: options.dim must be a positive integer, got ${dimOpt}`);
+  }
+}
+
+/** The dtype options' names by their own rule (each one of the storage dtypes' names). */
+export function checkDtypeNames(fn: string, o: Readonly<Record<string, unknown>>): void {
+  dtypeOption(fn, 'options.dtype', o.dtype);
+  dtypeOption(fn, 'options.weightDtype', o.weightDtype);
+}
+
+/** The row length (options.dim, checked with {@link checkDimOption}, or the weight's), checked against the weight (`w` from {@link weightOf}). */
 export function dimOf(fn: string, w: Data | null, dimOpt: unknown): number {
   if (dimOpt === undefined) {
     if (w === null) throw new TypeError(`${fn}: options.dim is required when weight is null`);
     if (w.length === 0) throw new RangeError(`${fn}: weight.length must be at least 1, got 0`);
     return w.length;
   }
-  if (typeof dimOpt !== 'number') throw new TypeError(`${fn}: options.dim must be a number, got ${describe(dimOpt)}`);
-  if (!Number.isInteger(dimOpt) || dimOpt < 1 || dimOpt > 0xffffffff) {
-    throw new RangeError(`${fn}: options.dim must be a positive integer, got ${dimOpt}`);
-  }
+  checkDimOption(fn, dimOpt);
   if (w !== null && w.length !== dimOpt) {
     throw new RangeError(`${fn}: weight.length (${w.length}) must equal options.dim (${dimOpt})`);
   }
-  return dimOpt;
+  return dimOpt as number;
 }

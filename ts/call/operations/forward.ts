@@ -51,6 +51,16 @@ export function forwardArrays(
 }
 
 /**
+ * A forward of arrays laid out by the caller itself for `params` (the file functions' chunks:
+ * `x` of params' activations' dtype and `rows × dim` elements, `out` of its output's, rstd and
+ * row scales one per row): not checked again.
+ */
+export function forwardOf(params: Params, x: Data, w: Data | null, out: Placed, rstd: Float32Array | null, rowScales: Float32Array | null): ForwardArgs {
+  const arrs = forwardArrays(x, null, w, out, null, rstd, null, rowScales);
+  return { arrs, x, outGiven: out, rows: x.length / params.dim, dim: params.dim, params, xJs: false, outputsApart: false };
+}
+
+/**
  * `options.rowScales`: a Float32Array of one scale per row, required with a quantized output
  * (`params.out_dtype`) that has no static `quant_scale`, and only then.
  */

@@ -4,7 +4,7 @@
  * @module
  */
 import { describe } from '../../call/check/arrays.js';
-import { boolean, callback, checkFileOptions, PER_FILE_KEYS, type Rule } from '../file/options.js';
+import { boolean, callback, checkFileOptions, PER_FILE_KEYS, type FileArgs, type Rule } from '../file/options.js';
 import { compileGlob, isGlob, type Glob } from './glob.js';
 import type { NormalizeDatasetOptions } from './types.js';
 
@@ -39,13 +39,14 @@ const KEYS = [...PER_FILE_KEYS, ...Object.keys(RUN_OPTIONS)];
  */
 export function checkRun(
   inputs: unknown, outDir: unknown, options: unknown,
-): { list: string[]; o: NormalizeDatasetOptions; index: number; count: number; globs: Map<string, Glob> } {
+): { list: string[]; o: NormalizeDatasetOptions; args: FileArgs; index: number; count: number; globs: Map<string, Glob> } {
   const list = typeof inputs === 'string' ? [inputs] : inputs;
   if (!Array.isArray(list) || list.length === 0 || list.some((s) => typeof s !== 'string' || s === '')) {
     throw new TypeError(`normalizeDataset: inputs must be a path or a non-empty array of paths, got ${describe(inputs)}`);
   }
   if (typeof outDir !== 'string' || outDir === '') throw new TypeError(`normalizeDataset: outDir must be a path (a string), got ${describe(outDir)}`);
-  const o = checkFileOptions('normalizeDataset', options, KEYS).o as NormalizeDatasetOptions;
+  const args = checkFileOptions('normalizeDataset', options, KEYS);
+  const o = args.o as NormalizeDatasetOptions;
   const globs = new Map<string, Glob>();
   (list as string[]).forEach((s, i) => {
     if (isGlob(s) && !globs.has(s)) globs.set(s, compileGlob(s, `normalizeDataset: inputs[${i}]`));
@@ -64,5 +65,5 @@ export function checkRun(
   }
   const k = o.filesInFlight;
   if (k !== undefined && (!Number.isInteger(k) || k < 1 || k > 64)) throw new RangeError(`normalizeDataset: options.filesInFlight must be an integer from 1 to 64, got ${describe(k)}`);
-  return { list: list as string[], o, index, count, globs };
+  return { list: list as string[], o, args, index, count, globs };
 }

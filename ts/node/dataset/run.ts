@@ -17,23 +17,21 @@ import { lstat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { startEngine } from '../file/normalizer.js';
 import { taskRingOf } from '../../pool/caller/task-ring.js';
-import { paramOptions } from '../../call/check/params.js';
 import { DTYPES } from '../../glue/dtypes.js';
 import { NormalizeError } from '../io/errors.js';
 import { bothFences, signalFence } from '../io/fence.js';
 import { makeDirs } from '../io/sink.js';
 import { makeDirsBelow } from '../io/confined.js';
 import { CHUNK_BYTES, SLOTS } from '../file/chunks.js';
-import { isPath, PER_FILE_KEYS } from '../file/options.js';
+import { fileArgsFor, isPath, type FileArgs } from '../file/options.js';
 import { checkRun } from './args.js';
 import { refuseLongNames, refuseOutDtype } from './refusals.js';
-import { normalizeFileWith } from '../file/normalize-file.js';
+import { normalizeFileWith, planOnly } from '../file/normalize-file.js';
 import { formatNamed, formatOf, takenNames, takesName } from '../formats/index.js';
 import { bytesOf, dirOf, joinPath, shown, type FsPath } from '../io/paths.js';
 import { perRowScales, scalesPathOf } from '../file/scales.js';
 import { refuseScalesOverOutputs, removeRecordedScales } from './scales.js';
 import { openSource } from '../io/source.js';
-import type { NormalizeFileOptions } from '../types.js';
 import { loadWeight, type LoadedWeight } from '../file/weight.js';
 import { ByteBudget } from './budget.js';
 import { refuseOverwrites, removeStale, removeTemps } from './cleanup.js';
@@ -98,7 +96,7 @@ const keyOf = (f: DatasetFile): string => recordKey({ output: typeof f.rel === '
  *   and recorded).
  */
 export async function normalizeDataset(inputs: string | readonly string[], outDir: string, options?: NormalizeDatasetOptions): Promise<DatasetSummary> {
-  const { list, o, index, count, globs } = checkRun(inputs, outDir, options);
+  const { list, o, args, index, count, globs } = checkRun(inputs, outDir, options);
   o.signal?.throwIfAborted();
   const warnings: string[] = [];
   const warn = (m: string): void => {
@@ -119,6 +117,15 @@ export async function normalizeDataset(inputs: string | readonly string[], outDi
   const files = shardOf(plan, index, count);
   refuseLongNames(files);
   await refuseOverwrites(outDir, files);
+  // A run that stops at its first bad file plans its first file now: a weight that fits no row,
+  // a header that cannot be read, refuse it before anything is made.
+  if (!o.keepGoing && files[0]) {
+    await planOnly(files[0].input, args, weight ?? undefined).catch((e: unknown) => {
+      const error = e instanceof Error ? e : new Error(String(e));
+      if (!error.message.includes(shown(files[0]!.input))) error.message = `${shown(files[0]!.input)}: ${error.message}`;
+      throw error instanceof NormalizeError || error instanceof TypeError || error instanceof RangeError ? new NormalizeError(`${error.message} (no file written)`) : error;
+    });
+  }
   await makeDirs(outDir, 'the output directory');
   const lock = await ShardLock.acquire(outDir, index, count, {
     waitS: o.lockWait ?? Infinity, staleS: o.lockStale ?? STALE_S, signal: o.signal,
@@ -128,7 +135,7 @@ export async function normalizeDataset(inputs: string | readonly string[], outDi
   // The rate counts the work, not the wait for another run.
   const t0 = performance.now();
   try {
-    return await runLocked({ plan, files, weight, outDir, o, index, count, lock, warn, warnings, t0 });
+    return await runLocked({ plan, files, weight, outDir, o, args, index, count, lock, warn, warnings, t0 });
   } finally {
     await lock.release();
   }
@@ -142,6 +149,8 @@ interface LockedRun {
   weight: LoadedWeight | null;
   outDir: string;
   o: NormalizeDatasetOptions;
+  /** The options every file takes, checked once for the run. */
+  args: FileArgs;
   index: number;
   count: number;
   lock: ShardLock;
@@ -150,7 +159,7 @@ interface LockedRun {
   t0: number;
 }
 
-async function runLocked({ plan, files, weight, outDir, o, index, count, lock, warn, warnings, t0 }: LockedRun): Promise<DatasetSummary> {
+async function runLocked({ plan, files, weight, outDir, o, args, index, count, lock, warn, warnings, t0 }: LockedRun): Promise<DatasetSummary> {
   // The run stops when the caller aborts or the lock is lost; nothing is committed after either.
   const stop = new AbortController();
   const signal = AbortSignal.any([stop.signal, lock.signal, ...(o.signal ? [o.signal] : [])]);
@@ -176,11 +185,7 @@ async function runLocked({ plan, files, weight, outDir, o, index, count, lock, w
   }
   for (const rel of await removeStale(outDir, plan, files, fence)) warn(`removed ${shown(rel)}: an output of an earlier run that split the dataset otherwise`);
   await removeTemps(outDir, todo, perRowScales(o.outDtype, o.quantScale));
-  // Every per-file option as given (the run's engine and signal are passed on their own), the weight as loaded once.
-  const perFile: NormalizeFileOptions = {
-    ...paramOptions(o as Record<string, unknown>, PER_FILE_KEYS),
-    weight: weight ? weight.w : o.weight, weightDtype: weight ? weight.dtype : o.weightDtype, weightTensor: weight ? undefined : o.weightTensor,
-  };
+  // Every file's arguments are the run's, checked once (the weight as loaded once, the engine and signal the run's).
   const totalBytes = todo.reduce((a, f) => a + f.bytes, 0);
   // Bytes and rows of the files in flight count as they are written.
   const inFlight = new Map<DatasetFile, { bytes: number; rows: number }>();
@@ -229,17 +234,16 @@ async function runLocked({ plan, files, weight, outDir, o, index, count, lock, w
         try {
           inFlight.set(f, { bytes: 0, rows: 0 });
           // inPlace: refuseOverwrites has checked every file already, once per directory.
-          const s = await normalizeFileWith(
-            f.input, output,
-            {
-              ...perFile, signal, inPlace: true, range: f.part && [f.part.start, f.part.end],
-              onProgress: (p) => {
-                inFlight.set(f, { bytes: p.bytes, rows: p.rows });
-                progress();
-              },
+          const fileArgs = fileArgsFor(args, {
+            signal, inPlace: true, range: f.part && [f.part.start, f.part.end],
+            onProgress: (p) => {
+              inFlight.set(f, { bytes: p.bytes, rows: p.rows });
+              progress();
             },
-            { weight: weight ?? undefined, cleared: true, engine: engine!, makeDir: () => makeDir(dirOf(f.rel)), fence },
-          );
+          });
+          const s = await normalizeFileWith(f.input, output, undefined, {
+            args: fileArgs, weight: weight ?? undefined, cleared: true, engine: engine!, makeDir: () => makeDir(dirOf(f.rel)), fence,
+          });
           const st = await lstat(output);
           const sc = s.scales !== undefined ? await lstat(scalesPathOf(output)) : null;
           if (!sc) await removeRecordedScales(records.get(keyOf(f)), output, fence);

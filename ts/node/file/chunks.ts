@@ -14,7 +14,9 @@
 import type { RmsNorm } from '../../rmsnorm.js';
 import type { Engine } from './normalizer.js';
 import type { F32Buffer } from '../../glue/memory.js';
-import type { Dtype, FloatArray, RmsNormOptions } from '../../types.js';
+import type { Dtype, FloatArray } from '../../types.js';
+import { forwardOf } from '../../call/operations/forward.js';
+import type { Params, Placed } from '../../call/op.js';
 import { ALL_DTYPES, DTYPES, isQuant, type Data, type FileDtype, type OutDtype } from '../../glue/dtypes.js';
 import { NormalizeError } from '../io/errors.js';
 import type { OutputFile } from './output-file.js';
@@ -71,12 +73,6 @@ export class Regions {
   }
 }
 
-/**
- * The scalars and flags of the call each chunk makes: the parameter options as given
- * (check/params.ts's paramOptions, passed on whole), with the weight's dtype settled.
- */
-export type ChunkCall = Readonly<Record<string, unknown>> & { readonly weightDtype: Dtype };
-
 /** One array to normalize; see the module doc. */
 interface ArrayJob {
   source: Source;
@@ -89,7 +85,8 @@ interface ArrayJob {
   inDtype: FileDtype;
   computeDtype: Dtype;
   outDtype: OutDtype;
-  call: ChunkCall;
+  /** The parameters of the array's calls (planned with the file: checked already). */
+  params: Params;
   /** The weight in the pool's memory (a view made anew at each call), or null. */
   weight: (() => FloatArray) | null;
   pool: Engine;
@@ -159,7 +156,7 @@ export async function normalizeArray(j: ArrayJob): Promise<number> {
     const sc = slot.scales?.subarray(0, n);
     if (n > 0) {
       const out = quant ? slot.out!.subarray(0, n * dim) : x;
-      await j.pool.rmsNorm(x, j.weight ? j.weight() : null, { ...j.call, dtype: j.computeDtype, dim, out, rstd: rs, rowScales: sc, signal: j.signal } as RmsNormOptions);
+      await j.pool.forward(forwardOf(j.params, x, j.weight ? (j.weight() as Data) : null, out as Placed, rs ?? null, sc ?? null), j.signal);
     }
     if (narrows && n > 0) {
       j.sync.fromFloat32(regions.view(s, j.computeDtype, n * dim) as Float32Array, DTYPES[j.outDtype as Dtype].code, slot.out!.subarray(0, n * dim) as Data);

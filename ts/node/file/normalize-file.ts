@@ -15,20 +15,19 @@
  */
 import { loadRmsNorm } from '../../default-instance.js';
 import { callingThreadEngine, startEngine, type Engine } from './normalizer.js';
-import { FORWARD } from '../../call/operations/forward.js';
 import type { Dtype, FloatArray } from '../../types.js';
-import { isQuant, KERNEL_DTYPES, DTYPES } from '../../glue/dtypes.js';
+import { DTYPES } from '../../glue/dtypes.js';
 import { AtomicFile, removeStrays } from '../io/atomic.js';
 import { signalFence, type Fence } from '../io/fence.js';
-import { CHUNK_BYTES, copyArray, normalizeArray, Regions, REGIONS_MAX_BYTES, SLOTS, type ChunkCall } from './chunks.js';
-import { callParams, checkFileOptions, FILE_KEYS, isPath, type FileArgs } from './options.js';
-import { formatNamed, formatOf } from '../formats/index.js';
+import { normalizeFrontToBack } from './front-to-back.js';
+import { checkFileOptions, FILE_KEYS, isPath, type FileArgs } from './options.js';
+import { formatNamed } from '../formats/index.js';
 import { OutputFile } from './output-file.js';
 import { baseOf, dirOf, shown, type FsPath } from '../io/paths.js';
-import { planArrays, rowArrays, type ArrayPlan } from './plan.js';
+import { planFile, rowArrays, type ArrayPlan } from './plan.js';
 import { openSink } from '../io/sink.js';
 import { planOutputs, publish } from './outputs.js';
-import { ContainerScales, planScales, refuseScalesBeforeData } from './scales.js';
+import { planScales, refuseScalesBeforeData } from './scales.js';
 import { summaryOf } from './summary.js';
 import { openSource } from '../io/source.js';
 import { fitsRegions, normalizePositioned } from './positioned.js';
@@ -43,6 +42,8 @@ export type { NormalizeFileOptions, NormalizeProgress, NormalizeSummary } from '
 
 /** What a dataset run hands each file beyond its options. @internal */
 interface FileContext {
+  /** The run's options, checked once (options.ts fileArgsFor: the file's own besides); without them the call's are checked. */
+  args?: FileArgs;
   /** The run's weight, read once. */
   weight?: LoadedWeight;
   /** The run has removed the temporaries a killed run left beside this output already. */
@@ -70,25 +71,6 @@ async function weightOf(a: FileArgs, ctx: FileContext): Promise<{ w: FloatArray 
   return { w: (w ?? null) as FloatArray | null, dtype: a.weightDtype };
 }
 
-/** The sync API's checks of the call each array's chunks make (on no rows), before any file is made; the weight's dtype they settle on. */
-function checkCalls(plans: readonly ArrayPlan[], w: FloatArray | null, weightDtype: Dtype | undefined, o: NormalizeFileOptions): Dtype {
-  let settled: Dtype = 'float32';
-  for (const p of plans) {
-    if (!p.norm) continue;
-    const n = p.norm;
-    const empty = new DTYPES[n.computeDtype].Array(0) as FloatArray;
-    const call = { ...callOf(o, p, weightDtype), dim: n.dim, dtype: n.computeDtype, rowScales: n.rowScales ? new Float32Array(0) : undefined };
-    settled = KERNEL_DTYPES[FORWARD.check('normalizeFile', empty, w, call, undefined).params.wdt]!;
-  }
-  return settled;
-}
-
-/** The options of the calls that normalize `p`'s chunks: the parameter options as given (file-args.ts callParams), the weight's dtype, a quantized output's. */
-function callOf(o: NormalizeFileOptions, p: ArrayPlan, weightDtype: Dtype | undefined): ChunkCall {
-  const quant = isQuant(p.norm!.outDtype) && { outDtype: p.norm!.outDtype };
-  return { ...callParams(o as Record<string, unknown>), weightDtype: weightDtype!, ...quant };
-}
-
 /**
  * Normalizes every row of the file `input` into `output`, in the same format (and dtype,
  * unless `options.outDtype`), on the worker pool; see the module doc.
@@ -100,6 +82,7 @@ function callOf(o: NormalizeFileOptions, p: ArrayPlan, weightDtype: Dtype | unde
  *   followed, and its target replaced). `-` writes standard output; a FIFO or a character
  *   device is written through as a stream. A directory, a block device or a socket is refused,
  *   and so is `input` itself unless `options.inPlace`.
+ * @param options Every option, each with its default: {@link NormalizeFileOptions}.
  * @returns A summary: the arrays normalized, rows, bytes, seconds, GB/s, threads.
  * @throws (rejects) NormalizeError for a bad file (missing, malformed or truncated header, a
  *   format not recognized, unsupported dtype, byte order or Fortran order, a dtype given that
@@ -111,14 +94,20 @@ export function normalizeFile(input: FsPath, output: FsPath, options?: Normalize
   return normalizeFileWith(input, output, options, {});
 }
 
-/** {@link normalizeFile} with what a dataset run hands it. @internal */
+/**
+ * {@link normalizeFile} with what a dataset run hands it, in four steps: plan (the outputs'
+ * places, the weight, the header, the arrays and their calls: nothing written), open (the
+ * temporary outputs), run (the rows, by the workers at positions or front to back), publish
+ * (flushed and renamed into place). @internal
+ */
 export async function normalizeFileWith(input: FsPath, output: FsPath, options: NormalizeFileOptions | undefined, ctx: FileContext): Promise<NormalizeSummary> {
   const t0 = performance.now();
   if (!isPath(input) || !isPath(output)) {
     throw new TypeError(`normalizeFile: input and output must be paths (strings or Buffers), got ${describePath(input)} and ${describePath(output)}`);
   }
-  const a = checkFileOptions('normalizeFile', options, FILE_KEYS);
+  const a = ctx.args ?? checkFileOptions('normalizeFile', options, FILE_KEYS);
   const { o } = a;
+  // Plan.
   const plans = await planOutputs(input, output, a, ctx.makeDir !== undefined);
   const weight = await weightOf(a, ctx);
   const src = await openSource(input, ctx.makeDir !== undefined);
@@ -126,19 +115,16 @@ export async function normalizeFileWith(input: FsPath, output: FsPath, options: 
   await using engineStart = ctx.engine ? null : startEngine({ pool: o.pool, threads: o.threads }, src.size);
   try {
     const name = shown(input);
-    const format = await formatOf(src, a.format);
-    const contents = await format.read(src, { dim: a.dim ?? (weight.w?.length || undefined), dtype: a.dtype });
-    const arrays = planArrays(contents, a, weight.w ? weight.w.length : null, name);
-    const weightDtype = checkCalls(arrays, weight.w, weight.dtype, o);
-    const writer = format.writer(arrays.map((p) => p.out), contents.meta, shown(output));
-    const rstdWriter = plans.rstd ? format.writer(rowArrays(arrays), undefined, shown(o.rstd!)) : null;
+    const plan = await planFile(src, a, weight.w, weight.dtype, name);
+    const { arrays, contents, format } = plan;
+    const writerOf = (target: FsPath, outs = arrays.map((p) => p.out), meta = contents.meta) => () => format.writer(outs, meta, shown(target));
+    const writer = writerOf(output);
+    const rstdWriter = plans.rstd ? writerOf(o.rstd!, rowArrays(arrays), undefined) : null;
     // A one-array file's row scales go to a file of their own beside it (a container holds them).
     const scalesPlan = !formatNamed(contents.format).several && arrays[0]!.norm?.rowScales ? await planScales(plans, input, output, o, ctx.makeDir !== undefined) : null;
-    const scalesWriter = scalesPlan ? format.writer(rowArrays(arrays), undefined, shown(scalesPlan.target)) : null;
-    const signal = o.signal;
-    const order = writer.order ?? arrays.map((_, k) => k);
-    if (plans.out.kind === 'stream') refuseScalesBeforeData(arrays, order, output, contents.format);
-
+    const scalesWriter = scalesPlan ? writerOf(scalesPlan.target, rowArrays(arrays), undefined) : null;
+    if (plans.out.kind === 'stream') refuseScalesBeforeData(arrays, writer().order ?? arrays.map((_, k) => k), output, contents.format);
+    // Open.
     if (plans.out.kind === 'file' && !ctx.cleared) await removeStrays(dirOf(plans.out.target), [baseOf(plans.out.target)]);
     if (scalesPlan && !ctx.cleared) await removeStrays(dirOf(scalesPlan.target), [baseOf(scalesPlan.target)]);
     await ctx.makeDir?.();
@@ -148,135 +134,88 @@ export async function normalizeFileWith(input: FsPath, output: FsPath, options: 
     await using scalesOut = scalesPlan ? await openSink(scalesPlan, fence) : null;
     const engine = ctx.engine ?? (await engineStart!.get());
     const sync = await loadRmsNorm();
-    const total = arrays.reduce((s, p) => s + (p.norm?.rows ?? 0), 0);
-    const totalBytes = arrays.reduce((s, q) => s + (q.norm ? (q.norm.rows ?? NaN) * q.norm.dim * DTYPES[q.norm.inDtype].bytes : 0), 0);
-    const queue = engine.pool && taskRingOf(engine.pool);
-    // Every read and write at a position (see positioned.ts): the workers move the rows.
+    // Run.
+    const progress = progressOf(arrays, o, t0);
+    const ring = engine.pool && taskRingOf(engine.pool);
+    let r: { rows: number; bytes: number; sha256?: string | undefined };
+    let by: Engine = engine;
     if (
-      queue && src.fd !== undefined && out instanceof AtomicFile && (rstdOut === null || rstdOut instanceof AtomicFile) && (scalesOut === null || scalesOut instanceof AtomicFile) &&
-      arrays.every((p) => p.input.source === src && p.input.bytes !== null) && fitsRegions(queue, arrays) &&
-      (writer.dataCrc === undefined || typeof zlib.crc32 === 'function')
+      ring && src.fd !== undefined && out instanceof AtomicFile && (rstdOut === null || rstdOut instanceof AtomicFile) && (scalesOut === null || scalesOut instanceof AtomicFile) &&
+      arrays.every((p) => p.input.source === src && p.input.bytes !== null) && fitsRegions(ring, arrays) &&
+      (writer().dataCrc === undefined || typeof zlib.crc32 === 'function')
     ) {
-      const rowsOf = arrays.map(() => 0);
-      let bytesDone = 0;
-      let rowsDone = 0;
-      await queue.acquire();
-      let r: Awaited<ReturnType<typeof normalizePositioned>>;
+      // Every read and write at a position (see positioned.ts): the workers move the rows.
+      await ring.acquire();
       try {
         r = await normalizePositioned({
-          queue, pool: engine.pool!, sync, src, plans: arrays, out, rstd: rstdOut as AtomicFile | null, weight: weight.w, signal, checksum: o.checksum === true, chunkBytes: a.chunkBytes,
-          writer: () => format.writer(arrays.map((p) => p.out), contents.meta, shown(output)),
-          rstdWriter: plans.rstd ? () => format.writer(rowArrays(arrays), undefined, shown(o.rstd!)) : null,
-          scales: scalesOut as AtomicFile | null,
-          scalesWriter: scalesPlan ? () => format.writer(rowArrays(arrays), undefined, shown(scalesPlan.target)) : null,
-          call: callOf(o, arrays.find((p) => p.norm)!, weightDtype),
-          progress: (i, rows) => {
-            const n = arrays[i]!.norm!;
-            bytesDone += (rows - rowsOf[i]!) * n.dim * DTYPES[n.inDtype].bytes;
-            rowsDone += rows - rowsOf[i]!;
-            rowsOf[i] = rows;
-            o.onProgress?.({ rows: rowsDone, totalRows: total, bytes: bytesDone, totalBytes, seconds: (performance.now() - t0) / 1000 });
-          },
+          queue: ring, pool: engine.pool!, sync, src, plans: arrays, params: plan.params, out, rstd: rstdOut as AtomicFile | null, weight: plan.weight, signal: o.signal,
+          checksum: o.checksum === true, chunkBytes: a.chunkBytes, writer, rstdWriter, scales: scalesOut as AtomicFile | null, scalesWriter,
+          progress: progress.ofArray,
         });
       } finally {
-        await queue.release();
+        await ring.release();
       }
-      signal?.throwIfAborted();
-      await publish([out, rstdOut, scalesOut], plans.out, o.durable !== false, input, fence);
-      return summaryOf(input, output, contents.format, arrays, r.rows, { at: r.bytes, sha256: r.sha256, scales: scalesPlan?.target }, engine, t0);
-    }
-    // A dataset holds its pool's task job for the whole run (its workers serve only the ring):
-    // the rows that do not fit a worker's region go through the calling thread instead.
-    const pool = ctx.engine && queue ? await callingThreadEngine() : engine;
-    const outFile = new OutputFile(out, writer, o.checksum === true);
-    const rstdFile = rstdOut ? new OutputFile(rstdOut, rstdWriter!, false) : null;
-    const scalesFile = scalesOut ? new OutputFile(scalesOut, scalesWriter!, false) : null;
-    using wBuf = weight.w ? placeWeight(pool, weight.w, weightDtype) : null;
-    let rows = 0;
-    let rowsBefore = 0;
-    const progress = (r: number, p: ArrayPlan) =>
-      o.onProgress?.({
-        rows: rowsBefore + r, totalRows: total, bytes: (rowsBefore + r) * p.norm!.dim * DTYPES[p.norm!.inDtype].bytes,
-        totalBytes, seconds: (performance.now() - t0) / 1000,
+    } else {
+      // A dataset holds its pool's task job for the whole run (its workers serve only the ring):
+      // the rows that do not fit a worker's region go through the calling thread instead.
+      by = ctx.engine && ring ? await callingThreadEngine() : engine;
+      r = await normalizeFrontToBack({
+        plan, src, by, sync, signal: o.signal, checksum: o.checksum === true, chunkBytes: a.chunkBytes,
+        out: new OutputFile(out, writer(), o.checksum === true), order: writer().order, rstd: rstdOut ? new OutputFile(rstdOut, rstdWriter!(), false) : null,
+        scales: scalesOut ? new OutputFile(scalesOut, scalesWriter!(), false) : null, rstdOrder: rstdWriter ? rstdWriter().order : undefined,
+        progress: progress.ofRows, name,
       });
-    // rstd of a container is kept until the end: its arrays may go in another order than the data's.
-    const rstdKept = new Map<number, Uint8Array[]>();
-    const containerScales = new ContainerScales();
-    const many = formatNamed(contents.format).several;
-    if (rstdFile && !many) rstdFile.begin(0);
-    if (scalesFile) scalesFile.begin(0);
-    for (const i of order) {
-      const p = arrays[i]!;
-      outFile.begin(i);
-      signal?.throwIfAborted();
-      if (p.scalesOf !== undefined) await containerScales.place(outFile, p.scalesOf, arrays[p.scalesOf]!.norm!.rows === 0, p.out.bytes);
-      else if (!p.norm) await copyArray(p.input.source, p.input.offset, p.input.bytes ?? 0, outFile, `${name}: array ${JSON.stringify(p.input.name)}`);
-      else if (p.norm.rows !== 0) {
-        const n = p.norm;
-        const rowBytes = Math.max(DTYPES[n.inDtype].bytes, DTYPES[n.computeDtype].bytes) * n.dim;
-        const want = Math.min(a.chunkBytes ?? CHUNK_BYTES, (n.rows ?? Infinity) * rowBytes);
-        const regionBytes = Math.max(want, rowBytes);
-        // The longest rows: fewer chunks in flight rather than more memory than wasm has.
-        const count = Math.max(1, Math.min(SLOTS, Math.ceil(((n.rows ?? Infinity) * rowBytes) / want), Math.floor(REGIONS_MAX_BYTES / regionBytes)));
-        using regions = Regions.alloc(pool, count, regionBytes);
-        const kept: Uint8Array[] = [];
-        const scales: Uint8Array[] = [];
-        const done = await normalizeArray({
-          source: p.input.source, offset: p.input.offset + n.first * DTYPES[n.inDtype].bytes * n.dim, rows: n.rows, dim: n.dim,
-          inDtype: n.inDtype, computeDtype: n.computeDtype, outDtype: n.outDtype,
-          call: callOf(o, p, weightDtype),
-          weight: wBuf ? () => wBuf.view() : null, pool, sync, regions, out: outFile,
-          rstd: rstdFile ? (many ? { data: async (b: Uint8Array) => void kept.push(b.slice()) } : rstdFile) : null,
-          scales: !n.rowScales ? null : scalesFile ?? { data: async (b: Uint8Array) => void scales.push(b.slice()) },
-          signal, progress: (r) => progress(r, p),
-        });
-        if (many) rstdKept.set(i, kept);
-        await containerScales.done(outFile, i, scales);
-        rows += done;
-        rowsBefore += done;
-      }
-      outFile.finish();
     }
-    await outFile.end();
-    const sha256 = await outFile.digest();
-    if (rstdFile && !many) rstdFile.finish();
-    if (rstdFile && many) await writeKept(rstdFile, rstdWriter!.order, arrays, rstdKept);
-    await rstdFile?.end();
-    scalesFile?.finish();
-    await scalesFile?.end();
-    signal?.throwIfAborted();
+    // Publish.
+    o.signal?.throwIfAborted();
     await publish([out, rstdOut, scalesOut], plans.out, o.durable !== false, input, fence);
-    return summaryOf(input, output, contents.format, arrays, rows, { at: outFile.at, sha256, scales: scalesPlan?.target }, pool, t0);
+    return summaryOf(input, output, contents.format, arrays, r.rows, { at: r.bytes, sha256: r.sha256, scales: scalesPlan?.target }, by, t0);
   } finally {
     await src.close();
   }
 }
 
-/** A path argument as a message shows it. */
-const describePath = (p: unknown): string => (isPath(p) ? shown(p) : p === null ? 'null' : typeof p);
-
 /**
- * The weight in the pool's memory, in the dtype the calls settled on (a Float16Array is copied
- * as its bits): whole floats of memory, with a view of the dtype's elements.
+ * Plans the file `input` as {@link normalizeFileWith} would (its header, its arrays against the
+ * run's options and weight) and writes nothing: a NormalizeError (or a TypeError / RangeError)
+ * for what would make it fail before any of its rows is read. A dataset plans its first file
+ * so before it makes anything. @internal
  */
-function placeWeight(pool: Engine, w: FloatArray, dtype: Dtype): { view(): FloatArray; [Symbol.dispose](): void } {
-  const { Array: Elems, bytes } = DTYPES[dtype];
-  const buf = pool.allocF32(Math.ceil((w.length * bytes) / 4));
-  const f = buf.view();
-  new Uint8Array(f.buffer, f.byteOffset, w.length * bytes).set(new Uint8Array(w.buffer, w.byteOffset, w.length * bytes));
-  const view = () => {
-    const now = buf.view();
-    return new Elems(now.buffer as ArrayBuffer, now.byteOffset, w.length) as FloatArray;
-  };
-  return { view, [Symbol.dispose]: () => buf.free() };
-}
-
-/** Writes the rstd arrays kept for a container, in its writer's `order` (`kept`: by index of the normalized arrays). */
-async function writeKept(file: OutputFile, order: readonly number[] | undefined, plans: readonly ArrayPlan[], kept: Map<number, Uint8Array[]>): Promise<void> {
-  const normalized = plans.map((p, i) => (p.norm ? i : -1)).filter((i) => i >= 0);
-  for (const k of order ?? normalized.map((_, j) => j)) {
-    file.begin(k);
-    for (const b of kept.get(normalized[k]!) ?? []) await file.data(b);
-    file.finish();
+export async function planOnly(input: FsPath, a: FileArgs, weight: LoadedWeight | undefined): Promise<void> {
+  const w = await weightOf(a, { weight });
+  const src = await openSource(input, true);
+  try {
+    await planFile(src, a, w.w, w.dtype, shown(input));
+  } finally {
+    await src.close();
   }
 }
+
+/** The progress of a file's normalization, told by array (the workers') or by rows in order (front to back), as one NormalizeProgress. */
+function progressOf(arrays: readonly ArrayPlan[], o: NormalizeFileOptions, t0: number) {
+  const total = arrays.reduce((s, p) => s + (p.norm?.rows ?? 0), 0);
+  const totalBytes = arrays.reduce((s, q) => s + (q.norm ? (q.norm.rows ?? NaN) * q.norm.dim * DTYPES[q.norm.inDtype].bytes : 0), 0);
+  const rowsOf = arrays.map(() => 0);
+  let bytesDone = 0;
+  let rowsDone = 0;
+  const tell = () => o.onProgress?.({ rows: rowsDone, totalRows: total, bytes: bytesDone, totalBytes, seconds: (performance.now() - t0) / 1000 });
+  return {
+    /** Array `i` has `rows` rows done. */
+    ofArray(i: number, rows: number): void {
+      const n = arrays[i]!.norm!;
+      bytesDone += (rows - rowsOf[i]!) * n.dim * DTYPES[n.inDtype].bytes;
+      rowsDone += rows - rowsOf[i]!;
+      rowsOf[i] = rows;
+      tell();
+    },
+    /** `before` rows of the arrays written before, and `rows` of array `p`, are done. */
+    ofRows(before: number, rows: number, p: ArrayPlan): void {
+      rowsDone = before + rows;
+      bytesDone = rowsDone * p.norm!.dim * DTYPES[p.norm!.inDtype].bytes;
+      tell();
+    },
+  };
+}
+
+/** A path argument as a message shows it. */
+const describePath = (p: unknown): string => (isPath(p) ? shown(p) : p === null ? 'null' : typeof p);

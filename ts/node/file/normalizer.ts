@@ -8,8 +8,12 @@
 import { createPool, loadRmsNorm } from '../../default-instance.js';
 import { threadsAvailable } from '../../glue/platform.js';
 import type { RmsNormPool } from '../../pool/api.js';
+import { isPool, type Pool } from '../../pool/caller/pool.js';
 import { defaultBuild, twinOf } from '../../glue/load.js';
-import type { FloatArray, RmsNormOptions } from '../../types.js';
+import { FORWARD, type ForwardArgs } from '../../call/operations/forward.js';
+
+/** What a file's calls are named by in a kernel's error (none is expected: the arguments were checked). */
+const FN = 'normalizeFile';
 
 /**
  * Below this many bytes of input the file functions start no pool (unless `threads` is given)
@@ -20,7 +24,8 @@ const POOL_MIN_BYTES = 32 << 20;
 
 /** What the file functions compute with: a pool, or the calling thread dressed as one. */
 export type Engine = Pick<RmsNormPool, 'threads' | 'allocF32'> & {
-  rmsNorm<T extends FloatArray>(x: T, weight: FloatArray | null, options?: RmsNormOptions<T> & { signal?: AbortSignal }): Promise<T>;
+  /** Runs a forward of arrays laid out already (no check again), resolved when done. */
+  forward(args: ForwardArgs, signal?: AbortSignal): Promise<void>;
   /** The pool, when the engine is one (its task queue moves rows at positions). */
   readonly pool: RmsNormPool | null;
 };
@@ -37,10 +42,9 @@ async function threadEngine(): Promise<Engine> {
     threads: 1,
     pool: null,
     allocF32: (n) => rn.allocF32(n),
-    rmsNorm: async (x, w, o) => {
-      o?.signal?.throwIfAborted();
-      const { signal: _, ...rest } = o ?? {};
-      return rn.rmsNorm(x, w, rest as RmsNormOptions<typeof x>);
+    forward: async (args, signal) => {
+      signal?.throwIfAborted();
+      rn.runChecked(FN, FORWARD.call(args));
     },
   };
 }
@@ -50,11 +54,13 @@ let callingThread: Promise<Engine> | null = null;
 export const callingThreadEngine = (): Promise<Engine> => (callingThread ??= threadEngine());
 
 /** A pool as an {@link Engine}. */
-const poolEngine = (pool: RmsNormPool): Engine => ({
+const poolEngine = (pool: Pool): Engine => ({
   threads: pool.threads,
   pool,
   allocF32: (n) => pool.allocF32(n),
-  rmsNorm: (x, w, o) => pool.rmsNorm(x, w, o),
+  forward: async (args, signal) => {
+    await pool.runArgs(FN, FORWARD, args, signal);
+  },
 });
 
 /** An engine being started, and its end (an own pool is destroyed). */
@@ -70,6 +76,7 @@ interface EngineStart {
  */
 export function startEngine(o: { pool?: RmsNormPool; threads?: number }, bytes: number | null): EngineStart {
   if (o.pool) {
+    if (!isPool(o.pool)) throw new TypeError('normalizeFile: options.pool must be a pool createPool made');
     const e = poolEngine(o.pool);
     return { get: async () => e, [Symbol.asyncDispose]: async () => {} };
   }
@@ -81,7 +88,7 @@ export function startEngine(o: { pool?: RmsNormPool; threads?: number }, bytes: 
   const own = createPool(o.threads === undefined ? undefined : { threads: o.threads });
   own.catch(() => {});
   return {
-    get: async () => poolEngine(await own),
+    get: async () => poolEngine((await own) as Pool),
     [Symbol.asyncDispose]: async () => {
       const p = await own.catch(() => null);
       await p?.destroy();

@@ -5,7 +5,8 @@
  */
 import { ARRAYS_TAKEN, describe, dtypesOf } from '../../call/check/arrays.js';
 import { options as checkOptions } from '../../call/check/options.js';
-import { checkParams, FILE_PARAM_KEYS, FORWARD_ONLY_KEYS, paramOptions } from '../../call/check/params.js';
+import { checkParamOptions, FILE_PARAM_KEYS, FORWARD_ONLY_KEYS, paramOptions, paramsOf, type ParamOptions } from '../../call/check/params.js';
+import { isPool } from '../../pool/caller/pool.js';
 import { MAX_THREADS } from '../../pool/api.js';
 import type { Dtype } from '../../types.js';
 import { arrayTag, isQuant, KERNEL_DTYPES, listed, OUT_DTYPES, type OutDtype } from '../../glue/dtypes.js';
@@ -61,7 +62,7 @@ const FILE_OPTIONS = {
     rule: typeRule('a non-empty array of array names', (v) => Array.isArray(v) && v.length > 0 && v.every((t) => typeof t === 'string')),
   },
   threads: { each: true, output: false, rule: positive(MAX_THREADS) },
-  pool: { each: true, output: false, rule: () => {} },
+  pool: { each: true, output: false, rule: typeRule('a pool createPool made', isPool) },
   chunkBytes: { each: true, output: false, rule: positive(2 ** 30) },
   checksum: { each: true, output: false, rule: boolean },
   durable: { each: true, output: false, rule: boolean },
@@ -98,7 +99,7 @@ export const OUTPUT_KEYS: readonly string[] = [...FILE_PARAM_KEYS, ...FORWARD_ON
 const CALL_KEYS: readonly string[] = [...FILE_PARAM_KEYS, ...FORWARD_ONLY_KEYS];
 
 /** The parameter options of a file's calls in `o`, to pass on whole: with `outDtype` only when it is quantized. */
-export function callParams(o: Readonly<Record<string, unknown>>): Record<string, unknown> {
+function callParams(o: Readonly<Record<string, unknown>>): Record<string, unknown> {
   const r = paramOptions(o, CALL_KEYS);
   if (!isQuant(r.outDtype as string | undefined)) delete r.outDtype;
   return r;
@@ -110,9 +111,11 @@ export const PER_FILE_KEYS: readonly string[] = [...CALL_KEYS, ...FILE_OPTION_KE
 /** Every option of `normalizeFile`. */
 export const FILE_KEYS: readonly string[] = [...CALL_KEYS, ...FILE_OPTION_KEYS];
 
-/** normalizeFile's options, checked. */
+/** normalizeFile's options, checked (once per run: a dataset hands its files these). */
 export interface FileArgs {
   o: NormalizeFileOptions;
+  /** The parameter options of the file's calls, checked: each array's call is made of them (paramsOf). */
+  params: ParamOptions;
   dim: number | undefined;
   dtype: Dtype | undefined;
   weightDtype: Dtype | undefined;
@@ -138,13 +141,14 @@ export function checkFileOptions(fn: string, options: unknown, keys: readonly st
     if (v !== undefined) FILE_OPTIONS[k].rule(fn, `options.${k}`, v);
   }
   const w = o.weight;
-  // The parameters no file settles, checked now, once, by the calls' own check (on a stand-in
-  // row of one element): a bad one is refused before any file is opened or made.
-  const standIn = { ...callParams(o as Record<string, unknown>), dim: 1, dtype: undefined, weightDtype: undefined };
-  checkParams(fn, standIn, 'x', undefined, w === undefined || w === null ? null : new Float32Array(1), false);
+  // The parameter options, checked now, once, by the calls' own rules; what they take of a call's
+  // arrays, on a stand-in row of one element: a bad one is refused before any file is opened or made.
+  const params = checkParamOptions(fn, { ...callParams(o as Record<string, unknown>), dtype: undefined, weightDtype: undefined });
+  paramsOf(fn, params, 'x', undefined, w === undefined || w === null ? null : new Float32Array(1), false, true, 1);
   if (o.dim !== undefined) positive(Number.MAX_SAFE_INTEGER)(fn, 'options.dim', o.dim);
   return {
     o,
+    params,
     dim: o.dim,
     dtype: dtypeOpt(fn, 'dtype', o.dtype, KERNEL_DTYPES),
     weightDtype: dtypeOpt(fn, 'weightDtype', o.weightDtype, KERNEL_DTYPES),
@@ -156,3 +160,12 @@ export function checkFileOptions(fn: string, options: unknown, keys: readonly st
   };
 }
 
+/**
+ * The arguments of one file of a dataset: the run's, checked once (`run`), with what the run
+ * sets for this file itself — its signal, its range of rows, its progress, and that its output
+ * may not be its input (the run refused that for every file at once) — which are not checked
+ * again: the run made them.
+ */
+export function fileArgsFor(run: FileArgs, file: Pick<NormalizeFileOptions, OneFileKey | 'signal'>): FileArgs {
+  return { ...run, o: { ...run.o, ...file }, range: file.range };
+}

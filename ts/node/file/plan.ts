@@ -1,17 +1,22 @@
 /**
- * What a file's normalization does with each of its arrays: which are normalized (every float
- * array, or those `options.tensors` names) and which are copied as they are; each one's row
- * length, rows, the dtype read, computed in and written, and its shape in the output. Decided
- * from the header alone, before anything is written.
+ * What a file's normalization does with each of its arrays, decided from its header alone
+ * before anything is written ({@link planFile}, the first of normalizeFile's steps): which are
+ * normalized (every float array, or those `options.tensors` names) and which are copied as they
+ * are; each one's row length, rows, the dtype read, computed in and written, its shape in the
+ * output, and the parameters of its calls (made of the run's checked options: not checked again).
  * @module
  */
 import { Casting } from '../../generated/abi.js';
 import type { Dtype } from '../../types.js';
-import { ALL_DTYPES, DTYPES, isQuant, listed, type FileDtype, type OutDtype } from '../../glue/dtypes.js';
+import { ALL_DTYPES, DTYPES, isQuant, listed, type Data, type FileDtype, type OutDtype } from '../../glue/dtypes.js';
 import { NormalizeError } from '../io/errors.js';
 import { perRowScales, scalesName } from './scales.js';
 import type { FileArgs } from './options.js';
-import { FORMATS, formatNamed, type ArrayIn, type ArrayOut, type Contents, type Format } from '../formats/index.js';
+import { FORMATS, formatNamed, formatOf, type ArrayIn, type ArrayOut, type Contents, type Format } from '../formats/index.js';
+import { paramsOf } from '../../call/check/params.js';
+import type { Params } from '../../call/op.js';
+import type { FloatArray } from '../../types.js';
+import type { Source } from '../io/source.js';
 
 /** The longest row the kernels take (their `dim` is a 32-bit count). */
 const MAX_DIM = 0xffffffff;
@@ -64,7 +69,7 @@ const titles = (which: (f: Format) => boolean) => listed(FORMATS.filter(which).m
  * The plan for `contents` (see the module doc); `weightLength` is the weight's, if any. A
  * NormalizeError naming the file and the array for anything that cannot be done.
  */
-export function planArrays(contents: Contents, a: FileArgs, weightLength: number | null, name: string): ArrayPlan[] {
+function planArrays(contents: Contents, a: FileArgs, weightLength: number | null, name: string): ArrayPlan[] {
   const format = formatNamed(contents.format);
   const many = format.several;
   const label = (x: ArrayIn) => (many ? `${name}: array ${JSON.stringify(x.name)}` : name);
@@ -152,3 +157,37 @@ function rowArrayOf(p: ArrayPlan): ArrayOut {
 
 /** The arrays of a file of a float32 per row of each normalized array of `plans` (the rstd file, a `.npy`'s scales). */
 export const rowArrays = (plans: readonly ArrayPlan[]): ArrayOut[] => plans.filter((p) => p.norm).map(rowArrayOf);
+
+/** A file planned (see the module doc): its format, contents and arrays, and each normalized array's call parameters. */
+export interface FilePlan {
+  format: Format;
+  contents: Contents;
+  arrays: ArrayPlan[];
+  /** Each array's call parameters, by index (null: copied as it is). */
+  params: (Params | null)[];
+  /** The weight as the calls read it (half data as bits; null for none). */
+  weight: Data | null;
+}
+
+/**
+ * Plans the file open at `src` (`name` as messages show it) with the run's checked options `a`
+ * and the weight `w` (its dtype `weightDtype`, if known): reads its header, plans its arrays,
+ * and makes each one's call parameters of `a.params` and the array's row length and dtypes —
+ * the run's options are not checked again, only what they take of this file's arrays. A
+ * NormalizeError (or a TypeError / RangeError naming the option) for anything that cannot be done.
+ */
+export async function planFile(src: Source, a: FileArgs, w: FloatArray | null, weightDtype: Dtype | undefined, name: string): Promise<FilePlan> {
+  const format = await formatOf(src, a.format);
+  const contents = await format.read(src, { dim: a.dim ?? (w?.length || undefined), dtype: a.dtype });
+  const arrays = planArrays(contents, a, w ? w.length : null, name);
+  let weight: Data | null = null;
+  const params = arrays.map((x) => {
+    if (!x.norm) return null;
+    // The array's own dtype computed in, and the weight's as its file says: facts of this file, not options to check.
+    const p = { ...a.params, o: { ...a.params.o, dtype: x.norm.computeDtype, ...(weightDtype !== undefined && { weightDtype }) } };
+    const c = paramsOf('normalizeFile', p, 'x', new DTYPES[x.norm.computeDtype].Array(0), w, false, true, x.norm.dim);
+    weight = c.weight;
+    return c.params;
+  });
+  return { format, contents, arrays, params, weight };
+}

@@ -16,14 +16,12 @@
 import { constants } from 'node:os';
 import type { RmsNorm } from '../../rmsnorm.js';
 import type { RmsNormPool } from '../../pool/api.js';
-import { ADDRS_AT } from '../../call/op.js';
-import { F } from '../../call/operations/forward.js';
-import { CALL_WORDS, writeParams } from '../../call/call-block.js';
-import { FORWARD } from '../../call/operations/forward.js';
+import { CALL_WORDS, writeAddrs, writeParams } from '../../call/call-block.js';
+import { F, FORWARD } from '../../call/operations/forward.js';
 import { ALL_DTYPES, DTYPES, type FileDtype, type OutDtype } from '../../glue/dtypes.js';
 import { Dtype as DT } from '../../generated/abi.js';
-import type { Dtype, FloatArray } from '../../types.js';
-import type { Data } from '../../call/op.js';
+import type { FloatArray } from '../../types.js';
+import type { Data, Params } from '../../call/op.js';
 import type { TaskRing } from '../../pool/caller/task-ring.js';
 import { submitTask, type TaskResult, dtypeIndex, Kind, Outcome, regionBytesFor } from './task-records.js';
 import type { AtomicFile } from '../io/atomic.js';
@@ -35,7 +33,7 @@ import { crc32Combine } from '../formats/crc32-combine.js';
 import { shown } from '../io/paths.js';
 import type { ArrayPlan } from './plan.js';
 import type { Source } from '../io/source.js';
-import { chunkRowsOf, type ChunkCall } from './chunks.js';
+import { chunkRowsOf } from './chunks.js';
 
 /** What {@link normalizePositioned} needs. */
 interface PositionedJob {
@@ -54,7 +52,8 @@ interface PositionedJob {
   scales: AtomicFile | null;
   scalesWriter: (() => FormatWriter) | null;
   weight: FloatArray | null;
-  call: ChunkCall;
+  /** Each array's call parameters (the plan's), by index. */
+  params: readonly (Params | null)[];
   checksum: boolean;
   /** The most bytes of input one record holds (options.chunkBytes); a worker's region at most. */
   chunkBytes?: number;
@@ -109,22 +108,21 @@ export async function normalizePositioned(j: PositionedJob): Promise<{ rows: num
   // A format whose bytes do not depend on the data writes them now.
   if (!crcFormat) for (const p of dry.pieces) await writePiece(j.out, p, hash);
 
-  // The weight as float32 in the pool's memory, and a call block per dtype computed in.
+  // The weight as float32 in the pool's memory, and a call block per set of call parameters
+  // (the plan's: arrays of one dtype and row length share theirs).
   const bufs: { free(): void }[] = [];
   try {
-    const callOf = new Map<Dtype, number>();
+    const callOf = new Map<Params, number>();
     let wAt = 0;
-    const blockOf = (p: ArrayPlan): number => {
-      const dt = p.norm!.computeDtype;
-      let at = callOf.get(dt);
+    const blockOf = (i: number): number => {
+      const params = j.params[i]!;
+      let at = callOf.get(params);
       if (at !== undefined) return at;
-      const empty = new DTYPES[dt].Array(0) as FloatArray;
-      const a = FORWARD.check('normalizeFile', empty, j.weight, { ...j.call, dim: p.norm!.dim, dtype: dt, rowScales: p.norm!.rowScales ? new Float32Array(0) : undefined }, undefined);
-      const weight = a.arrs[F.weight] as Data | null;
+      const weight = j.weight as Data | null;
       if (weight && wAt === 0) {
         const wb = j.pool.allocF32(weight.length);
         bufs.push(wb);
-        const w32 = a.params.wdt === DT.float32 ? (weight as Float32Array) : j.sync.toFloat32(weight, a.params.wdt, new Float32Array(weight.length));
+        const w32 = params.wdt === DT.float32 ? (weight as Float32Array) : j.sync.toFloat32(weight, params.wdt, new Float32Array(weight.length));
         wb.view().set(w32);
         wAt = wb.view().byteOffset;
       }
@@ -132,11 +130,12 @@ export async function normalizePositioned(j: PositionedJob): Promise<{ rows: num
       bufs.push(cb);
       const v = cb.view();
       const i32 = new Int32Array(v.buffer, v.byteOffset, CALL_WORDS);
-      writeParams(i32, v, 0, a.params);
-      i32.fill(0, ADDRS_AT / 4);
-      i32[ADDRS_AT / 4 + F.weight] = weight ? wAt : 0;
+      writeParams(i32, v, 0, params);
+      const addrs = new Int32Array(FORWARD.addrs);
+      addrs[F.weight] = weight ? wAt : 0;
+      writeAddrs(i32, 0, addrs, FORWARD.addrs);
       at = v.byteOffset;
-      callOf.set(dt, at);
+      callOf.set(params, at);
       return at;
     };
 
@@ -184,7 +183,7 @@ export async function normalizePositioned(j: PositionedJob): Promise<{ rows: num
       }
       const n = p.norm;
       const per = Math.min(rowsPerRecord(q, n.dim, n.inDtype, n.computeDtype, n.outDtype), j.chunkBytes === undefined ? Infinity : chunkRowsOf(n, j.chunkBytes));
-      const call = blockOf(p);
+      const call = blockOf(i);
       const inRow = DTYPES[n.inDtype].bytes * n.dim;
       const outRow = ALL_DTYPES[n.outDtype].bytes * n.dim;
       const si = scalesIn.get(i);

@@ -15,7 +15,7 @@ import { canBlock, yieldToEventLoop } from '../../glue/platform.js';
 import type { RmsNorm } from '../../rmsnorm.js';
 import type { Build } from '../../types.js';
 import { heapOf, Scratch, type F32Buffer, type Heap, type U16Buffer } from '../../glue/memory.js';
-import { NO_PARAMS, type Call, type Op } from '../../call/op.js';
+import { NO_PARAMS, type Call, type CheckedArgs, type Op } from '../../call/op.js';
 import { PoolMethods } from '../../generated/operations.js';
 import * as C from '../control.js';
 import { Dispatcher } from './dispatch.js';
@@ -128,6 +128,23 @@ export class Pool extends PoolMethods implements RmsNormPool {
     } catch (e) {
       return Promise.reject(e);
     }
+  }
+
+  /**
+   * A call of arguments checked already (what the file functions lay out for their chunks, from
+   * a run's options checked once): run as {@link submitOp} runs a call, never checked again.
+   * @internal
+   */
+  runArgs<A extends CheckedArgs>(fn: string, op: Op<A>, args: A, signal?: AbortSignal): Promise<unknown> {
+    if (this.idle() && !signal?.aborted && this.ways.inline(args.rows, args.rows * args.dim, op)) {
+      try {
+        return Promise.resolve(this.ways.inlineFor(args.x).runChecked(fn, op.call(args, this.ways.kindOf(args.x) === 'shared')));
+      } catch (e) {
+        return Promise.reject(e);
+      }
+    }
+    const make = (): Call<unknown> => op.call(args, this.ways.kindOf(args.x) === 'shared');
+    return this.enqueue<unknown>((settle) => ({ kind: 'call', fn, make, settle, signal }), signal);
   }
 
   allocF32(length: number): F32Buffer {
@@ -259,3 +276,6 @@ export class Pool extends PoolMethods implements RmsNormPool {
     };
   }
 }
+
+/** Whether `p` is a pool this package made (createPool), whose {@link Pool.runArgs} the file functions use. */
+export const isPool = (p: unknown): p is Pool => p instanceof Pool;
