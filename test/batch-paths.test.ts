@@ -198,7 +198,7 @@ describe('every input found', () => {
     const r = cli('normalize', join(d, 'in'), '--out-dir', join(d, 'out'), '--weight', join(d, 'w3.npy'));
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/the weight has 3 elements, but the rows of .*x\.npy have \d+ \(no file written\)/);
-    expect(readdirSync(join(d, 'out'))).toEqual([]);
+    expect(existsSync(join(d, 'out')), 'no output directory').toBe(false);
     // One row of 2^31 float32 (a sparse file): exit 1, not a usage error, before any output.
     const huge = join(d, 'huge.npy');
     writeFileSync(huge, npyHeader([1, 2 ** 31]));
