@@ -24,7 +24,7 @@ import { pathToFileURL } from 'node:url';
 
 const root = resolve(process.argv[2] ?? '.');
 const { loadRmsNorm, createPool, relaxedSimdSupported } = await import(pathToFileURL(`${root}/dist/index.js`).href);
-const { poolHooks } = await import(pathToFileURL(`${root}/dist/pool/hooks.js`).href);
+const { poolHooks } = await import(pathToFileURL(`${root}/dist/pool/caller/hooks.js`).href);
 const { rng } = await import(pathToFileURL(`${root}/shared/reference.js`).href);
 const shapes = [[1, 1], [3, 7], [5, 15], [4, 16], [2, 17], [7, 63], [9, 100], [33, 256], [3, 257], [2, 1000], [65, 1024], [4, 4099], [2, 8192], [1, 8193], [1, 20000], [1, 65536], [1, 100003]];
 const flavourShapes = [[1, 1], [3, 7], [2, 17], [9, 100], [33, 256], [3, 257], [70, 64], [2, 1000], [1, 8193]];

@@ -34,11 +34,16 @@ export function parseAbi(src) {
       [...m[1].matchAll(/(\w+): ("[^"]*"|true|false|\d+)/g)].map(([, k, v]) => [k, v.startsWith('"') ? JSON.parse(v) : v === 'true' || v === 'false' ? v === 'true' : Number(v)]),
     ),
   );
-  // Each operation's operand extents: `impl XOperand { ... EXTENTS ... = { use Extent::*; [A, B, ...] } }`.
-  const extents = [...src.matchAll(/impl (\w+Operand) \{[\s\S]*?pub const EXTENTS: [^=]*= \{\s*use Extent::\*;\s*\[([^\]]*)\]/g)].map((m) => ({
-    name: m[1],
-    values: m[2].split(',').map((v) => v.trim()).filter((v) => v !== ''),
-  }));
+  // Each operation's operand table: `macro_rules! x_operands { ... $then! { /// doc  View, XOperand[, [ /// doc  Work = N ]];
+  // /// doc  Name = N, Extent, field: type; ... } }`, read as the enum of its places and the list of its extents.
+  const extents = [];
+  for (const m of src.matchAll(/macro_rules! \w+_operands \{[\s\S]*?\$then! \{\n((?:\s*\/\/\/.*\n)+)\s*\w+, (\w+Operand)(?:, \[\n((?:\s*\/\/\/.*\n)+)\s*(\w+) = (\d+)\n\s*\])?;\n([\s\S]*?)\n\s*\}\n\s*\};/g)) {
+    const rows = [...m[6].matchAll(/\/\/\/ (.*)\n\s*(\w+) = (\d+), (\w+), \w+: [^;]+;/g)];
+    const variants = rows.map((r) => ({ doc: r[1], name: r[2], value: Number(r[3]) }));
+    if (m[4] !== undefined) variants.push({ doc: docOf(m[3]), name: m[4], value: Number(m[5]) });
+    enums.push({ doc: docOf(m[1]), name: m[2], variants });
+    extents.push({ name: m[2], values: rows.map((r) => r[4]) });
+  }
   return { enums, consts, params, dtypes, extents };
 }
 

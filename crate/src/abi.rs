@@ -247,75 +247,95 @@ pub enum Extent {
     Row = 2,
 }
 
-/// The forward's operands: their places in the address array its entry point takes.
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ForwardOperand {
-    /// the input, rows × dim
-    X = 0,
-    /// the residual of a fused add, rows × dim, or 0
-    Residual = 1,
-    /// the gain, dim f32, or 0
-    Weight = 2,
-    /// the output, rows × dim
-    Y = 3,
-    /// where h = x + residual goes, rows × dim, or 0
-    H = 4,
-    /// one rstd per row, f32, or 0
-    Rstd = 5,
-    /// the gate's input z, rows × dim, or 0
-    Z = 6,
-    /// a quantized output's scale of each row, rows f32, or 0 (with a static quant_scale)
-    RowScales = 7,
-}
-
-impl ForwardOperand {
-    /// Address words of the forward's entry point: one per operand.
-    pub const COUNT: usize = Self::RowScales as usize + 1;
-    /// Each operand's extent, in operand order: the entry point checks each by it.
-    pub const EXTENTS: [Extent; Self::COUNT] = {
-        use Extent::*;
-        [Matrix, Matrix, Row, Matrix, Matrix, PerRow, Matrix, PerRow]
+/// Each operation's operands, once: their places in the address array its entry points take
+/// (and the workspace's, after them), each with its extent and the field the kernel's view of a
+/// call gives it (`kernel::Forward`, `kernel::Backward`). A table is a macro that hands its rows
+/// to `$then!` (a workspace, in brackets after the names), so that the enum here and the
+/// kernel's view are both made of it: a new operand is one row.
+#[macro_export]
+macro_rules! forward_operands {
+    ($then:ident) => {
+        $then! {
+            /// The forward's operands: their places in the address array its entry point takes.
+            Forward, ForwardOperand;
+            /// the input, rows × dim
+            X = 0, Matrix, x: *const A;
+            /// the residual of a fused add, rows × dim, or 0
+            Residual = 1, Matrix, res: *const A;
+            /// the gain, dim f32, or 0
+            Weight = 2, Row, g: *const f32;
+            /// the output, rows × dim
+            Y = 3, Matrix, y: *mut A;
+            /// where h = x + residual goes, rows × dim, or 0
+            H = 4, Matrix, h: *mut A;
+            /// one rstd per row, f32, or 0
+            Rstd = 5, PerRow, rstd: *mut f32;
+            /// the gate's input z, rows × dim, or 0
+            Z = 6, Matrix, z: *const A;
+            /// a quantized output's scale of each row, rows f32, or 0 (with a static quant_scale)
+            RowScales = 7, PerRow, row_scales: *mut f32;
+        }
     };
 }
 
-/// The backward's operands and workspace: their places in the address array its entry points take.
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BackwardOperand {
-    /// the upstream gradient, rows × dim
-    Dy = 0,
-    /// the forward's input (its h with a fused add), rows × dim
-    X = 1,
-    /// the gain, dim f32, or 0
-    Weight = 2,
-    /// the forward's rstd, rows f32, or 0 to recompute it
-    Rstd = 3,
-    /// the gradient on a fused add's h, added to dx, rows × dim, or 0
-    Dresidual = 4,
-    /// the input gradient, rows × dim
-    Dx = 5,
-    /// the weight gradient, dim f32, or 0
-    Dweight = 6,
-    /// the gate's input z, rows × dim, or 0
-    Z = 7,
-    /// the gate's gradient, rows × dim, or 0
-    Dz = 8,
-    /// the workspace, after the operands: the f64 sum of the finished dweight blocks, then the open block (a span) or the block partials (a pool job)
-    Work = 9,
-}
-
-impl BackwardOperand {
-    /// Address words of the backward's entry points: the operands, then the workspace.
-    pub const COUNT: usize = Self::Work as usize + 1;
-    /// Each operand's extent, in operand order (the workspace, sized by the entry point, last).
-    pub const EXTENTS: [Extent; Self::COUNT - 1] = {
-        use Extent::*;
-        [
-            Matrix, Matrix, Row, PerRow, Matrix, Matrix, Row, Matrix, Matrix,
-        ]
+/// The backward's table (see [`forward_operands`]).
+#[macro_export]
+macro_rules! backward_operands {
+    ($then:ident) => {
+        $then! {
+            /// The backward's operands and workspace: their places in the address array its entry points take.
+            Backward, BackwardOperand, [
+                /// the workspace, after the operands: the f64 sum of the finished dweight blocks, then the open block (a span) or the block partials (a pool job)
+                Work = 9
+            ];
+            /// the upstream gradient, rows × dim
+            Dy = 0, Matrix, dy: *const A;
+            /// the forward's input (its h with a fused add), rows × dim
+            X = 1, Matrix, x: *const A;
+            /// the gain, dim f32, or 0
+            Weight = 2, Row, g: *const f32;
+            /// the forward's rstd, rows f32, or 0 to recompute it
+            Rstd = 3, PerRow, rstd: *const f32;
+            /// the gradient on a fused add's h, added to dx, rows × dim, or 0
+            Dresidual = 4, Matrix, dh: *const A;
+            /// the input gradient, rows × dim
+            Dx = 5, Matrix, dx: *mut A;
+            /// the weight gradient, dim f32, or 0
+            Dweight = 6, Row, dg: *mut f32;
+            /// the gate's input z, rows × dim, or 0
+            Z = 7, Matrix, z: *const A;
+            /// the gate's gradient, rows × dim, or 0
+            Dz = 8, Matrix, dz: *mut A;
+        }
     };
 }
+
+/// An operation's operand enum from its table: the places, the count of address words (the
+/// workspace's included) and each operand's extent in order.
+macro_rules! operand_enum {
+    (
+        $(#[$doc:meta])* $view:ident, $name:ident $(, [$(#[$wdoc:meta])* $wv:ident = $wn:literal])?;
+        $($(#[$vdoc:meta])* $v:ident = $n:literal, $e:ident, $f:ident: $t:ty;)*
+    ) => {
+        $(#[$doc])*
+        #[repr(u32)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum $name {
+            $($(#[$vdoc])* $v = $n,)*
+            $($(#[$wdoc])* $wv = $wn,)?
+        }
+
+        impl $name {
+            /// Address words of its entry points: one per operand (then the workspace).
+            pub const COUNT: usize = [$($n,)* $($wn)?].len();
+            /// Each operand's extent, in operand order: the entry point checks each by it.
+            pub const EXTENTS: [Extent; [$($n),*].len()] = [$(Extent::$e),*];
+        }
+    };
+}
+
+forward_operands!(operand_enum);
+backward_operands!(operand_enum);
 
 /// FNV-1a (32 bits) of `b`: the hash `scripts/gen-abi.mjs` computes the same way.
 const fn fnv1a(b: &[u8]) -> u32 {

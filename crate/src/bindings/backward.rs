@@ -40,7 +40,7 @@ fn backward_call(params: usize, addrs: usize, rows: usize) -> Result<Call<BACKWA
 
 /// The kernel's view of a checked backward call, the activations stored as `A`.
 fn backward_of<A: Elem>(c: &Call<BACKWARD_ADDRS>) -> Backward<A> {
-    Backward::at(&c.a, c.scalars())
+    Backward::at(&c.a, 0, c.scalars())
 }
 
 /// RMSNorm backward over rows `[row0, row0 + rows)` of a `total`-row matrix, single-threaded
