@@ -1,5 +1,5 @@
 /**
- * How big the sync API's window (place/placer.ts, SYNC_WINDOW_FLOATS) should be, and which build's
+ * How big the sync API's window (placement/placer.ts, SYNC_WINDOW_FLOATS) should be, and which build's
  * memory makes plain-array calls fastest. For each window size, the plain-array forward and
  * backward (outputs given, and the forward's result allocated by the library) against the
  * zero-copy call on views, at small to large shapes; medians of interleaved runs, so the

@@ -76,7 +76,7 @@ describe('nothing stale', () => {
         // A declaration, an import, or a member of a class or interface (a method, a field).
         const declared =
           new RegExp(`(?:function\\*?|const|let|class|interface|type|enum|import\\s+\\{[^}]*|import\\s+type\\s+\\{[^}]*|,|\\{)\\s*\\b${id}\\b`).test(text) ||
-          new RegExp(`^\\s*(?:(?:readonly|private|public|protected|static|async|get|set|abstract|override|#)\\s*)*${id}\\s*(?:[?!]?:|\\(|<)`, 'm').test(text);
+          new RegExp(`^\\s*(?:(?:readonly|private|public|protected|static|async|get|set|abstract|override|#)\\s*)*${id}\\s*(?:[?!]?:|\\??\\(|<)`, 'm').test(text);
         if (!declared && !exported.has(id)) bad.push(`${f}: {@link ${id}}`);
       }
     }

@@ -48,7 +48,7 @@ export class RmsNorm extends Operations {
   private readonly placer: Placer;
   /** This instance's call block (call-block.ts): every kernel call of this thread reads it. */
   private readonly block: CallBlock;
-  /** Small float32 calls in one piece through the window (short/window-calls.ts). */
+  /** Small float32 calls in one piece through the window (short-ways/window-calls.ts). */
   readonly #windowCalls: WindowCalls;
   /** The short ways of the one-off calls (short-ways/), by operation id (none: the general way only). */
   readonly #shorts: readonly (ShortWay | undefined)[];
@@ -106,7 +106,7 @@ export class RmsNorm extends Operations {
 
   /**
    * A layer's forward of a plain float32 `x` (rows × q.dim; the layer checked it) with no
-   * options, in one piece through the window (short/window-calls.ts), the weight at byte `wAt`
+   * options, in one piece through the window (short-ways/window-calls.ts), the weight at byte `wAt`
    * (0: none): false (nothing done) when it does not fit. @internal
    */
   windowForward(x: Float32Array, wAt: number, q: Params, y: Float32Array, rstd: Float32Array): boolean {

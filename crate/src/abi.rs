@@ -334,8 +334,17 @@ macro_rules! operand_enum {
     };
 }
 
-forward_operands!(operand_enum);
-backward_operands!(operand_enum);
+/// Every operation's operand table: what makes each operand enum here and each view of a call
+/// in kernel/args.rs (a new operation's table is named here).
+#[macro_export]
+macro_rules! each_operation {
+    ($then:ident) => {
+        $crate::forward_operands!($then);
+        $crate::backward_operands!($then);
+    };
+}
+
+each_operation!(operand_enum);
 
 /// FNV-1a (32 bits) of `b`: the hash `scripts/gen-abi.mjs` computes the same way.
 const fn fnv1a(b: &[u8]) -> u32 {

@@ -1,7 +1,7 @@
 /**
  * The module's linear memory seen from JavaScript: a Float32Array view that is re-made after
  * growth, the test "does this array live in wasm memory?", allocF32 handles, and the reused
- * window that plain Float32Arrays are streamed through (see place/placer.ts).
+ * window that plain Float32Arrays are streamed through (see call/placement/placer.ts).
  * @module
  */
 import type { LoadedWasm } from './load.js';
@@ -216,7 +216,7 @@ export class Heap {
 }
 
 /**
- * One reusable region of wasm memory (a placer's window, see place/placer.ts). It only grows, and
+ * One reusable region of wasm memory (a placer's window, see call/placement/placer.ts). It only grows, and
  * only when one segment needs more than it holds, so repeated calls allocate nothing.
  */
 export class Scratch {

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * The package's `bin`. Started by a user or a scheduler it is the supervisor (supervisor.ts):
- * it starts itself again as the process that does the work (cli.ts) and ends with its code.
+ * it starts itself again as the process that does the work (command/main.ts) and ends with its code.
  * @module
  */
 import { fileURLToPath } from 'node:url';

@@ -13,7 +13,7 @@ import { Pool } from './caller/pool.js';
  * Starts a pool of workers that share a threads build (`simd-relaxed-threads` or
  * `simd-threads`) and its memory with this thread. Views from the pool's `allocF32` (or from
  * `loadRmsNorm` of that build) are used in place; any other Float32Array streams through the
- * pool's 32 MiB window (place/placer.ts).
+ * pool's 32 MiB window (call/placement/placer.ts).
  *
  * Where SharedArrayBuffer is unavailable (a page without COOP/COEP headers) and no build is
  * asked for, the pool is created in `mode: 'single'`: no workers, calls run on the calling

@@ -30,7 +30,7 @@ export const SLICE_MS = 2;
  * chunks: about 100 µs, more than a futex wake-up on this VM (40–80 µs), so that calls arriving
  * back to back find the workers awake. With 50 µs, a 128×2048 call (65 µs) often found them
  * asleep and sharding it stopped paying (1.0× instead of 1.6×, A/B in one run). Polling is
- * bounded, and under contention the pool stops handing work to the workers (choice.ts), so they
+ * bounded, and under contention the pool stops handing work to the workers (shard-choice.ts), so they
  * sleep instead of taking a core a busy machine needs.
  */
 export const SPIN_POLLS = 20_000;
@@ -70,7 +70,7 @@ export const START_ATTEMPTS = 3;
 
 /**
  * Whether a call that could be sharded runs better on the workers or on the calling thread
- * alone is learnt, not assumed (ts/pool/choice.ts): the last SAMPLES times per element of each
+ * alone is learnt, not assumed (ts/pool/caller/shard-choice.ts): the last SAMPLES times per element of each
  * way, per kind of call; sharding unless the calling thread alone was faster by INLINE_MARGIN.
  * On an idle machine sharding wins from INLINE_BELOW up; with another process holding a core,
  * a worker handed a chunk can be kept off the CPU for milliseconds and the calling thread alone

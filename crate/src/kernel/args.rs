@@ -1,14 +1,14 @@
 //! What one forward or backward call is given: its pointers and scalars. Read by every kernel
 //! module (the plain rows, the gated rows, the weight gradient's blocks), so it depends on none.
 //!
-//! Each view is made of its operation's operand table (`abi::forward_operands!`,
-//! `abi::backward_operands!`): a field per operand, as that row names and types it, so that a
+//! Each view is made of its operation's operand table (abi.rs `each_operation!`: the forward's,
+//! the backward's): a field per operand, as that row names and types it, so that a
 //! new operand is a row of the table, not a field written here too.
 
 use super::scalars::Scalars;
-use crate::abi::{BackwardOperand, Extent, ForwardOperand};
+use crate::abi::Extent;
+use crate::each_operation;
 use crate::elem::Elem;
-use crate::{backward_operands, forward_operands};
 
 /// The address of an operand (extent `e`) from row `row0` of an address array's, the matrices'
 /// elements `size` bytes: 0 stays 0 (absent).
@@ -41,9 +41,9 @@ macro_rules! call_view {
         impl<A: Elem> $view<A> {
             /// The call of an entry point's address array `a` (in operand order; 0: absent) from
             /// row `row0`: each operand as far on as its extent says.
-            pub fn at(a: &[usize; $name::COUNT], row0: usize, s: Scalars) -> Self {
+            pub fn at(a: &[usize; crate::abi::$name::COUNT], row0: usize, s: Scalars) -> Self {
                 $view {
-                    $($f: from_row(a[$name::$v as usize], Extent::$e, row0, s.dim, size_of::<A>()) as $t,)*
+                    $($f: from_row(a[crate::abi::$name::$v as usize], Extent::$e, row0, s.dim, size_of::<A>()) as $t,)*
                     s,
                 }
             }
@@ -58,14 +58,13 @@ macro_rules! call_view {
 
             /// A call with every operand absent but those the caller sets (`..absent(s)`).
             pub fn absent(s: Scalars) -> Self {
-                Self::at(&[0; $name::COUNT], 0, s)
+                Self::at(&[0; crate::abi::$name::COUNT], 0, s)
             }
         }
     };
 }
 
-forward_operands!(call_view);
-backward_operands!(call_view);
+each_operation!(call_view);
 
 impl Forward {
     /// A plain forward: no residual, no offset, the rms over the whole row.

@@ -1,5 +1,5 @@
 /**
- * A file normalized by the pool's workers themselves (node/tasks/run.ts): the calling thread lays
+ * A file normalized by the pool's workers themselves (task-run.ts): the calling thread lays
  * the output out from its format (where each array's data goes, what bytes lie around it),
  * then hands out ranges of rows as task records; each worker reads its rows from the input at
  * their position into the shared memory, normalizes them there and writes them to the output

@@ -11,7 +11,7 @@ export interface PoolHooks {
   failWorker(i: number): Promise<unknown>;
   /** Changes the inline threshold (elements) of both directions: the threshold benchmark. */
   setInlineBelow(elems: number): void;
-  /** Every call big enough to shard runs `'sharded'` or `'alone'` on the calling thread; null: as choice.ts decides. */
+  /** Every call big enough to shard runs `'sharded'` or `'alone'` on the calling thread; null: as shard-choice.ts decides. */
   forceWay(way: 'sharded' | 'alone' | null): void;
   /** Worker `i` stops inside the next chunk it claims until {@link release}. */
   hold(i: number): void;
@@ -20,7 +20,7 @@ export interface PoolHooks {
   busy(i: number): boolean;
   /** Terminates worker `i` from outside, as a crash would. */
   killWorker(i: number): void;
-  /** Task records (node/tasks/run.ts) the workers have finished since the pool started. */
+  /** Task records (the task ring) the workers have finished since the pool started. */
   taskRecords(): number;
   /** Threads (workers, and the calling thread where it took part) of the last kernel job. */
   lastJobThreads(): number;

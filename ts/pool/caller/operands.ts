@@ -1,5 +1,5 @@
 /**
- * One pool call on its arrays: placed by place/placer.ts through the pool's window (POOL_WINDOW_FLOATS; views of
+ * One pool call on its arrays: placed by call/placement/placer.ts through the pool's window (POOL_WINDOW_FLOATS; views of
  * the shared memory in place), then run as one job per segment of rows. Where the calling
  * thread may block it copies a chunk's rows in while workers compute the chunks before, and
  * results out as chunks finish; elsewhere (a page's main thread) it copies a segment in

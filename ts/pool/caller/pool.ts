@@ -3,7 +3,7 @@
  * calls run. Rows of one call are cut into chunks computed by workers that all run the
  * simd-threads module on one shared WebAssembly.Memory, so a job passes addresses, not data.
  *
- * - ways.ts: where a call runs (now on this thread, or sharded, as choice.ts learns);
+ * - routes.ts: where a call runs (now on this thread, or sharded, as shard-choice.ts learns);
  * - workers.ts: starting, replacing and stopping the workers;
  * - dispatch.ts: running one job (chunks, wake-ups, the calling thread's part, waiting);
  * - operands.ts: placing a call's arrays and copying results back;
@@ -32,7 +32,7 @@ import { checkSignal, POOL_KEYS, type RmsNormPool } from '../api.js';
 type Job =
   | { kind: 'tasks'; settle: Settle<void>; signal?: undefined }
   // A kernel call of any operation: `make` checks its arguments again when it runs (an input
-  // may have been detached while it was queued) and makes its Call (results.ts).
+  // may have been detached while it was queued) and makes its Call (op.ts).
   | { kind: 'call'; fn: string; make: () => Call<unknown>; settle: Settle<unknown>; signal?: AbortSignal }
   | { kind: 'ping'; settle: Settle<void>; signal?: undefined }
   | { kind: 'fail'; worker: number; settle: Settle<void>; signal?: undefined };
@@ -59,7 +59,7 @@ export class Pool extends PoolMethods implements RmsNormPool {
   private busy = false;
   private destroyed = false;
   private readonly joinAllowed = canBlock();
-  /** Where each call runs: see ways.ts. */
+  /** Where each call runs: see routes.ts. */
   private readonly ways: Ways;
 
   constructor(rn: RmsNorm, plain: RmsNorm, threads: number, private readonly cores: number) {

@@ -2,7 +2,7 @@
  * Where a pool call runs: on the calling thread now (too small to shard: the sync API's way,
  * on the instance whose memory the arrays are views of, or the plain one), or as a job —
  * sharded across the workers, or (where this thread may block) on this thread alone, as
- * choice.ts decides from recent timings of calls of its kind.
+ * shard-choice.ts decides from recent timings of calls of its kind.
  * @module
  */
 import type { RmsNorm } from '../../rmsnorm.js';
