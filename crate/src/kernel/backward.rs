@@ -11,6 +11,7 @@
 
 use super::args::Backward;
 use super::elems::gain_at;
+use super::reduce::rstd_f64;
 use super::row_passes::{dx_row, sums, terms};
 use crate::elem::{narrow, widen, Elem};
 use crate::simd::F32x4;
@@ -136,7 +137,7 @@ unsafe fn backward_row_f64<A: Elem>(k: &Backward<A>, row: usize, p: *mut f32) {
     }
     let stat = k.s.stat as f64;
     let rstd = if k.rstd.is_null() {
-        1.0 / (ss / stat + k.s.p.eps as f64).sqrt()
+        rstd_f64(ss, k.s.stat, k.s.p.eps)
     } else {
         *k.rstd.add(row) as f64
     };

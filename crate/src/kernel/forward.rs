@@ -11,7 +11,7 @@
 use super::args::Forward;
 use super::elems::{all_finite, gain_at, scale, Buffer, Gain, NoMemory, Row, NOT_NAN_ROWS};
 use super::gate;
-use super::reduce::{add_sum_sq_into, fast_rstd, sum_sq_into};
+use super::reduce::{add_sum_sq_into, fast_rstd, rstd_f64, sum_sq_into};
 use crate::abi::Gate;
 use crate::elem::{narrow, widen, Elem};
 use crate::simd::F32x4;
@@ -158,7 +158,7 @@ unsafe fn row_f64<A: Elem>(k: &Forward<A>, src: *const A, y: *mut A) -> f32 {
         let v = A::get(src.add(i)) as f64;
         ss += v * v;
     }
-    let r = 1.0 / (ss / k.s.stat as f64 + k.s.p.eps as f64).sqrt();
+    let r = rstd_f64(ss, k.s.stat, k.s.p.eps);
     let llama = k.s.llama && !A::F32;
     for i in 0..k.s.dim {
         let v = A::get(src.add(i)) as f64 * r;

@@ -13,7 +13,7 @@
 
 use super::args::{Backward, Forward};
 use super::elems::gain_at;
-use super::reduce::{backward_is_fast, fast_rstd, fold_long, SUM_BLOCK};
+use super::reduce::{backward_is_fast, fast_rstd, fold_long, rstd_f64, SUM_BLOCK};
 use crate::abi::Gate;
 use crate::elem::Elem;
 use crate::simd::F32x4;
@@ -181,7 +181,7 @@ unsafe fn forward_row_f64<A: Elem>(k: &Forward<A>, x: *const A, z: *const A, y: 
         let h = normed(k.s.gate, x, z, i) as f64;
         ss += h * h;
     }
-    let r = 1.0 / (ss / k.s.stat as f64 + k.s.p.eps as f64).sqrt();
+    let r = rstd_f64(ss, k.s.stat, k.s.p.eps);
     for i in 0..k.s.dim {
         let v = (normed(k.s.gate, x, z, i) as f64 * r) as f32;
         A::put(y.add(i), forward_elem(k, v, i, z));
@@ -315,7 +315,7 @@ unsafe fn backward_row_f64<A: Elem>(k: &Backward<A>, row: usize, p: *mut f32) {
     }
     let stat = k.s.stat as f64;
     let rstd = if k.rstd.is_null() {
-        1.0 / (ss / stat + k.s.p.eps as f64).sqrt()
+        rstd_f64(ss, k.s.stat, k.s.p.eps)
     } else {
         *k.rstd.add(row) as f64
     };

@@ -31,6 +31,13 @@ pub(super) fn fast_rstd(ss: f32, stat: usize, eps: f32) -> Option<f32> {
     }
 }
 
+/// rstd `= 1/sqrt(ss/stat + eps)` in f64 from an f64 sum of squares over `stat` elements: the
+/// slow paths' one formula (rows [`fast_rstd`] refuses).
+#[inline(always)]
+pub(super) fn rstd_f64(ss: f64, stat: usize, eps: f32) -> f64 {
+    1.0 / (ss / stat as f64 + eps as f64).sqrt()
+}
+
 /// Whether the backward of a row can go in f32: `rstd³` normal, the sums and `b` finite.
 #[inline(always)]
 pub(super) fn backward_is_fast(rstd: f32, c: f32, b: f32) -> bool {
