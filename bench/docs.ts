@@ -6,6 +6,7 @@
  * @module
  */
 import { EXIT_CODES_TEXT } from '../ts/node/exit-codes.js';
+import { OPTIONS_END, OPTIONS_START, renderApiOptions } from './api-options.js';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Comparison } from './report.js';
@@ -619,7 +620,7 @@ function renderExitCodes(): string {
  * and end markers, rendered from the results. Writing and checking them both go by this list.
  */
 const BLOCKS: ReadonlyMap<string, readonly (readonly [string, string, () => string])[]> = new Map([
-  [README_MD, [[START, END, renderReadmeResults]]],
+  [README_MD, [[START, END, renderReadmeResults], [OPTIONS_START, OPTIONS_END, renderApiOptions]]],
   [PERFORMANCE_MD, [[ONE_OFF_START, ONE_OFF_END, renderOneOffFloor], [COLD_START, COLD_END, renderColdStart]]],
   [WEB_APP_MD, [[BUILDS_START, BUILDS_END, renderViteBuilds]]],
   [FILES_MD, [[EXIT_START, EXIT_END, renderExitCodes]]],

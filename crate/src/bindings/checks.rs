@@ -3,8 +3,7 @@
 //! the call touches ([`operand_spans`]), and the status code an entry point returns.
 
 use crate::abi::{
-    BackwardOperand as B, Dtype, Extent, ForwardOperand as F, Gate, Params, Status, DTYPES,
-    DTYPE_MASK,
+    BackwardOperand as B, Extent, ForwardOperand as F, Gate, Params, Status, DTYPES, DTYPE_MASK,
 };
 use crate::kernel::{Quant, Scalars};
 use core::arch::wasm32::memory_size;

@@ -47,8 +47,8 @@ export function noBackward(fn: string, forwardOnly: string | undefined): void {
 }
 
 // A layer owns rstd, the row scales, dx, dweight and dgate; its calls take the other arrays.
-const LAYER_FORWARD_KEYS: readonly string[] = operandKeys(FORWARD).filter((k) => k !== 'rstd' && k !== 'rowScales');
-const LAYER_BACKWARD_KEYS: readonly string[] = operandKeys(BACKWARD, true);
+export const LAYER_FORWARD_KEYS: readonly string[] = operandKeys(FORWARD).filter((k) => k !== 'rstd' && k !== 'rowScales');
+export const LAYER_BACKWARD_KEYS: readonly string[] = operandKeys(BACKWARD, true);
 const LAYER_DTN = "the layer's dtype";
 
 /** A layer forward's arrays: in {@link FORWARD}'s operand order, and `options.out` as given (null: the layer's own array). */
