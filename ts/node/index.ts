@@ -9,7 +9,7 @@
  * @module
  */
 export { normalizeFile, NormalizeError, CHUNK_BYTES, type NormalizeFileOptions, type NormalizeProgress, type NormalizeSummary } from './file/normalize-file.js';
-export type { FileDtype, OutDtype, FormatName, FsPath, NormalizedArray } from './types.js';
+export type { FileDtype, OutDtype, FormatName, FsPath, NormalizedArray, OutputFacts } from './types.js';
 export { normalizeDataset } from './dataset/run.js';
 export type {
   DatasetFailure, DatasetFileDone, DatasetFileEvent, DatasetFileFailed, DatasetPart, DatasetProgress, DatasetRecord, DatasetScalesRecord, DatasetShard, DatasetSummary, NormalizeDatasetOptions,

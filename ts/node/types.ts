@@ -122,12 +122,8 @@ export interface NormalizeFileOptions extends ScalarOptions {
   signal?: AbortSignal;
 }
 
-/** What {@link normalizeFile} did. */
-export interface NormalizeSummary {
-  /** The input's path (as a message shows it). */
-  input: string;
-  /** The output's path (as a message shows it). */
-  output: string;
+/** What one output file holds: what {@link NormalizeSummary} says and a dataset's manifest records of it. */
+export interface OutputFacts {
   /** How the input was read (and the output written). */
   format: FormatName;
   /** The input's dtype (of its first normalized array). */
@@ -138,8 +134,19 @@ export interface NormalizeSummary {
   rows: number;
   /** Row length (elements) of the first normalized array. */
   dim: number;
-  /** The output's shape (of the first normalized array): the input's, or `[rows, dim]` (raw), its first axis cut to `options.range`. */
+  /**
+   * The output's shape (of the first normalized array): the input's, or `[rows, dim]` (raw),
+   * its first axis cut to the range written (`options.range`, a dataset's part).
+   */
   shape: number[];
+}
+
+/** What {@link normalizeFile} did. */
+export interface NormalizeSummary extends OutputFacts {
+  /** The input's path (as a message shows it). */
+  input: string;
+  /** The output's path (as a message shows it). */
+  output: string;
   /** Each array normalized. */
   arrays: NormalizedArray[];
   /** The arrays of a container copied as they are (not float, or not named by `tensors`). */

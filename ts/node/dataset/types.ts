@@ -2,9 +2,7 @@
  * The public types of {@link normalizeDataset} (rmsnorm-wasm/node).
  * @module
  */
-import type { FileDtype, OutDtype } from '../../glue/dtypes.js';
-import type { FormatName } from '../formats/types.js';
-import type { NormalizeFileOptions } from '../types.js';
+import type { NormalizeFileOptions, OutputFacts } from '../types.js';
 import type { OneFileKey } from '../file/options.js';
 
 /** Options of `normalizeDataset`: the per-file options of `normalizeFile` (not `rstd`, `inPlace`, `onProgress`, `range`), plus the run's. */
@@ -99,7 +97,7 @@ export interface DatasetScalesRecord {
 }
 
 /** One output as the manifest records it (one JSON line). */
-export interface DatasetRecord {
+export interface DatasetRecord extends OutputFacts {
   /** The input's path, absolute (a name that is not UTF-8 shown escaped; its bytes in `inputBase64`). */
   input: string;
   /** The bytes of `input` (base64), when they are not UTF-8. */
@@ -123,18 +121,6 @@ export interface DatasetRecord {
    * see `outDtype`): part of this one output — the record vouches for the pair.
    */
   scales?: DatasetScalesRecord;
-  /** The file's format. */
-  format: FormatName;
-  /** The input's dtype (of its first normalized array). */
-  dtype: FileDtype;
-  /** The output's dtype (of its first normalized array). */
-  outDtype: OutDtype;
-  /** Rows normalized and their length. */
-  rows: number;
-  /** See rows. */
-  dim: number;
-  /** The output's shape: the input's (npy), or `[rows, dim]`; a part's first axis is its range's length. */
-  shape: number[];
   /** The options the output was made with, defaults filled in (a changed option redoes it); the weight by the SHA-256 of the values used. */
   options: Record<string, unknown>;
   /** Seconds this file took. */
