@@ -50,7 +50,7 @@ export function parseAbi(src) {
 const docOf = (lines) => lines.trim().split('\n').map((l) => l.replace(/^\/\/\/ ?/, '')).join(' ').replace(/\[`(\w+)`\]/g, '{@link $1}');
 const q = (s) => `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
 
-/** FNV-1a (32 bits) of `bytes`, as abi.rs's `fnv1a` computes it. */
+/** FNV-1a (32 bits) of `bytes`, as crate/src/bindings/mod.rs's `fnv1a` computes it. */
 function fnv1a(bytes) {
   let h = 0x811c9dc5;
   for (const b of bytes) h = Math.imul(h ^ b, 0x01000193) >>> 0;

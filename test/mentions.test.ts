@@ -50,8 +50,8 @@ function resolves(file: string, m: string): boolean {
 
 describe('nothing stale', () => {
   it('the checker finds a made-up mention and passes a real one', () => {
-    expect(mentioned('see `ts/call/ops.ts` and tasks.ts, (docs/files.md)')).toEqual(['ts/call/ops.ts', 'tasks.ts', 'docs/files.md']);
-    expect(resolves('ts/x.ts', 'tasks.ts')).toBe(false);
+    expect(mentioned('see `ts/call/ops.ts` and task-queue.ts, (docs/files.md)')).toEqual(['ts/call/ops.ts', 'task-queue.ts', 'docs/files.md']);
+    expect(resolves('ts/x.ts', 'task-queue.ts')).toBe(false);
     expect(resolves('ts/x.ts', 'ts/call/ops.ts')).toBe(true);
     expect(resolves('ts/x.ts', 'place/placer.ts')).toBe(false);
   });

@@ -4,8 +4,8 @@
 //! and doc lines below), and a test keeps the two equal, so the TypeScript side never copies a
 //! code, an offset or an order by hand.
 //!
-//! [`ABI_HASH`], a hash of this file's bytes, is compiled into the module and written into the
-//! TypeScript copy: the JavaScript refuses a module built from another version of this file
+//! A hash of this file's bytes (`bindings::abi_hash`) is compiled into the module and written
+//! into the TypeScript copy: the JavaScript refuses a module built from another version of this file
 //! (a stale build, or a cached `.wasm` served with newer scripts) instead of misreading it.
 //!
 //! Keep the shapes the generator reads: a `///` line of text, then `Name = value,` in an enum;
@@ -345,16 +345,3 @@ macro_rules! each_operation {
 }
 
 each_operation!(operand_enum);
-
-/// FNV-1a (32 bits) of `b`: the hash `scripts/gen-abi.mjs` computes the same way.
-const fn fnv1a(b: &[u8]) -> u32 {
-    let (mut h, mut i) = (0x811c_9dc5u32, 0);
-    while i < b.len() {
-        h = (h ^ b[i] as u32).wrapping_mul(0x0100_0193);
-        i += 1;
-    }
-    h
-}
-
-/// This file's hash (see the module docs).
-pub const ABI_HASH: u32 = fnv1a(include_str!("abi.rs").as_bytes());

@@ -216,4 +216,4 @@ export const DTYPE_FACTS = [
 ] as const;
 
 /** The hash of the abi.rs this file was written from: a module whose `abi_hash()` differs was built from another. */
-export const ABI_HASH = 0x301ad90b;
+export const ABI_HASH = 0x8eefb468;

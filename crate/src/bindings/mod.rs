@@ -42,11 +42,22 @@ pub fn free_f32(addr: usize, len: usize) {
     }
 }
 
-/// The hash of the `abi.rs` this module was built from (`abi::ABI_HASH`): the loader compares
-/// it with its own copy's.
+/// FNV-1a (32 bits) of `b`: the hash `scripts/gen-abi.mjs` computes the same way.
+const fn fnv1a(b: &[u8]) -> u32 {
+    let (mut h, mut i) = (0x811c_9dc5u32, 0);
+    while i < b.len() {
+        h = (h ^ b[i] as u32).wrapping_mul(0x0100_0193);
+        i += 1;
+    }
+    h
+}
+
+/// The hash of the `abi.rs` this module was built from, computed when it is compiled: the
+/// loader compares it with its own copy's (`ts/generated/abi.ts` `ABI_HASH`).
 #[wasm_bindgen]
 pub fn abi_hash() -> u32 {
-    crate::abi::ABI_HASH
+    const HASH: u32 = fnv1a(include_str!("../abi.rs").as_bytes());
+    HASH
 }
 
 /// Rows per dweight block: pool shards start on multiples of it.
