@@ -5,9 +5,9 @@
 //!   forward for comparison, written once against that trait.
 //! - `bindings` (wasm32 only): the `#[wasm_bindgen]` surface, pointers in, status codes out.
 //!
-//! Three builds come from this crate (see `build.sh`): `simd` (+simd128), `simd-threads`
-//! (+simd128 and shared memory, feature `threads`) and `scalar` (no SIMD, the fallback and
-//! the benchmark's baseline).
+//! Every build of the package comes from this crate with other target features and cargo
+//! features (SIMD128 or none, relaxed SIMD, shared memory with feature `threads`, the
+//! benchmark's kernels with `bench-kernels`): `build.sh` lists them, once.
 
 #[cfg(all(
     feature = "threads",
