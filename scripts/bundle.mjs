@@ -18,7 +18,7 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 rmSync(`${root}/bundle`, { recursive: true, force: true });
 await esbuild.build({
   absWorkingDir: root,
-  entryPoints: ['ts/index.ts', 'ts/node/index.ts', 'ts/node/bin.ts', 'ts/node/pool-worker.ts', 'ts/pool/worker/browser.ts'],
+  entryPoints: ['ts/index.ts', 'ts/node/index.ts', 'ts/node/bin.ts', 'ts/node/pool-worker.ts', 'ts/pool/worker/web-worker.ts'],
   outbase: 'ts',
   outdir: 'bundle',
   bundle: true,

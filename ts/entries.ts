@@ -3,7 +3,7 @@
  * entries and package.json. Written relative to this module because it sits at the top of the compiled package
  * in both of its forms: tsc's modules in dist/ and the bundle in bundle/ (this code lands in a
  * chunk at its top), with the builds at ../wasm/BUILD/ beside them and the entries at
- * node/pool-worker.js and pool/worker/browser.js below. From a module deeper down the paths would
+ * node/pool-worker.js and pool/worker/web-worker.js below. From a module deeper down the paths would
  * differ between the two. Literal import() and new URL(..., import.meta.url), so that bundlers
  * can see and copy them.
  * @module
@@ -45,5 +45,5 @@ export function nodeWorkerUrl(): URL {
 export function startWebWorker(): Worker {
   // The literal `new Worker(new URL('…', import.meta.url), { type: 'module' })` is what
   // bundlers look for to emit the worker as its own entry.
-  return new Worker(new URL('./pool/worker/browser.js', import.meta.url), { type: 'module' });
+  return new Worker(new URL('./pool/worker/web-worker.js', import.meta.url), { type: 'module' });
 }

@@ -30,7 +30,7 @@ const REQUIRED = [
   'bundle/index.js',
   'bundle/node/index.js',
   'bundle/node/bin.js',
-  'bundle/pool/worker/browser.js',
+  'bundle/pool/worker/web-worker.js',
   'bundle/node/pool-worker.js',
   'dist/index.d.ts',
   'dist/node/index.d.ts',

@@ -1,7 +1,7 @@
 /**
  * What a pool worker does, in Node or a browser: join the threads module on the pool's
  * shared memory, say ready, then serve jobs from the control block forever (spin a little,
- * then sleep in Atomics.wait on its own word). The two entry files (worker/browser.ts, and
+ * then sleep in Atomics.wait on its own word). The two entry files (worker/web-worker.ts, and
  * node/pool-worker.ts for Node, which also registers the file tasks) supply the message port.
  * @module
  */
