@@ -123,15 +123,14 @@ export class ShortBackward implements ShortWay {
     }
     const i32 = heap.i32();
     b.params(i32, heap.f32(), q);
-    const a = b.operands(BACKWARD);
-    a[B.dy] = dya;
-    a[B.x] = xa;
-    a[B.weight] = wa;
-    a[B.rstd] = ra;
-    a[B.dx] = dxa;
-    a[B.dweight] = dwa;
-    a[B.work] = base;
-    b.writeOperands(i32, BACKWARD);
+    const a = b.operands(i32, BACKWARD);
+    i32[a + B.dy] = dya;
+    i32[a + B.x] = xa;
+    i32[a + B.weight] = wa;
+    i32[a + B.rstd] = ra;
+    i32[a + B.dx] = dxa;
+    i32[a + B.dweight] = dwa;
+    i32[a + B.work] = base;
     b.heldBy(this);
     this.last = [dy, x, weight, rstd, dx, dweight];
     checkStatus(fn, BACKWARD.span(this.k, b.at, 0, rows, rows));

@@ -106,12 +106,11 @@ export class ShortForward implements ShortWay {
     }
     const i32 = heap.i32();
     b.params(i32, f32, q);
-    const a = b.operands(FORWARD);
-    a[F.x] = xa;
-    a[F.weight] = wa;
-    a[F.y] = ya;
-    a[F.rstd] = ra;
-    b.writeOperands(i32, FORWARD);
+    const a = b.operands(i32, FORWARD);
+    i32[a + F.x] = xa;
+    i32[a + F.weight] = wa;
+    i32[a + F.y] = ya;
+    i32[a + F.rstd] = ra;
     b.heldBy(this);
     this.last = [x, weight, out, rstd];
     checkStatus(fn, FORWARD.span(this.k, b.at, 0, rows, rows));

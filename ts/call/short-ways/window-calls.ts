@@ -76,12 +76,11 @@ export class WindowCalls {
     if (w !== null) f32.set(w, at + wOff);
     const b = this.block;
     b.params(i32, f32, q);
-    const a = b.operands(FORWARD);
-    a[F.x] = base;
-    a[F.weight] = w !== null ? base + 4 * wOff : wAt;
-    a[F.y] = base + 4 * yOff;
-    a[F.rstd] = rstd !== null ? base + 4 * rOff : 0;
-    b.writeOperands(i32, FORWARD);
+    const a = b.operands(i32, FORWARD);
+    i32[a + F.x] = base;
+    i32[a + F.weight] = w !== null ? base + 4 * wOff : wAt;
+    i32[a + F.y] = base + 4 * yOff;
+    i32[a + F.rstd] = rstd !== null ? base + 4 * rOff : 0;
     checkStatus(fn, FORWARD.span(this.k, b.at, 0, rows, rows));
     copyOut(y, f32, at + yOff, n, this.y);
     if (rstd !== null) copyOut(rstd, f32, at + rOff, rows, this.row);
@@ -119,17 +118,16 @@ export class WindowCalls {
     if (w !== null) f32.set(w, at + wOff);
     const b = this.block;
     b.params(i32, f32, q);
-    const a = b.operands(BACKWARD);
-    a[B.dy] = base;
-    a[B.x] = base + 4 * xOff;
-    a[B.dx] = base + 4 * dxOff;
-    if (rstd !== null) a[B.rstd] = base + 4 * rOff;
+    const a = b.operands(i32, BACKWARD);
+    i32[a + B.dy] = base;
+    i32[a + B.x] = base + 4 * xOff;
+    i32[a + B.dx] = base + 4 * dxOff;
+    if (rstd !== null) i32[a + B.rstd] = base + 4 * rOff;
     if (w !== null) {
-      a[B.weight] = base + 4 * wOff;
-      a[B.dweight] = base + 4 * dwOff;
-      a[B.work] = base + 4 * workOff;
+      i32[a + B.weight] = base + 4 * wOff;
+      i32[a + B.dweight] = base + 4 * dwOff;
+      i32[a + B.work] = base + 4 * workOff;
     }
-    b.writeOperands(i32, BACKWARD);
     checkStatus(fn, BACKWARD.span(this.k, b.at, 0, rows, rows));
     copyOut(dx, f32, at + dxOff, n, this.y);
     if (dweight !== null) copyOut(dweight, f32, at + dwOff, dim, this.row);
