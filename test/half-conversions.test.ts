@@ -179,6 +179,29 @@ describe.each(BUILDS)('%s build: half conversions', (build) => {
     });
   });
 
+  describe('widening: rows of normal numbers and zeros alone (their shorter formula), and one special among them', () => {
+    // A row of float16 with no Inf, NaN or subnormal widens by a shorter formula than one that
+    // has any (the kernel asks first); every such pattern, in one call, then with one Inf, NaN
+    // or subnormal placed in the first, a middle and the last block of eight, and the tail.
+    const normal = (p: number) => (p & 0x7fff) === 0 || ((p & 0x7c00) !== 0 && (p & 0x7c00) !== 0x7c00);
+    const NORMAL_HALF = ALL_HALF.filter(normal);
+    it.each(DTYPES)('%s: bits equal halfToF32Bits exactly', (dtype) => {
+      const got = m.halfToFloat32(NORMAL_HALF, dtype);
+      expect(diffs(bitsOf(got), Uint32Array.from(NORMAL_HALF, (p) => EXPECTED_WIDEN[dtype][p]!), NORMAL_HALF, 4, 8)).toEqual([]);
+    });
+    it.each(DTYPES)('%s: one special anywhere in a row', (dtype) => {
+      const row = NORMAL_HALF.subarray(1000, 1000 + 4099).slice();
+      for (const special of [0x7c00, 0xfe01, 0x0001, 0x83ff]) {
+        for (const at of [0, 3, 8, 2047, 4095, 4096, 4098]) {
+          const x = row.slice();
+          x[at] = special;
+          const got = m.halfToFloat32(x, dtype);
+          expect(diffs(bitsOf(got), Uint32Array.from(x, (p) => EXPECTED_WIDEN[dtype][p]!), x, 4, 8), `${hex(special, 4)} at ${at}`).toEqual([]);
+        }
+      }
+    });
+  });
+
   describe('widening: lengths that are not a multiple of 4 (the scalar tail)', () => {
     // The same patterns cut into calls of each length: every pattern lands once in some position
     // of the vector body or the tail. 4099 covers all 65536 patterns; the short lengths a few

@@ -65,6 +65,57 @@ pub trait Elem: Copy + 'static {
     /// # Safety
     /// `p` writable.
     unsafe fn put(p: *mut Self, v: f32);
+    /// [`widen`]'s loop for this type: eight at a time, then four, then one.
+    ///
+    /// # Safety
+    /// `src` readable and `dst` writable for `n` elements.
+    #[inline(always)]
+    unsafe fn widen_row<V: F32x4>(src: *const Self, dst: *mut f32, n: usize) {
+        let mut i = 0;
+        // Eight at a time, as the kernels' main loops load (so the tests that convert every bit
+        // pattern through here check those loads too), then four, then one.
+        while i + 8 <= n {
+            let [a, b] = Self::load8::<V>(src.add(i));
+            a.store(dst.add(i));
+            b.store(dst.add(i + 4));
+            i += 8;
+        }
+        while i + 4 <= n {
+            Self::load::<V>(src.add(i)).store(dst.add(i));
+            i += 4;
+        }
+        while i < n {
+            *dst.add(i) = Self::get(src.add(i));
+            i += 1;
+        }
+    }
+    /// [`narrow`]'s loop for this type (`not_nan`: no value is NaN).
+    ///
+    /// # Safety
+    /// `src` readable and `dst` writable for `n` elements.
+    #[inline(always)]
+    unsafe fn narrow_row<V: F32x4>(src: *const f32, dst: *mut Self, n: usize, not_nan: bool) {
+        let mut i = 0;
+        let eight = |i: usize| [V::load(src.add(i)), V::load(src.add(i + 4))];
+        if not_nan {
+            while i + 8 <= n {
+                Self::store8_not_nan::<V>(dst.add(i), eight(i));
+                i += 8;
+            }
+        }
+        while i + 8 <= n {
+            Self::store8::<V>(dst.add(i), eight(i));
+            i += 8;
+        }
+        while i + 4 <= n {
+            Self::store::<V>(dst.add(i), V::load(src.add(i)));
+            i += 4;
+        }
+        while i < n {
+            Self::put(dst.add(i), *src.add(i));
+            i += 1;
+        }
+    }
     /// Each lane rounded to this type and widened back (identity for f32): the intermediate
     /// rounding of the `llama` casting mode.
     fn round<V: F32x4>(v: V) -> V;
@@ -172,6 +223,14 @@ impl Elem for F16 {
         V::store8_f16_not_nan(v, p as *mut u16)
     }
     #[inline(always)]
+    unsafe fn widen_row<V: F32x4>(src: *const Self, dst: *mut f32, n: usize) {
+        V::widen_f16(src as *const u16, dst, n)
+    }
+    #[inline(always)]
+    unsafe fn narrow_row<V: F32x4>(src: *const f32, dst: *mut Self, n: usize, not_nan: bool) {
+        V::narrow_f16(src, dst as *mut u16, n, not_nan)
+    }
+    #[inline(always)]
     unsafe fn get(p: *const Self) -> f32 {
         f16_to_f32((*p).0)
     }
@@ -222,23 +281,7 @@ pub(crate) use by_dtype;
 /// `src` readable and `dst` writable for `n` elements.
 #[inline(never)]
 pub unsafe fn widen<V: F32x4, A: Elem>(src: *const A, dst: *mut f32, n: usize) {
-    let mut i = 0;
-    // Eight at a time, as the kernels' main loops load (so the tests that convert every bit
-    // pattern through here check those loads too), then four, then one.
-    while i + 8 <= n {
-        let [a, b] = A::load8::<V>(src.add(i));
-        a.store(dst.add(i));
-        b.store(dst.add(i + 4));
-        i += 8;
-    }
-    while i + 4 <= n {
-        A::load::<V>(src.add(i)).store(dst.add(i));
-        i += 4;
-    }
-    while i < n {
-        *dst.add(i) = A::get(src.add(i));
-        i += 1;
-    }
+    A::widen_row::<V>(src, dst, n)
 }
 
 /// Rounds `n` f32 at `src` into elements at `dst` (no overlap); `not_nan`: the caller knows
@@ -248,24 +291,5 @@ pub unsafe fn widen<V: F32x4, A: Elem>(src: *const A, dst: *mut f32, n: usize) {
 /// `src` readable and `dst` writable for `n` elements.
 #[inline(never)]
 pub unsafe fn narrow<V: F32x4, A: Elem>(src: *const f32, dst: *mut A, n: usize, not_nan: bool) {
-    let mut i = 0;
-    let eight = |i: usize| [V::load(src.add(i)), V::load(src.add(i + 4))];
-    if not_nan {
-        while i + 8 <= n {
-            A::store8_not_nan::<V>(dst.add(i), eight(i));
-            i += 8;
-        }
-    }
-    while i + 8 <= n {
-        A::store8::<V>(dst.add(i), eight(i));
-        i += 8;
-    }
-    while i + 4 <= n {
-        A::store::<V>(dst.add(i), V::load(src.add(i)));
-        i += 4;
-    }
-    while i < n {
-        A::put(dst.add(i), *src.add(i));
-        i += 1;
-    }
+    A::narrow_row::<V>(src, dst, n, not_nan)
 }

@@ -127,6 +127,29 @@ pub trait F32x4: Copy {
     unsafe fn store8_f16_not_nan(v: [Self; 2], p: *mut u16) {
         Self::store8_f16(v, p)
     }
+    /// `n` float16 bit patterns at `src` widened into f32 at `dst` (no overlap). A SIMD
+    /// implementation runs the loop itself, so that its conversion's constants stay in
+    /// registers across it.
+    ///
+    /// # Safety
+    /// `src` readable and `dst` writable for `n` elements.
+    #[inline(always)]
+    unsafe fn widen_f16(src: *const u16, dst: *mut f32, n: usize) {
+        for i in 0..n {
+            *dst.add(i) = half::f16_to_f32(*src.add(i));
+        }
+    }
+    /// `n` f32 at `src` rounded to float16 bit patterns at `dst` (no overlap); `not_nan`: the
+    /// caller knows no value is NaN. As [`F32x4::widen_f16`], the loop is the implementation's.
+    ///
+    /// # Safety
+    /// `src` readable and `dst` writable for `n` elements.
+    #[inline(always)]
+    unsafe fn narrow_f16(src: *const f32, dst: *mut u16, n: usize, _not_nan: bool) {
+        for i in 0..n {
+            *dst.add(i) = half::f32_to_f16(*src.add(i));
+        }
+    }
     /// Each lane rounded to bfloat16 and widened back.
     #[inline(always)]
     fn round_bf16(self) -> Self {

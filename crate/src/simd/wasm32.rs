@@ -145,25 +145,7 @@ impl F32x4 for V128 {
     }
     #[inline(always)]
     unsafe fn load8_f16(p: *const u16) -> [Self; 2] {
-        let v = v128_load(p as *const v128);
-        // Inf/NaN halves (exponent all ones) take the four-lane path; the rest widen without
-        // that case. (Lanes as i16: |h| ≤ 0x7fff is non-negative.)
-        if v128_any_true(i16x8_gt(
-            v128_and(v, k::<0x7fff_7fff>()),
-            k::<0x7bff_7bff>(),
-        )) {
-            return load8_slow(p, Self::load_f16);
-        }
-        // Zero words above each half: the u32 lanes (x86: punpcklwd / punpckhwd).
-        let z = u16x8_splat(0);
-        [
-            V128(f16_finite_to_f32(
-                i16x8_shuffle::<0, 8, 1, 9, 2, 10, 3, 11>(v, z),
-            )),
-            V128(f16_finite_to_f32(
-                i16x8_shuffle::<4, 12, 5, 13, 6, 14, 7, 15>(v, z),
-            )),
-        ]
+        load8_f16_with(p, &Widen16::new())
     }
     #[inline(always)]
     unsafe fn store8_f16(v: [Self; 2], p: *mut u16) {
@@ -175,10 +157,101 @@ impl F32x4 for V128 {
     }
     #[inline(always)]
     unsafe fn store8_f16_not_nan(v: [Self; 2], p: *mut u16) {
+        let c = Narrow16::new();
         v128_store(
             p as *mut v128,
-            u16x8_narrow_i32x4(to_f16_bits_not_nan(v[0].0), to_f16_bits_not_nan(v[1].0)),
+            u16x8_narrow_i32x4(to_f16_bits_not_nan_with(v[0].0, &c), to_f16_bits_not_nan_with(v[1].0, &c)),
         );
+    }
+    /// Eight at a time as [`F32x4::load8_f16`] with its constants loaded once for the row (in
+    /// the loop V8 loads each anew, about a third of the conversion's instructions), then
+    /// four, then one.
+    #[inline(always)]
+    unsafe fn widen_f16(src: *const u16, dst: *mut f32, n: usize) {
+        let c = Widen16::new();
+        let z = u16x8_splat(0);
+        // Whether the row's blocks of eight hold an Inf or NaN (|h| above the largest finite
+        // half) or a subnormal (0 < |h| < 0x400: |h| − 1, wrapping at 0, below 0x3ff), asked
+        // first. Without either, every half is a normal number or zero, and it widens as its
+        // bits moved into an f32 (sign kept, exponent and mantissa three bits down) times
+        // 2^112, which rebiases the exponent exactly: four operations per four lanes, where
+        // the formula for every case takes thirteen. Subnormals are left to that formula: here
+        // they would be subnormal f32s times 2^112, and x86 runs a multiply of a subnormal
+        // through a microcode assist. The loop that widens then has no call in it either, so
+        // V8 keeps its constants in registers (around a call it reloads them every iteration).
+        let (mut big, mut small) = (z, u16x8_splat(0xffff));
+        let mut i = 0;
+        while i + 8 <= n {
+            let em = v128_and(v128_load(src.add(i) as *const v128), c.em16);
+            big = v128_or(big, i16x8_gt(em, c.max16));
+            small = u16x8_min(small, i16x8_sub(em, c.one16));
+            i += 8;
+        }
+        i = 0;
+        if !v128_any_true(v128_or(big, u16x8_lt(small, c.sub16))) {
+            let (keep, scale) = (k::<0x8fff_ffff>(), k::<{ (127 + 112) << 23 }>());
+            // The half in each lane's high half (x86: punpcklwd / punpckhwd with zero), moved
+            // three bits down by an arithmetic shift whose copies of the sign are cleared.
+            let wide = |h: v128| f32x4_mul(v128_and(i32x4_shr(h, 3), keep), scale);
+            while i + 8 <= n {
+                let v = v128_load(src.add(i) as *const v128);
+                v128_store(dst.add(i) as *mut v128, wide(i16x8_shuffle::<0, 8, 1, 9, 2, 10, 3, 11>(z, v)));
+                v128_store(dst.add(i + 4) as *mut v128, wide(i16x8_shuffle::<4, 12, 5, 13, 6, 14, 7, 15>(z, v)));
+                i += 8;
+            }
+        }
+        while i + 8 <= n {
+            let [a, b] = load8_f16_with(src.add(i), &c);
+            a.store(dst.add(i));
+            b.store(dst.add(i + 4));
+            i += 8;
+        }
+        while i + 4 <= n {
+            Self::load_f16(src.add(i)).store(dst.add(i));
+            i += 4;
+        }
+        while i < n {
+            *dst.add(i) = crate::half_bits::f16_to_f32(*src.add(i));
+            i += 1;
+        }
+    }
+    /// Eight at a time as [`F32x4::store8_f16`] (or its form without NaN) with its constants
+    /// loaded once, as [`F32x4::widen_f16`], then four, then one.
+    #[inline(always)]
+    unsafe fn narrow_f16(src: *const f32, dst: *mut u16, n: usize, not_nan: bool) {
+        let c = Narrow16::new();
+        let mut i = 0;
+        // Without NaN, a loop with no call in it (see widen_f16).
+        if not_nan {
+            while i + 8 <= n {
+                let (a, b) = (v128_load(src.add(i) as *const v128), v128_load(src.add(i + 4) as *const v128));
+                v128_store(
+                    dst.add(i) as *mut v128,
+                    u16x8_narrow_i32x4(to_f16_bits_not_nan_with(a, &c), to_f16_bits_not_nan_with(b, &c)),
+                );
+                i += 8;
+            }
+        }
+        while i + 8 <= n {
+            let (a, b) = (v128_load(src.add(i) as *const v128), v128_load(src.add(i + 4) as *const v128));
+            if v128_any_true(v128_or(f32x4_ne(a, a), f32x4_ne(b, b))) {
+                store8_slow([V128(a), V128(b)], dst.add(i), Self::store_f16);
+            } else {
+                v128_store(
+                    dst.add(i) as *mut v128,
+                    u16x8_narrow_i32x4(to_f16_bits_not_nan_with(a, &c), to_f16_bits_not_nan_with(b, &c)),
+                );
+            }
+            i += 8;
+        }
+        while i + 4 <= n {
+            V128::load(src.add(i)).store_f16(dst.add(i));
+            i += 4;
+        }
+        while i < n {
+            *dst.add(i) = crate::half_bits::f32_to_f16(*src.add(i));
+            i += 1;
+        }
     }
     #[inline(always)]
     fn round_bf16(self) -> Self {
@@ -294,11 +367,66 @@ fn f16_bits_to_f32(h: v128) -> v128 {
 /// gives the normal formula's bits, which [`f16_bits_to_f32`] completes.
 #[inline(always)]
 fn f16_finite_to_f32(h: v128) -> v128 {
-    let em = v128_and(h, k::<0x7fff>());
+    f16_finite_to_f32_with(h, &Widen16::new())
+}
+
+/// The constants of the float16 widening ([`k`]), loaded once where a loop uses them.
+#[derive(Clone, Copy)]
+struct Widen16 {
+    /// `0x7fff` in each u16 lane, and the largest finite half's magnitude: the Inf/NaN test.
+    em16: v128,
+    max16: v128,
+    /// 1 and the smallest normal half less one in each u16 lane: the subnormal test.
+    one16: v128,
+    sub16: v128,
+    /// `0x7fff` in each u32 lane; the exponent rebias; the smallest normal half; 2^-24.
+    em: v128,
+    rebias: v128,
+    normal: v128,
+    sub_scale: v128,
+}
+
+impl Widen16 {
+    #[inline(always)]
+    fn new() -> Self {
+        Widen16 {
+            em16: k::<0x7fff_7fff>(),
+            max16: k::<0x7bff_7bff>(),
+            one16: k::<0x0001_0001>(),
+            sub16: k::<0x03ff_03ff>(),
+            em: k::<0x7fff>(),
+            rebias: k::<{ (127 - 15) << 23 }>(),
+            normal: k::<0x0400>(),
+            sub_scale: k::<{ (127 - 24) << 23 }>(),
+        }
+    }
+}
+
+/// [`f16_finite_to_f32`] with its constants given.
+#[inline(always)]
+fn f16_finite_to_f32_with(h: v128, c: &Widen16) -> v128 {
+    let em = v128_and(h, c.em);
     let sign = i32x4_shl(v128_xor(h, em), 16);
-    let normal = i32x4_add(i32x4_shl(em, 13), k::<{ (127 - 15) << 23 }>());
-    let sub = f32x4_mul(f32x4_convert_i32x4(em), k::<{ (127 - 24) << 23 }>());
-    v128_or(select(sub, normal, i32x4_lt(em, k::<0x0400>())), sign)
+    let normal = i32x4_add(i32x4_shl(em, 13), c.rebias);
+    let sub = f32x4_mul(f32x4_convert_i32x4(em), c.sub_scale);
+    v128_or(select(sub, normal, i32x4_lt(em, c.normal)), sign)
+}
+
+/// [`F32x4::load8_f16`] with its constants given.
+#[inline(always)]
+unsafe fn load8_f16_with(p: *const u16, c: &Widen16) -> [V128; 2] {
+    let v = v128_load(p as *const v128);
+    // Inf/NaN halves (exponent all ones) take the four-lane path; the rest widen without
+    // that case. (Lanes as i16: |h| ≤ 0x7fff is non-negative.)
+    if v128_any_true(i16x8_gt(v128_and(v, c.em16), c.max16)) {
+        return load8_slow(p, V128::load_f16);
+    }
+    // Zero words above each half: the u32 lanes (x86: punpcklwd / punpckhwd).
+    let z = u16x8_splat(0);
+    [
+        V128(f16_finite_to_f32_with(i16x8_shuffle::<0, 8, 1, 9, 2, 10, 3, 11>(v, z), c)),
+        V128(f16_finite_to_f32_with(i16x8_shuffle::<4, 12, 5, 13, 6, 14, 7, 15>(v, z), c)),
+    ]
 }
 
 /// [`to_f16_bits`] of lanes that are not NaN, with fewer selects. With `a = |v|` and `c` the
@@ -314,20 +442,48 @@ fn f16_finite_to_f32(h: v128) -> v128 {
 /// Checked against NumPy's float16 cast for every non-negative f32 from 0 to Inf.
 #[inline(always)]
 fn to_f16_bits_not_nan(v: v128) -> v128 {
-    let a = v128_and(v, k::<0x7fff_ffff>());
+    to_f16_bits_not_nan_with(v, &Narrow16::new())
+}
+
+/// The constants of the float16 rounding ([`k`]), loaded once where a loop uses them.
+#[derive(Clone, Copy)]
+struct Narrow16 {
+    /// `0x7fff_ffff`: the magnitude; the exponent; 13 in the exponent; 2^-1; the rebias; Inf; the smallest normal half.
+    abs: v128,
+    exp: v128,
+    ulp: v128,
+    half: v128,
+    rebias: v128,
+    inf: v128,
+    normal: v128,
+}
+
+impl Narrow16 {
+    #[inline(always)]
+    fn new() -> Self {
+        Narrow16 {
+            abs: k::<0x7fff_ffff>(),
+            exp: k::<0x7f80_0000>(),
+            ulp: k::<{ 13 << 23 }>(),
+            half: k::<0x3f00_0000>(),
+            rebias: k::<{ (127 - 15) << 10 }>(),
+            inf: k::<0x7c00>(),
+            normal: k::<0x400>(),
+        }
+    }
+}
+
+/// [`to_f16_bits_not_nan`] with its constants given.
+#[inline(always)]
+fn to_f16_bits_not_nan_with(v: v128, k: &Narrow16) -> v128 {
+    let a = v128_and(v, k.abs);
     let sign = u32x4_shr(v128_xor(v, a), 16);
     // Past |v| ≥ 2^114 the exponent add wraps negative and the max gives 2^-1: then `s − c`
     // is `a` itself, far past 0x7c00, so still Inf.
-    let c = i32x4_max(
-        i32x4_add(v128_and(a, k::<0x7f80_0000>()), k::<{ 13 << 23 }>()),
-        k::<0x3f00_0000>(),
-    );
+    let c = i32x4_max(i32x4_add(v128_and(a, k.exp), k.ulp), k.half);
     let s = f32x4_add(a, c);
-    let normal = i32x4_min(
-        i32x4_sub(u32x4_shr(f32x4_sub(s, c), 13), k::<{ (127 - 15) << 10 }>()),
-        k::<0x7c00>(),
-    );
-    let sub = i32x4_min(i32x4_sub(s, k::<0x3f00_0000>()), k::<0x400>());
+    let normal = i32x4_min(i32x4_sub(u32x4_shr(f32x4_sub(s, c), 13), k.rebias), k.inf);
+    let sub = i32x4_min(i32x4_sub(s, k.half), k.normal);
     v128_or(i32x4_max(normal, sub), sign)
 }
 
