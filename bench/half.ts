@@ -8,9 +8,9 @@
  *   given) and the default call (plain arrays, results allocated by the library);
  * - the default call on half data against the plain-JS way: convert the bits to a
  *   Float32Array, normalize with the naive loop, convert back (round to nearest even);
- * - the zero-copy bfloat16 forward against the hand-written bfloat16 two-pass kernel
- *   (bench/roofs/roofs.wat: the same loads, arithmetic and rounding, nothing else), and that
- *   kernel against its float32 twin (what bfloat16's half bytes give the roof itself).
+ * - the zero-copy bfloat16 and float16 forwards against the hand-written two-pass kernels of
+ *   each (bench/roofs/roofs.wat: the same loads, arithmetic and rounding, nothing else), and
+ *   those kernels against their float32 twin (what the half bytes give the roof itself).
  *
  * Each pair is timed in alternating rounds (A then B, then B then A, ...) with tinybench; the
  * figure is the median over rounds of the per-round ratio of medians, so both sides see the
@@ -40,28 +40,28 @@ const BIG = new Set(['4096x4096', '1024x5120']);
 const m = await loadRmsNorm(process.env.BUILD as Build | undefined);
 const roof = await roofs();
 
-/** The roof pairs of one shape (bfloat16 data of `x`, float32 `w`), in the roofs' own memory. */
-function roofPairs(rows: number, dim: number, x32: Float32Array, w32: Float32Array, xb: Uint16Array): Pair[] {
+/** The roof pairs of one shape and half type (`xh`: `x32` in that type, float32 `w`), in the roofs' own memory. */
+function roofPairs(rows: number, dim: number, x32: Float32Array, w32: Float32Array, dtype: Half, xh: Uint16Array): Pair[] {
   const n = rows * dim;
-  roof.reset();
   const [x, w, y, bx, by] = [roof.alloc(4 * n), roof.alloc(4 * dim), roof.alloc(4 * n), roof.alloc(2 * n), roof.alloc(2 * n)];
   roof.f32(x, n).set(x32);
   roof.f32(w, dim).set(w32);
-  roof.u16(bx, n).set(xb);
+  roof.u16(bx, n).set(xh);
   const [hx, hw, hy] = [m.allocU16(n), m.allocF32(dim), m.allocU16(n)];
-  hx.view().set(xb);
+  hx.view().set(xh);
   hw.view().set(w32);
-  const o = { dtype: 'bfloat16' as const, weightDtype: 'float32' as const };
+  const o = { dtype, weightDtype: 'float32' as const };
+  const hand = dtype === 'bfloat16' ? roof.k.fwd_bf16 : roof.k.fwd_f16;
   return [
     {
-      name: 'bfloat16 forward ÷ hand-written',
-      slow: () => roof.k.fwd_bf16(bx, w, by, rows, dim, 1e-6),
+      name: `${dtype} forward ÷ hand-written`,
+      slow: () => hand(bx, w, by, rows, dim, 1e-6),
       fast: () => m.rmsNorm(hx.view(), hw.view(), { ...o, out: hy.view() }),
     },
     {
-      name: 'hand-written: bfloat16 ÷ float32',
+      name: `hand-written: ${dtype} ÷ float32`,
       slow: () => roof.k.fwd_f32(x, w, y, rows, dim, 1e-6),
-      fast: () => roof.k.fwd_bf16(bx, w, by, rows, dim, 1e-6),
+      fast: () => hand(bx, w, by, rows, dim, 1e-6),
     },
   ];
 }
@@ -143,6 +143,7 @@ function pairsFor(rows: number, dim: number): Pair[] {
   m.rmsNorm(x32, w32, { rstd: rstd32 });
   const [bx, by, bdy, bdx, bw, brs] = [x32, x32, dy32, dy32, w32, rstd32].map(view32);
   const dw32 = new Float32Array(dim);
+  roof.reset(); // the roofs' memory, for this shape's arrays of both half types
   for (const dtype of ['bfloat16', 'float16'] as const) {
     const x = fromF32Array(x32, dtype);
     const dy = fromF32Array(dy32, dtype);
@@ -179,7 +180,8 @@ function pairsFor(rows: number, dim: number): Pair[] {
         fast: () => m.rmsNormBackward(dy, x, w, { rstd: rs, dtype }),
       },
     );
-    if (dtype === 'bfloat16') pairs.push(...roofPairs(rows, dim, x32, w32, x));
+    // The roofs take rows of a multiple of 4 halves (fwd_f16).
+    if (dim % 4 === 0) pairs.push(...roofPairs(rows, dim, x32, w32, dtype, x));
     if (!BIG.has(`${rows}x${dim}`)) {
       pairs.push({
         name: `${dtype} default call vs plain JS`,

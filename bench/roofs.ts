@@ -14,6 +14,8 @@ export interface RoofExports {
   fwd_f32(x: number, w: number, y: number, rows: number, dim: number, eps: number): void;
   bwd_f32(dy: number, x: number, w: number, dx: number, dw: number, work: number, rows: number, dim: number, eps: number): void;
   fwd_bf16(x: number, w: number, y: number, rows: number, dim: number, eps: number): void;
+  /** float16 rows; `dim` a multiple of 4. */
+  fwd_f16(x: number, w: number, y: number, rows: number, dim: number, eps: number): void;
 }
 
 /** The roofs, instantiated once, with a bump allocator over their memory. */

@@ -7,10 +7,10 @@ import { loadRmsNorm } from '../dist/index.js';
 import { roofs } from '../bench/roofs.js';
 import { rng } from '../shared/reference.js';
 
-const SHAPES = [[3, 7], [4, 16], [5, 100], [3, 1025], [2, 4099], [64, 4096], [70, 33]] as const;
+const SHAPES = [[3, 7], [4, 16], [5, 100], [3, 1025], [2, 4099], [64, 4096], [70, 33], [3, 1028], [2, 4100]] as const;
 
 describe.each(SHAPES)('%i × %i', (rows, dim) => {
-  it('fwd_f32, bwd_f32 and fwd_bf16 give the simd build’s bits', async () => {
+  it('fwd_f32, bwd_f32, fwd_bf16 and fwd_f16 give the simd build’s bits', async () => {
     const r = await roofs();
     const rn = await loadRmsNorm('simd');
     const rand = rng(rows * 1000 + dim);
@@ -19,7 +19,7 @@ describe.each(SHAPES)('%i × %i', (rows, dim) => {
     const w = Float32Array.from({ length: dim }, () => 0.5 + rand());
     const dy = Float32Array.from({ length: n }, () => rand() * 2 - 1);
     r.reset();
-    const [ax, aw, ay, ady, adx, adw, awork, abx, aby] = [4 * n, 4 * dim, 4 * n, 4 * n, 4 * n, 4 * dim, 12 * dim, 2 * n, 2 * n].map((b) => r.alloc(b));
+    const [ax, aw, ay, ady, adx, adw, awork, abx, aby, ahx, ahy] = [4 * n, 4 * dim, 4 * n, 4 * n, 4 * n, 4 * dim, 12 * dim, 2 * n, 2 * n, 2 * n, 2 * n].map((b) => r.alloc(b));
     r.f32(ax!, n).set(x);
     r.f32(aw!, dim).set(w);
     r.f32(ady!, n).set(dy);
@@ -33,6 +33,13 @@ describe.each(SHAPES)('%i × %i', (rows, dim) => {
     expect(r.f32(adx!, n)).toEqual(g.dx);
     expect(r.f32(adw!, dim)).toEqual(g.dweight);
     expect(r.u16(aby!, n)).toEqual(rn.rmsNorm(xb, w, { dtype: 'bfloat16', weightDtype: 'float32' }));
+    if (dim % 4 === 0) {
+      // float16 rows of the same values (fwd_f16 takes a dim of a multiple of 4)
+      const xh = rn.float32ToHalf(x, 'float16');
+      r.u16(ahx!, n).set(xh);
+      r.k.fwd_f16(ahx!, aw!, ahy!, rows, dim, 1e-6);
+      expect(r.u16(ahy!, n)).toEqual(rn.rmsNorm(xh, w, { dtype: 'float16', weightDtype: 'float32' }));
+    }
     const copy = r.alloc(4 * n);
     r.k.copy(ax!, copy, 4 * n - ((4 * n) % 16));
     expect(r.f32(copy, n - (n % 4))).toEqual(x.subarray(0, n - (n % 4)));

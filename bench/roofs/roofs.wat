@@ -15,6 +15,10 @@
 ;;                                          f64: `work` holds dim f64 then dim f32 (12·dim bytes)
 ;;   fwd_bf16(x, w, y, rows, dim, eps)      fwd_f32 on bfloat16 rows (w float32), rounded to
 ;;                                          nearest even (no NaN case)
+;;   fwd_f16(x, w, y, rows, dim, eps)       fwd_f32 on float16 rows (w float32, dim a multiple
+;;                                          of 4), each half widened twice by the short formula
+;;                                          of normal numbers and zeros (no Inf, NaN or
+;;                                          subnormal case), rounded to nearest even (no NaN case)
 (module
   (memory (export "memory") 1 65536)
 
@@ -386,6 +390,133 @@
                 (i32.and (i32.shr_u (i32.reinterpret_f32 (local.get $f)) (i32.const 16)) (i32.const 1))) (i32.const 16)))
             (local.set $i (i32.add (local.get $i) (i32.const 2)))
             (br $l1)))
+        (local.set $x (i32.add (local.get $x) (local.get $bytes)))
+        (local.set $y (i32.add (local.get $y) (local.get $bytes)))
+        (local.set $row (i32.add (local.get $row) (i32.const 1)))
+        (br $rows))))
+
+  ;; Σ x² over n float16 at p (n ≤ 1024, a multiple of 4), in the fold's order. A half widens
+  ;; as the short formula of normal numbers and zeros has it: in the high half of a u32 lane,
+  ;; three bits down (the sign's copies cleared), times 2^112.
+  (func $ss_f16 (param $p i32) (param $n i32) (result f32)
+    (local $a0 v128) (local $a1 v128) (local $a2 v128) (local $a3 v128) (local $v v128) (local $u v128)
+    (local $e i32) (local $z v128) (local $keep v128) (local $k112 v128)
+    (local.set $keep (i32x4.splat (i32.const 0x8fffffff)))
+    (local.set $k112 (f32x4.splat (f32.const 0x1p112)))
+    (local.set $e (i32.add (local.get $p) (i32.shl (i32.and (local.get $n) (i32.const -16)) (i32.const 1))))
+    (block $b16
+      (loop $l16
+        (br_if $b16 (i32.ge_u (local.get $p) (local.get $e)))
+        (local.set $u (v128.load offset=0 (local.get $p)))
+        (local.set $v (f32x4.mul (v128.and (i32x4.shr_s (i8x16.shuffle 0 1 16 17 2 3 18 19 4 5 20 21 6 7 22 23 (local.get $z) (local.get $u)) (i32.const 3)) (local.get $keep)) (local.get $k112)))
+        (local.set $a0 (f32x4.add (local.get $a0) (f32x4.mul (local.get $v) (local.get $v))))
+        (local.set $v (f32x4.mul (v128.and (i32x4.shr_s (i8x16.shuffle 8 9 24 25 10 11 26 27 12 13 28 29 14 15 30 31 (local.get $z) (local.get $u)) (i32.const 3)) (local.get $keep)) (local.get $k112)))
+        (local.set $a1 (f32x4.add (local.get $a1) (f32x4.mul (local.get $v) (local.get $v))))
+        (local.set $u (v128.load offset=16 (local.get $p)))
+        (local.set $v (f32x4.mul (v128.and (i32x4.shr_s (i8x16.shuffle 0 1 16 17 2 3 18 19 4 5 20 21 6 7 22 23 (local.get $z) (local.get $u)) (i32.const 3)) (local.get $keep)) (local.get $k112)))
+        (local.set $a2 (f32x4.add (local.get $a2) (f32x4.mul (local.get $v) (local.get $v))))
+        (local.set $v (f32x4.mul (v128.and (i32x4.shr_s (i8x16.shuffle 8 9 24 25 10 11 26 27 12 13 28 29 14 15 30 31 (local.get $z) (local.get $u)) (i32.const 3)) (local.get $keep)) (local.get $k112)))
+        (local.set $a3 (f32x4.add (local.get $a3) (f32x4.mul (local.get $v) (local.get $v))))
+        (local.set $p (i32.add (local.get $p) (i32.const 32)))
+        (br $l16)))
+    (local.set $e (i32.add (local.get $e) (i32.shl (i32.and (local.get $n) (i32.const 12)) (i32.const 1))))
+    (block $b4
+      (loop $l4
+        (br_if $b4 (i32.ge_u (local.get $p) (local.get $e)))
+        (local.set $v (f32x4.mul (v128.and (i32x4.shr_s (i32x4.shl (i32x4.extend_low_i16x8_u (v128.load64_zero (local.get $p))) (i32.const 16)) (i32.const 3)) (local.get $keep)) (local.get $k112)))
+        (local.set $a0 (f32x4.add (local.get $a0) (f32x4.mul (local.get $v) (local.get $v))))
+        (local.set $p (i32.add (local.get $p) (i32.const 8)))
+        (br $l4)))
+    (call $hsum4 (local.get $a0) (local.get $a1) (local.get $a2) (local.get $a3)))
+
+  ;; fwd_f32 on float16 rows: each half widened twice (above), the results rounded to float16,
+  ;; nearest even, as the package's vector form does it for values that are not NaN.
+  (func (export "fwd_f16") (param $x i32) (param $w i32) (param $y i32) (param $rows i32) (param $dim i32) (param $eps f32)
+    (local $row i32) (local $r f32) (local $rv v128) (local $i i32) (local $e8 i32) (local $bytes i32)
+    (local $acc f64) (local $b i32) (local $len i32) (local $u v128) (local $lo v128) (local $hi v128) (local $z v128)
+    (local $al v128) (local $cl v128) (local $sl v128) (local $ah v128) (local $ch v128) (local $sh v128)
+    (local $kabs v128) (local $kexp v128) (local $kulp v128) (local $khalf v128) (local $krebias v128) (local $kinf v128) (local $knormal v128)
+    (local $keep v128) (local $k112 v128)
+    (local.set $keep (i32x4.splat (i32.const 0x8fffffff)))
+    (local.set $k112 (f32x4.splat (f32.const 0x1p112)))
+    (local.set $kabs (i32x4.splat (i32.const 0x7fffffff)))
+    (local.set $kexp (i32x4.splat (i32.const 0x7f800000)))
+    (local.set $kulp (i32x4.splat (i32.const 0x06800000)))
+    (local.set $khalf (i32x4.splat (i32.const 0x3f000000)))
+    (local.set $krebias (i32x4.splat (i32.const 0x1c000)))
+    (local.set $kinf (i32x4.splat (i32.const 0x7c00)))
+    (local.set $knormal (i32x4.splat (i32.const 0x400)))
+    (local.set $bytes (i32.shl (local.get $dim) (i32.const 1)))
+    (local.set $e8 (i32.shl (i32.and (local.get $dim) (i32.const -8)) (i32.const 1)))
+    (block $rows_done
+      (loop $rows
+        (br_if $rows_done (i32.ge_u (local.get $row) (local.get $rows)))
+        (local.set $acc (f64.const 0))
+        (local.set $b (i32.const 0))
+        (block $bd
+          (loop $bl
+            (br_if $bd (i32.ge_u (local.get $b) (local.get $dim)))
+            (local.set $len (select (i32.const 1024) (i32.sub (local.get $dim) (local.get $b))
+              (i32.lt_u (i32.const 1024) (i32.sub (local.get $dim) (local.get $b)))))
+            (local.set $acc (f64.add (local.get $acc)
+              (f64.promote_f32 (call $ss_f16 (i32.add (local.get $x) (i32.shl (local.get $b) (i32.const 1))) (local.get $len)))))
+            (local.set $b (i32.add (local.get $b) (local.get $len)))
+            (br $bl)))
+        (local.set $r (f32.div (f32.const 1)
+          (f32.sqrt (f32.add (f32.div (f32.demote_f64 (local.get $acc)) (f32.convert_i32_u (local.get $dim))) (local.get $eps)))))
+        (local.set $rv (f32x4.splat (local.get $r)))
+        (local.set $i (i32.const 0))
+        (block $b8
+          (loop $l8
+            (br_if $b8 (i32.ge_u (local.get $i) (local.get $e8)))
+            (local.set $u (v128.load (i32.add (local.get $x) (local.get $i))))
+            (local.set $lo (f32x4.mul (f32x4.mul (f32x4.mul (v128.and (i32x4.shr_s (i8x16.shuffle 0 1 16 17 2 3 18 19 4 5 20 21 6 7 22 23 (local.get $z) (local.get $u)) (i32.const 3)) (local.get $keep)) (local.get $k112)) (local.get $rv))
+              (v128.load offset=0 (i32.add (local.get $w) (i32.shl (local.get $i) (i32.const 1))))))
+            (local.set $hi (f32x4.mul (f32x4.mul (f32x4.mul (v128.and (i32x4.shr_s (i8x16.shuffle 8 9 24 25 10 11 26 27 12 13 28 29 14 15 30 31 (local.get $z) (local.get $u)) (i32.const 3)) (local.get $keep)) (local.get $k112)) (local.get $rv))
+              (v128.load offset=16 (i32.add (local.get $w) (i32.shl (local.get $i) (i32.const 1))))))
+            (local.set $al (v128.and (local.get $lo) (local.get $kabs)))
+            (local.set $cl (i32x4.max_s (i32x4.add (v128.and (local.get $al) (local.get $kexp)) (local.get $kulp)) (local.get $khalf)))
+            (local.set $sl (f32x4.add (local.get $al) (local.get $cl)))
+            (local.set $ah (v128.and (local.get $hi) (local.get $kabs)))
+            (local.set $ch (i32x4.max_s (i32x4.add (v128.and (local.get $ah) (local.get $kexp)) (local.get $kulp)) (local.get $khalf)))
+            (local.set $sh (f32x4.add (local.get $ah) (local.get $ch)))
+            (v128.store (i32.add (local.get $y) (local.get $i))
+              (i16x8.narrow_i32x4_u
+                (v128.or
+                (i32x4.max_s
+                  (i32x4.min_s (i32x4.sub (i32x4.shr_u (f32x4.sub (local.get $sl) (local.get $cl)) (i32.const 13)) (local.get $krebias)) (local.get $kinf))
+                  (i32x4.min_s (i32x4.sub (local.get $sl) (local.get $khalf)) (local.get $knormal)))
+                (i32x4.shr_u (v128.xor (local.get $lo) (local.get $al)) (i32.const 16)))
+                (v128.or
+                (i32x4.max_s
+                  (i32x4.min_s (i32x4.sub (i32x4.shr_u (f32x4.sub (local.get $sh) (local.get $ch)) (i32.const 13)) (local.get $krebias)) (local.get $kinf))
+                  (i32x4.min_s (i32x4.sub (local.get $sh) (local.get $khalf)) (local.get $knormal)))
+                (i32x4.shr_u (v128.xor (local.get $hi) (local.get $ah)) (i32.const 16)))))
+            (local.set $i (i32.add (local.get $i) (i32.const 16)))
+            (br $l8)))
+        (if (i32.lt_u (local.get $i) (local.get $bytes))
+          (then
+            (local.set $lo (f32x4.mul (f32x4.mul (f32x4.mul (v128.and (i32x4.shr_s (i32x4.shl (i32x4.extend_low_i16x8_u (v128.load64_zero (i32.add (local.get $x) (local.get $i)))) (i32.const 16)) (i32.const 3)) (local.get $keep)) (local.get $k112)) (local.get $rv))
+              (v128.load (i32.add (local.get $w) (i32.shl (local.get $i) (i32.const 1))))))
+            (local.set $hi (local.get $lo))
+            (local.set $al (v128.and (local.get $lo) (local.get $kabs)))
+            (local.set $cl (i32x4.max_s (i32x4.add (v128.and (local.get $al) (local.get $kexp)) (local.get $kulp)) (local.get $khalf)))
+            (local.set $sl (f32x4.add (local.get $al) (local.get $cl)))
+            (local.set $ah (v128.and (local.get $hi) (local.get $kabs)))
+            (local.set $ch (i32x4.max_s (i32x4.add (v128.and (local.get $ah) (local.get $kexp)) (local.get $kulp)) (local.get $khalf)))
+            (local.set $sh (f32x4.add (local.get $ah) (local.get $ch)))
+            (v128.store64_lane 0 (i32.add (local.get $y) (local.get $i))
+              (i16x8.narrow_i32x4_u
+                (v128.or
+                (i32x4.max_s
+                  (i32x4.min_s (i32x4.sub (i32x4.shr_u (f32x4.sub (local.get $sl) (local.get $cl)) (i32.const 13)) (local.get $krebias)) (local.get $kinf))
+                  (i32x4.min_s (i32x4.sub (local.get $sl) (local.get $khalf)) (local.get $knormal)))
+                (i32x4.shr_u (v128.xor (local.get $lo) (local.get $al)) (i32.const 16)))
+                (v128.or
+                (i32x4.max_s
+                  (i32x4.min_s (i32x4.sub (i32x4.shr_u (f32x4.sub (local.get $sh) (local.get $ch)) (i32.const 13)) (local.get $krebias)) (local.get $kinf))
+                  (i32x4.min_s (i32x4.sub (local.get $sh) (local.get $khalf)) (local.get $knormal)))
+                (i32x4.shr_u (v128.xor (local.get $hi) (local.get $ah)) (i32.const 16)))))))
         (local.set $x (i32.add (local.get $x) (local.get $bytes)))
         (local.set $y (i32.add (local.get $y) (local.get $bytes)))
         (local.set $row (i32.add (local.get $row) (i32.const 1)))

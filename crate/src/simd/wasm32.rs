@@ -170,42 +170,42 @@ impl F32x4 for V128 {
     unsafe fn widen_f16(src: *const u16, dst: *mut f32, n: usize) {
         let c = Widen16::new();
         let z = u16x8_splat(0);
-        // Whether the row's blocks of eight hold an Inf or NaN (|h| above the largest finite
-        // half) or a subnormal (0 < |h| < 0x400: |h| − 1, wrapping at 0, below 0x3ff), asked
-        // first. Without either, every half is a normal number or zero, and it widens as its
-        // bits moved into an f32 (sign kept, exponent and mantissa three bits down) times
-        // 2^112, which rebiases the exponent exactly: four operations per four lanes, where
-        // the formula for every case takes thirteen. Subnormals are left to that formula: here
-        // they would be subnormal f32s times 2^112, and x86 runs a multiply of a subnormal
-        // through a microcode assist. The loop that widens then has no call in it either, so
-        // V8 keeps its constants in registers (around a call it reloads them every iteration).
-        let (mut big, mut small) = (z, u16x8_splat(0xffff));
+        let (keep, scale) = (k::<0x8fff_ffff>(), k::<{ (127 + 112) << 23 }>());
+        // The half in each lane's high half (x86: punpcklwd / punpckhwd with zero), moved
+        // three bits down by an arithmetic shift whose copies of the sign are cleared, times
+        // 2^112 (which rebiases the exponent exactly): four operations per four lanes, where
+        // the formula for every case takes thirteen — for normal numbers and zeros. A
+        // subnormal would be a subnormal f32 times 2^112, which x86 runs through a microcode
+        // assist, and an Inf or NaN would not be one.
+        let short = |h: v128| f32x4_mul(v128_and(i32x4_shr(h, 3), keep), scale);
         let mut i = 0;
-        while i + 8 <= n {
-            let em = v128_and(v128_load(src.add(i) as *const v128), c.em16);
-            big = v128_or(big, i16x8_gt(em, c.max16));
-            small = u16x8_min(small, i16x8_sub(em, c.one16));
-            i += 8;
-        }
-        i = 0;
-        if !v128_any_true(v128_or(big, u16x8_lt(small, c.sub16))) {
-            let (keep, scale) = (k::<0x8fff_ffff>(), k::<{ (127 + 112) << 23 }>());
-            // The half in each lane's high half (x86: punpcklwd / punpckhwd with zero), moved
-            // three bits down by an arithmetic shift whose copies of the sign are cleared.
-            let wide = |h: v128| f32x4_mul(v128_and(i32x4_shr(h, 3), keep), scale);
-            while i + 8 <= n {
-                let v = v128_load(src.add(i) as *const v128);
-                v128_store(dst.add(i) as *mut v128, wide(i16x8_shuffle::<0, 8, 1, 9, 2, 10, 3, 11>(z, v)));
-                v128_store(dst.add(i + 4) as *mut v128, wide(i16x8_shuffle::<4, 12, 5, 13, 6, 14, 7, 15>(z, v)));
-                i += 8;
+        // In stretches of SEG halves, asked first whether the stretch holds an Inf or NaN
+        // (|h| above the largest finite half) or a subnormal (0 < |h| < 0x400: |h| − 1,
+        // wrapping at 0, below 0x3ff): the short formula when it holds neither, else every
+        // block of the stretch by the full one. In a row of values of every size (a
+        // subnormal half is below 6.1e-5) most stretches hold neither; the test is two
+        // operations a block, and the loop that widens has no call in it.
+        const SEG: usize = 64;
+        while i + SEG <= n {
+            let (mut big, mut small) = (z, u16x8_splat(0xffff));
+            for j in (0..SEG).step_by(8) {
+                let em = v128_and(v128_load(src.add(i + j) as *const v128), c.em16);
+                big = v128_or(big, i16x8_gt(em, c.max16));
+                small = u16x8_min(small, i16x8_sub(em, c.one16));
             }
+            if !v128_any_true(v128_or(big, u16x8_lt(small, c.sub16))) {
+                for j in (0..SEG).step_by(8) {
+                    let v = v128_load(src.add(i + j) as *const v128);
+                    v128_store(dst.add(i + j) as *mut v128, short(i16x8_shuffle::<0, 8, 1, 9, 2, 10, 3, 11>(z, v)));
+                    v128_store(dst.add(i + j + 4) as *mut v128, short(i16x8_shuffle::<4, 12, 5, 13, 6, 14, 7, 15>(z, v)));
+                }
+            } else {
+                widen8_f16(src.add(i), dst.add(i), SEG, &c);
+            }
+            i += SEG;
         }
-        while i + 8 <= n {
-            let [a, b] = load8_f16_with(src.add(i), &c);
-            a.store(dst.add(i));
-            b.store(dst.add(i + 4));
-            i += 8;
-        }
+        widen8_f16(src.add(i), dst.add(i), (n - i) & !7, &c);
+        i = n & !7;
         while i + 4 <= n {
             Self::load_f16(src.add(i)).store(dst.add(i));
             i += 4;
@@ -410,6 +410,16 @@ fn f16_finite_to_f32_with(h: v128, c: &Widen16) -> v128 {
     let normal = i32x4_add(i32x4_shl(em, 13), c.rebias);
     let sub = f32x4_mul(f32x4_convert_i32x4(em), c.sub_scale);
     v128_or(select(sub, normal, i32x4_lt(em, c.normal)), sign)
+}
+
+/// Widens `n` halves (a multiple of 8) at `src` into `dst` by the full formula, eight at a time.
+#[inline(never)]
+unsafe fn widen8_f16(src: *const u16, dst: *mut f32, n: usize, c: &Widen16) {
+    for i in (0..n).step_by(8) {
+        let [a, b] = load8_f16_with(src.add(i), c);
+        a.store(dst.add(i));
+        b.store(dst.add(i + 4));
+    }
 }
 
 /// [`F32x4::load8_f16`] with its constants given.
