@@ -47,8 +47,8 @@ export interface Flag {
   readonly letter?: string;
   /** Its help (wrapped by usage.ts); a dataset's flag is said to be for --out-dir. */
   readonly help: string;
-  /** A line shown as it is under the help (an example of what it prints). */
-  readonly example?: string;
+  /** A line shown as it is under the help (an example of what it prints), made when `--help` asks. */
+  readonly example?: () => string;
   /** Its one-letter form (`-h`). */
   readonly short?: string;
 }
@@ -130,7 +130,7 @@ export const FLAGS: Readonly<Record<string, Flag>> = {
     help:
       `${listed(PROGRESS_MODES, '')}: auto (the default) is tty on a terminal, else log; tty a live line (without a terminal: log, with a warning); ` +
       'log a line every --progress-interval seconds, for logs, such as (a dataset\'s; the files in flight counted)',
-    example: logLine(datasetProgressLine({ files: 12, totalFiles: 60, bytes: 1.234e9, totalBytes: 4.56e9, rows: 301_250, seconds: 20 }), 20),
+    example: () => logLine(datasetProgressLine({ files: 12, totalFiles: 60, bytes: 1.234e9, totalBytes: 4.56e9, rows: 301_250, seconds: 20 }), 20),
   },
   'progress-interval': { key: 'progressInterval', runs: 'both', setting: true, value: { t: 'parse', parse: seconds }, letter: 'S', help: 'seconds between log lines (default 10)' },
   quiet: { key: 'quiet', runs: 'both', setting: true, value: sw(), help: 'print nothing but errors (--progress none)' },

@@ -25,7 +25,12 @@ function duration(seconds: number): string {
   return seconds < 0.1 ? `${(seconds * 1000).toFixed(1)} ms` : `${seconds.toFixed(2)} s`;
 }
 
-const count = (n: number, one: string, many = `${one}s`): string => `${n.toLocaleString('en-US')} ${n === 1 ? one : many}`;
+/**
+ * `n` with a comma between each group of three digits (`301,250`). Not toLocaleString: its
+ * first call loads the locale data, 13 ms of a run's start.
+ */
+const grouped = (n: number): string => (Number.isInteger(n) ? String(n).replace(/\B(?=(\d{3})+$)/g, ',') : String(n));
+const count = (n: number, one: string, many = `${one}s`): string => `${grouped(n)} ${n === 1 ? one : many}`;
 
 /** `done/total unit` of bytes, both in the total's unit: `1.23/4.56 GB`. */
 function bytesDone(done: number, total: number): string {
@@ -39,7 +44,7 @@ function bytesDone(done: number, total: number): string {
 /** The progress line of a one-file run: rows and bytes done of all, percent, rate, ETA. */
 export function progressLine(p: NormalizeProgress): string {
   if (!Number.isFinite(p.totalRows)) return `${count(p.rows, 'row')}  ${decimal(p.bytes, 'B')}  ${decimal(p.seconds > 0 ? p.bytes / p.seconds : 0, 'B/s')}`;
-  return `${p.rows.toLocaleString('en-US')}/${p.totalRows.toLocaleString('en-US')} rows  ${bytesDone(p.bytes, p.totalBytes)}  ${pace(p)}`;
+  return `${grouped(p.rows)}/${grouped(p.totalRows)} rows  ${bytesDone(p.bytes, p.totalBytes)}  ${pace(p)}`;
 }
 
 /** "percent  rate  ETA" of `bytes` done out of `totalBytes` in `seconds`. */

@@ -25,7 +25,7 @@ function wrapped(first: string, text: string, at = HELP_AT): string {
 function flagLines(name: string, f: Flag): string {
   const head = `  --${name}${f.short ? `, -${f.short}` : ''}${f.letter ? ` ${f.letter}` : ''}`;
   const help = f.runs === 'dataset' && !(f.setting && f.key === 'outDir') ? `with --out-dir: ${f.help}` : f.help;
-  return wrapped(head, help) + (f.example ? `\n    ${f.example}` : '');
+  return wrapped(head, help) + (f.example ? `\n    ${f.example()}` : '');
 }
 
 export const USAGE = `Usage: rmsnorm-wasm normalize IN OUT [options]
