@@ -237,7 +237,8 @@ interface FileJson {
   threads: { threads: number; seconds: number; gbPerS: number }[];
   startupSeconds: number;
   rssGrowthMiB: number;
-  ratios: { vsLoop: number; vsCp: number; fsyncVsCpFsync: number; checksumCost: number };
+  /** With the command's own ratios (results from before it was timed have none). */
+  ratios: { vsLoop: number; vsCp: number; fsyncVsCpFsync: number; checksumCost: number; commandVsCp?: number; commandFsyncVsCpFsync?: number };
 }
 
 /** A table of seconds and GB/s over `bytes` of data, one row per `[label, seconds]`. */
@@ -262,11 +263,16 @@ function file(json: FileJson | null): string {
       ...json.threads.map((t): [string, number] => [`\`normalizeFile\`, ${t.threads} thread${t.threads > 1 ? 's' : ''}, no fsync`, t.seconds]),
       [`\`normalizeFile\`, default (${json.cores} threads, output flushed)`, s.default!],
       ['`normalizeFile`, `checksum` (SHA-256 of the output), no fsync', s.checksum!],
+      ...(s.command !== undefined ? [['`rmsnorm-wasm normalize IN OUT --no-fsync`: the command, a process from its start to its end', s.command] as [string, number]] : []),
+      ...(s['command + fsync'] !== undefined ? [['`rmsnorm-wasm normalize IN OUT`: the same with its default fsync', s['command + fsync']] as [string, number]] : []),
     ]),
     '',
     `On ${json.cores} threads \`normalizeFile\` ran at ${x(json.ratios.vsLoop)} the one-thread loop and ${x(json.ratios.vsCp)} \`cp\`; with its default fsync, ` +
       `${x(json.ratios.fsyncVsCpFsync)} \`cp\` + \`fsync\`. \`checksum\` took ${x(json.ratios.checksumCost)} the time. The process's resident memory grew by ${json.rssGrowthMiB.toFixed(0)} MiB. ` +
-      `\`rmsnorm-wasm normalize\` of a one-row file took ${(json.startupSeconds * 1000).toFixed(0)} ms from the process's start to its end.`,
+      `\`rmsnorm-wasm normalize\` of a one-row file took ${(json.startupSeconds * 1000).toFixed(0)} ms from the process's start to its end` +
+      (json.ratios.commandVsCp !== undefined
+        ? `; the command on this file ran at ${x(json.ratios.commandVsCp)} \`cp\` (with fsync ${x(json.ratios.commandFsyncVsCpFsync!)} \`cp\` + \`fsync\`).`
+        : '.'),
     '',
     '![normalizeFile GB/s by threads](../bench/results/file-threads.svg)',
     '',

@@ -9,7 +9,9 @@
  *    `fsync` of the copy, a one-thread JavaScript loop that reads and writes IN in 8 MiB chunks
  *    (the most a program that must see every byte can do on one thread), `normalizeFile`
  *    without fsync on 1, 2, 4, … threads up to twice the cores, with its default fsync, and
- *    with `checksum` (SHA-256 of the output).
+ *    with `checksum` (SHA-256 of the output); and the command as users run it, a process from
+ *    its start to its end (`rmsnorm-wasm normalize IN OUT`, default threads), without and with
+ *    fsync.
  * 3. The command's start-up: `rmsnorm-wasm normalize` of a one-row file, from the process's
  *    start to its end.
  * 4. Checks SAMPLE (64) random rows of OUT against the float64 reference.
@@ -103,6 +105,8 @@ try {
     ...THREADS.map((t): [string, () => Promise<unknown>] => [`threads ${t}`, () => normalizeFile(IN, OUT, { threads: t, durable: false })]),
     ['default', () => normalizeFile(IN, OUT)],
     ['checksum', () => normalizeFile(IN, OUT, { durable: false, checksum: true })],
+    ['command', () => execFileSync(process.execPath, [BIN, 'normalize', IN, OUT, '--no-fsync', '--quiet'])],
+    ['command + fsync', () => execFileSync(process.execPath, [BIN, 'normalize', IN, OUT, '--quiet'])],
   ];
   const times = new Map<string, number[]>(steps.map(([k]) => [k, []]));
   for (let r = 0; r < ROUNDS; r++) {
@@ -127,6 +131,8 @@ try {
   for (const t of THREADS) line(`normalizeFile, ${t} thread${t > 1 ? 's' : ''}, no fsync`, `threads ${t}`);
   line(`normalizeFile, default (${CORES} threads, fsync)`, 'default');
   line(`normalizeFile, checksum, no fsync`, 'checksum');
+  line('rmsnorm-wasm normalize (a process), no fsync', 'command');
+  line('rmsnorm-wasm normalize (a process), fsync', 'command + fsync');
 
   // 3. Start-up: a one-row file through the command, process start to end.
   const one = join(root, 'one.npy');
@@ -179,12 +185,15 @@ try {
       vsCp: med.cp! / med[`threads ${CORES}`]!,
       fsyncVsCpFsync: med['cp + fsync']! / med.default!,
       checksumCost: med.checksum! / med[`threads ${CORES}`]!,
+      commandVsCp: med.cp! / med.command!,
+      commandFsyncVsCpFsync: med['cp + fsync']! / med['command + fsync']!,
     },
     sampledRowsOk: true,
   };
   console.log(
     `\nnormalizeFile on ${CORES} threads: ${result.ratios.vsLoop.toFixed(2)}× the one-thread loop, ${result.ratios.vsCp.toFixed(2)}× cp; ` +
-      `with fsync ${result.ratios.fsyncVsCpFsync.toFixed(2)}× cp + fsync; --checksum takes ${result.ratios.checksumCost.toFixed(2)}× the time; RSS growth ${result.rssGrowthMiB.toFixed(0)} MiB`,
+      `with fsync ${result.ratios.fsyncVsCpFsync.toFixed(2)}× cp + fsync; --checksum takes ${result.ratios.checksumCost.toFixed(2)}× the time; RSS growth ${result.rssGrowthMiB.toFixed(0)} MiB\n` +
+      `the command as a process: ${result.ratios.commandVsCp.toFixed(2)}× cp, with fsync ${result.ratios.commandFsyncVsCpFsync.toFixed(2)}× cp + fsync (${result.cpu})`,
   );
   writeFileSync(new URL('./results/file.json', import.meta.url), JSON.stringify(result, null, 2) + '\n');
   writeFileSync(
