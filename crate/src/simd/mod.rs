@@ -11,6 +11,10 @@ use crate::quant_bits as quant;
 pub mod portable;
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 pub mod wasm32;
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+mod wasm32_half;
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+mod wasm32_f16_rows;
 
 /// Lane-wise f32 arithmetic on four lanes.
 pub trait F32x4: Copy {
