@@ -48,10 +48,25 @@ build() {
   shift 3
   echo "== building wasm/$variant" >&2
   # A target dir per set of RUSTFLAGS: different flags would rebuild std every time.
-  CARGO_TARGET_DIR="target/wasm-$target" RUSTFLAGS="$flags" \
+  # The compiler's output is kept: a warning about this crate's own code fails the build (a
+  # dead import or an unused result went unseen among the lines cargo prints for std).
+  local log
+  log=$(mktemp)
+  if ! CARGO_TARGET_DIR="target/wasm-$target" RUSTFLAGS="$flags" \
     wasm-pack --quiet build crate --mode force --release --target web --no-pack \
       --out-dir "../wasm/$variant" --out-name rmsnorm_wasm \
-      -- -Z build-std=std,panic_abort "$@"
+      -- -Z build-std=std,panic_abort "$@" 2>"$log"; then
+    cat "$log" >&2
+    rm -f "$log"
+    return 1
+  fi
+  if grep -qE -- '--> (crate/)?src/' "$log"; then
+    cat "$log" >&2
+    rm -f "$log"
+    echo "build.sh: the compiler warned about crate/src (above)" >&2
+    return 1
+  fi
+  rm -f "$log"
   rm -f "wasm/$variant/.gitignore"
   fold_offsets "wasm/$variant/rmsnorm_wasm_bg.wasm"
   # The name, producers and target_features sections: read by nothing at run time.
