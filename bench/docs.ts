@@ -193,6 +193,8 @@ interface PoolJson {
   pingMedianUs: number;
   bySize: { rows: number; dim: number; kind: string; fwdRatio: number; bwdRatio: number }[];
   copyScaling?: { mib: number; oneGBps: number; twoGBps: number }[];
+  /** The calling patterns (runs from before they were timed have none). */
+  patterns?: { rows: { rows: number; dim: number; kind: string; pattern: string; ratio: number }[]; worst: { rows: number; dim: number; kind: string; pattern: string; ratio: number } };
 }
 
 function pool(json: PoolJson | null): string {
@@ -219,6 +221,23 @@ function pool(json: PoolJson | null): string {
       '',
       'Plain arrays are copied in and out by the calling thread while the workers compute (the pool runs them on the calling thread where that is faster). ' +
         `Copies by two threads at once against one, on this machine: ${json.copyScaling.map((c) => `${c.mib} MiB ${c.oneGBps.toFixed(1)} → ${c.twoGBps.toFixed(1)} GB/s (${(c.twoGBps / c.oneGBps).toFixed(2)}×)`).join(', ')}.`,
+    );
+  }
+  if (json.patterns) {
+    const ps = json.patterns;
+    const names = [...new Set(ps.rows.map((r) => r.pattern))];
+    lines.push(
+      '',
+      'The calling patterns users write, on plain arrays (sync time ÷ pool time: below 1 the pool costs): a loop of awaited calls, each pool call after a sync one, and four calls in flight at once (against four sync calls whose results are held together). A default call allocates its result, and the page faults of that fresh memory are paid by the sync call and the pool alike (they make the default rows noisier); an `out` reused across calls avoids them. ' +
+        `The worst: ${ps.worst.ratio.toFixed(2)} (${ps.worst.rows} × ${ps.worst.dim}, ${ps.worst.kind === 'out' ? '`out` given' : 'default call'}, ${ps.worst.pattern}).`,
+      '',
+      `| rows × dim | call | ${names.join(' | ')} |`,
+      `|---|---|${names.map(() => '---:').join('|')}|`,
+      ...[...new Set(ps.rows.map((r) => `${r.rows}x${r.dim}|${r.kind}`))].map((key) => {
+        const [shape, kind] = key.split('|') as [string, string];
+        const cells = names.map((nm) => ps.rows.find((r) => `${r.rows}x${r.dim}` === shape && r.kind === kind && r.pattern === nm)?.ratio.toFixed(2) ?? '');
+        return `| ${shape.replace('x', ' × ')} | ${kind === 'out' ? '`out` given' : 'default'} | ${cells.join(' | ')} |`;
+      }),
     );
   }
   lines.push('', '![the pool on views by threads](../bench/results/pool-threads.svg)', '');

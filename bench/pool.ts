@@ -1,7 +1,9 @@
 /**
  * The worker pool's own benchmark: empty-dispatch round trip, the inline threshold
- * sweep, the speed-up at large shapes (zero-copy and plain arrays), and "never more than
- * 5% slower than sync" over small shapes with the default thresholds. Medians of many calls,
+ * sweep, the speed-up at large shapes (zero-copy and plain arrays), "never more than
+ * 5% slower than sync" over small shapes with the default thresholds, and the calling patterns
+ * users write (a loop of awaited calls, calls alternated with other work, several in flight)
+ * with the worst of them. Medians of many calls,
  * sync and pool interleaved in one run, so ratios compare like with like.
  *
  * Run: `npm run bench:pool` (after `npm run build`); `--json FILE` also writes the numbers.
@@ -236,6 +238,81 @@ for (const rows of [4, 8, 16, 32, 64, 128, 256, 512]) {
 out.sweep = sweep;
 const from = (k: 'fwdRatio' | 'bwdRatio') => sweep.find((r) => r[k] > 1.05)?.rows;
 console.log(`pool ≥ 5% faster from: forward ${(from('fwdRatio') ?? NaN) * 1024} elements, backward ${(from('bwdRatio') ?? NaN) * 1024} elements`);
+}
+
+// 4b. The calling patterns users write, on plain arrays (results allocated by the call, or `out`).
+if (!serviceOnly) out.patterns = await patterns();
+
+/**
+ * Each pattern of pool calls against the same pattern of sync calls on the same arrays: a loop
+ * of awaited calls (`for (…) await pool.rmsNorm(x, w)`), pool calls alternated with sync work
+ * (each pool call after a sync one: the workers meet each call cold), and four calls in flight
+ * at once (`Promise.all`, each its own output; against four sync calls whose results are held
+ * together, as the same program without the pool holds them). Per size, kind and pattern: sync time ÷ pool
+ * time, the median of ROUNDS rounds (sync and pool in turn, the order swapped each round);
+ * the worst of them is the number that says whether the pool can cost its user.
+ */
+async function patterns() {
+  const SIZES: readonly [number, number][] = [[128, 2048], [512, 4096], [2048, 4096]];
+  const R = Number(process.env.PATTERN_ROUNDS ?? 9);
+  const rowsOut: { rows: number; dim: number; kind: string; pattern: string; ratio: number }[] = [];
+  console.log(`\ncalling patterns on plain arrays: sync time / pool time (median of ${R} rounds; below 1: the pool costs)`);
+  for (const [r, d] of SIZES) {
+    const n = r * d;
+    const x = Float32Array.from({ length: n }, (_, i) => Math.sin(i * 0.37));
+    const w = new Float32Array(d).fill(1.5);
+    const outs = [0, 1, 2, 3].map(() => new Float32Array(n));
+    const N = Math.max(8, Math.min(200, Math.round(4e8 / (8 * n)))) & ~3;
+    for (const kind of ['default', 'out'] as const) {
+      const s = (j = 0) => (kind === 'default' ? rn.rmsNorm(x, w) : rn.rmsNorm(x, w, { out: outs[j]! }));
+      const p = (j = 0) => (kind === 'default' ? pool.rmsNorm(x, w) : pool.rmsNorm(x, w, { out: outs[j]! }));
+      const patternsOf: Record<string, [() => Promise<number>, () => Promise<number>]> = {
+        'awaited loop': [async () => time(() => { for (let i = 0; i < N; i++) s(); }), async () => timeAsync(async () => { for (let i = 0; i < N; i++) await p(); })],
+        alternated: [
+          async () => { let t = 0; for (let i = 0; i < N; i++) { t += time(() => s()); time(() => s(1)); } return t; },
+          async () => { let t = 0; for (let i = 0; i < N; i++) { time(() => s(1)); t += await timeAsync(() => p()); } return t; },
+        ],
+        // The same program with sync calls holds its four results at once too (four results
+        // alive instead of one is what this pattern costs either way, in allocation and GC).
+        'four in flight': [
+          async () => time(() => { let held: unknown[] = []; for (let i = 0; i < N; i += 4) held = [s(0), s(1), s(2), s(3)]; return held; }),
+          async () => timeAsync(async () => { for (let i = 0; i < N; i += 4) await Promise.all([p(0), p(1), p(2), p(3)]); }),
+        ],
+      };
+      const cells: string[] = [];
+      for (const [name, [fs, fp]] of Object.entries(patternsOf)) {
+        await fp(); // the pool learns its way over its first calls
+        const ratios: number[] = [];
+        for (let k = 0; k < R; k++) {
+          let ts: number, tp: number;
+          if (k % 2) [tp, ts] = [await fp(), await fs()];
+          else [ts, tp] = [await fs(), await fp()];
+          ratios.push(ts / tp);
+        }
+        const ratio = ratios.sort((u, v) => u - v)[R >> 1]!;
+        rowsOut.push({ rows: r, dim: d, kind, pattern: name, ratio });
+        cells.push(`${name} ${ratio.toFixed(2)}`);
+      }
+      console.log(`${`${r}x${d}`.padStart(10)} ${kind.padEnd(7)}  ${cells.join('  ')}`);
+    }
+  }
+  const worst = rowsOut.reduce((a, b) => (b.ratio < a.ratio ? b : a));
+  console.log(`worst: ${worst.ratio.toFixed(2)} (${worst.rows}x${worst.dim}, ${worst.kind}, ${worst.pattern})`);
+  return { rows: rowsOut, worst };
+}
+
+/** Milliseconds `f` takes. */
+function time(f: () => unknown): number {
+  const s = performance.now();
+  f();
+  return performance.now() - s;
+}
+
+/** Milliseconds `f`'s promise takes to settle. */
+async function timeAsync(f: () => Promise<unknown>): Promise<number> {
+  const s = performance.now();
+  await f();
+  return performance.now() - s;
 }
 
 await pool.destroy();
