@@ -11,6 +11,7 @@ import { existsSync, linkSync, openSync, mkdirSync, mkdtempSync, readdirSync, re
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AtomicFile } from '../dist/node/io/atomic.js';
 import {
   BIN, canUnshare, childOf, exists, foreignLock, npy, openTemps, running, startAsPid1, startCli, startProcess, tempsIn, treeHash, until, type Started,
 } from './processes.js';
@@ -272,6 +273,58 @@ describe('one writer per shard', () => {
     expect(new Set(recs.map((r) => r.output)).size).toBe(24);
     expect(tempsIn(out)).toEqual([]);
   }, 120_000);
+});
+
+describe('a temporary file and the fence', () => {
+  /** A fence whose `k`-th check (1: before the file is made, 2: the moment it exists) fails, after `then`. */
+  const failingAt = (k: number, then: () => void = () => {}) => {
+    let checks = 0;
+    return {
+      check() {
+        if (++checks !== k) return;
+        then();
+        throw new Error(`fence lost at check ${k}`);
+      },
+    };
+  };
+
+  it('a fence that fails at any check while the file is made leaves no file: it is removed before the call returns', async () => {
+    for (const k of [1, 2]) {
+      const d = caseDir();
+      await expect(AtomicFile.create(join(d, 'out.npy'), failingAt(k))).rejects.toThrow(`fence lost at check ${k}`);
+      expect(readdirSync(d), `check ${k}`).toEqual([]);
+    }
+    // And with no failure, one temporary until it is published.
+    const d = caseDir();
+    const f = await AtomicFile.create(join(d, 'out.npy'), { check() {} });
+    expect(readdirSync(d)).toHaveLength(1);
+    await f.write([Buffer.from('abc')], 0);
+    await f.flush(false);
+    await f.publish();
+    expect(readdirSync(d)).toEqual(['out.npy']);
+    expect(readFileSync(join(d, 'out.npy'), 'utf8')).toBe('abc');
+  });
+
+  it('a temporary replaced by a hard link to a file outside as soon as it exists: that file is never written', async () => {
+    const d = caseDir();
+    const victim = join(caseDir(), 'victim');
+    writeFileSync(victim, 'not yours');
+    // The second check runs the moment the file exists, before its handle is opened: the swap happens there.
+    const swap = () => {
+      const [temp] = readdirSync(d);
+      linkSync(victim, join(d, 'theirs'));
+      renameSync(join(d, 'theirs'), join(d, temp!));
+    };
+    let checks = 0;
+    const fence = { check: () => void (++checks === 2 && swap()) };
+    const f = await AtomicFile.create(join(d, 'out.npy'), fence).catch((e: unknown) => e as Error);
+    // Either the handle is the file made (its name now the link's), or the run is refused.
+    if (f instanceof AtomicFile) {
+      await f.write([Buffer.from('abc')], 0);
+      await f.abort();
+    } else expect(f.message).toMatch(/was replaced by another file/);
+    expect(readFileSync(victim, 'utf8')).toBe('not yours');
+  });
 });
 
 describe('the supervisor and the work process', () => {

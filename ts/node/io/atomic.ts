@@ -11,7 +11,7 @@
  * @module
  */
 import { randomBytes } from 'node:crypto';
-import { renameSync, unlinkSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, renameSync, unlinkSync } from 'node:fs';
 import { open, readdir, unlink, type FileHandle } from 'node:fs/promises';
 import { codeOf, fsError, NormalizeError } from './errors.js';
 import type { Fence } from './fence.js';
@@ -99,6 +99,34 @@ function forget(path: FsPath): void {
   tell({ gone: pathText(path) });
 }
 
+/**
+ * A file handle of the file open as `fd` (made as `path`, the temporary of `target`): reopened through /proc's link to the
+ * descriptor, which names the open file itself; without /proc, through `path` (never a link),
+ * refused unless it is the same file.
+ */
+async function handleOf(fd: number, path: FsPath, target: FsPath): Promise<FileHandle> {
+  const byFd = await open(`/proc/self/fd/${fd}`, constants.O_RDWR).catch((e: unknown) => {
+    if (codeOf(e) === 'ENOENT') return null;
+    throw e;
+  });
+  if (byFd) return byFd;
+  const fh = await open(path, constants.O_RDWR | constants.O_NOFOLLOW);
+  const [a, b] = [fstatSync(fd), await fh.stat().catch(() => null)];
+  if (b && a.dev === b.dev && a.ino === b.ino) return fh;
+  await fh.close().catch(() => {});
+  throw new NormalizeError(`cannot write ${shown(target)}: its temporary file ${shown(path)} was replaced by another file while it was opened`);
+}
+
+/** Removes the temporary file `path` at once (gone already is as good) and forgets it. */
+function removeNow(path: FsPath): void {
+  try {
+    unlinkSync(path);
+  } catch {
+    // not there: what matters is that it is not
+  }
+  forget(path);
+}
+
 /** See the module doc. */
 export class AtomicFile {
   private done = false;
@@ -118,20 +146,46 @@ export class AtomicFile {
   /**
    * Creates the temporary file beside `target` (told to the supervisor first, supervised.ts); a
    * NormalizeError when its directory is not writable. `fence` is checked before the file is
-   * made and right before it is renamed into place.
+   * made, again the moment it exists (a run that may no longer commit removes it at once), and
+   * right before it is renamed into place.
    */
   static async create(target: FsPath, fence: Fence): Promise<AtomicFile> {
     const path = joinPath(dirOf(target), tempName(baseOf(target)));
     if (byteLength(baseOf(target)) > NAME_MAX) throw new NormalizeError(`cannot write ${shown(target)}: the name is longer than ${NAME_MAX} bytes`);
+    const failed = (e: unknown) => fsError(e, 'write', target, ` (a temporary file in ${shown(dirOf(target))})`);
+    // Checked first, so that a run that has lost its lock makes no file at all (its first
+    // failing check, which reads who holds the lock now, can take a millisecond).
     fence.check();
     tell({ make: pathText(path) });
     live.add(path);
+    // Made on this thread, with the fence checked again before anything else runs: an open in
+    // the file system's thread pool would make the file whenever a thread takes it — after this
+    // process was frozen and another run took the lock, say — so two runs would hold
+    // temporaries at once. The file handle the writes use is then opened through the
+    // descriptor (the very file, whatever its name has become since), or where there is no
+    // /proc through its name, checked to be the same file.
+    let fd: number;
     try {
-      const fh = await open(path, 'wx+');
-      return new AtomicFile(target, path, fh, fence);
+      fd = openSync(path, 'wx+'); // O_EXCL: never through a link
     } catch (e) {
       forget(path);
-      throw fsError(e, 'write', target, ` (a temporary file in ${shown(dirOf(target))})`);
+      throw failed(e);
+    }
+    try {
+      fence.check();
+    } catch (e) {
+      removeNow(path);
+      closeSync(fd);
+      throw e;
+    }
+    try {
+      return new AtomicFile(target, path, await handleOf(fd, path, target), fence);
+    } catch (e) {
+      if (e instanceof NormalizeError) forget(path); // not ours any more: left where it is
+      else removeNow(path);
+      throw e instanceof NormalizeError ? e : failed(e);
+    } finally {
+      closeSync(fd);
     }
   }
 
