@@ -190,11 +190,18 @@ export class ShardLock implements Fence {
   private lose(why: string): never {
     this.lostWhy ??= new NormalizeError(`the lock of ${this.shardText}${shown(join(this.path, '..'))} was ${why}: this run stops and commits nothing more`, 'EBUSY');
     this.stopBeating();
-    tell({ unlock: pathText(this.path) });
-    // Under a supervisor the process ends within its grace, whatever reads are in flight.
-    mustEnd(EXIT.busy.code, this.lostWhy);
-    this.lostController.abort(this.lostWhy);
-    throw this.lostWhy;
+    const lost = this.lostWhy;
+    // What the loss sets off — the stop of every file in flight (the abort's listeners run
+    // synchronously), the end the supervisor is asked for — follows once the step that checked
+    // has seen the throw: a temporary file made just before the check is removed first.
+    queueMicrotask(() => {
+      if (this.lostController.signal.aborted) return;
+      tell({ unlock: pathText(this.path) });
+      // Under a supervisor the process ends within its grace, whatever reads are in flight.
+      mustEnd(EXIT.busy.code, lost);
+      this.lostController.abort(lost);
+    });
+    throw lost;
   }
 
   /** Rewrites the lock with the next beat, then checks it is still this run's. */
