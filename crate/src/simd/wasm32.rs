@@ -2,8 +2,7 @@
 
 use super::wasm32_half::{
     bf16_round_not_nan, f16_bits_to_f32, load4_f16, load4_u16, load8_f16_with, store4_bf16,
-    store4_f16, store8_slow, to_bf16_bits, to_f16_bits, to_f16_bits_not_nan_with, Narrow16,
-    Widen16,
+    store4_f16, store8_f16_not_nan_with, store8_slow, to_bf16_bits, to_f16_bits, Narrow16, Widen16,
 };
 use super::F32x4;
 use core::arch::wasm32::*;
@@ -163,14 +162,7 @@ impl F32x4 for V128 {
     }
     #[inline(always)]
     unsafe fn store8_f16_not_nan(v: [Self; 2], p: *mut u16) {
-        let c = Narrow16::new();
-        v128_store(
-            p as *mut v128,
-            u16x8_narrow_i32x4(
-                to_f16_bits_not_nan_with(v[0].0, &c),
-                to_f16_bits_not_nan_with(v[1].0, &c),
-            ),
-        );
+        store8_f16_not_nan_with(v[0].0, v[1].0, p, &Narrow16::new());
     }
     /// [`widen_f16`](super::wasm32_f16_rows::widen_f16): the short formula where a stretch allows.
     #[inline(always)]

@@ -2,8 +2,7 @@
 //! constants loaded once for a row, and a shorter widening where a stretch of the row allows.
 
 use super::wasm32_half::{
-    k, load4_f16, load8_f16_with, store4_f16, store8_slow, to_f16_bits_not_nan_with, Narrow16,
-    Widen16,
+    k, load4_f16, load8_f16_with, store4_f16, store8_f16_not_nan_with, store8_slow, Narrow16, Widen16,
 };
 use core::arch::wasm32::*;
 
@@ -79,13 +78,7 @@ pub(super) unsafe fn narrow_f16(src: *const f32, dst: *mut u16, n: usize, not_na
                 v128_load(src.add(i) as *const v128),
                 v128_load(src.add(i + 4) as *const v128),
             );
-            v128_store(
-                dst.add(i) as *mut v128,
-                u16x8_narrow_i32x4(
-                    to_f16_bits_not_nan_with(a, &c),
-                    to_f16_bits_not_nan_with(b, &c),
-                ),
-            );
+            store8_f16_not_nan_with(a, b, dst.add(i), &c);
             i += 8;
         }
     }
@@ -97,13 +90,7 @@ pub(super) unsafe fn narrow_f16(src: *const f32, dst: *mut u16, n: usize, not_na
         if v128_any_true(v128_or(f32x4_ne(a, a), f32x4_ne(b, b))) {
             store8_slow([a, b], dst.add(i), store4_f16);
         } else {
-            v128_store(
-                dst.add(i) as *mut v128,
-                u16x8_narrow_i32x4(
-                    to_f16_bits_not_nan_with(a, &c),
-                    to_f16_bits_not_nan_with(b, &c),
-                ),
-            );
+            store8_f16_not_nan_with(a, b, dst.add(i), &c);
         }
         i += 8;
     }

@@ -194,6 +194,15 @@ impl Narrow16 {
     }
 }
 
+/// Eight lanes that are not NaN rounded to float16 and stored at `p`, the constants given.
+#[inline(always)]
+pub(super) unsafe fn store8_f16_not_nan_with(a: v128, b: v128, p: *mut u16, c: &Narrow16) {
+    v128_store(
+        p as *mut v128,
+        u16x8_narrow_i32x4(to_f16_bits_not_nan_with(a, c), to_f16_bits_not_nan_with(b, c)),
+    );
+}
+
 /// [`to_f16_bits_not_nan`] with its constants given.
 #[inline(always)]
 pub(super) fn to_f16_bits_not_nan_with(v: v128, k: &Narrow16) -> v128 {
