@@ -195,6 +195,7 @@ export class ShardLock implements Fence {
     // synchronously), the end the supervisor is asked for — follows once the step that checked
     // has seen the throw: a temporary file made just before the check is removed first.
     queueMicrotask(() => {
+      // Once: a failed heartbeat and a failed check may both have found the loss by now.
       if (this.lostController.signal.aborted) return;
       tell({ unlock: pathText(this.path) });
       // Under a supervisor the process ends within its grace, whatever reads are in flight.

@@ -100,11 +100,11 @@ function forget(path: FsPath): void {
 }
 
 /**
- * A file handle of the file open as `fd` (made as `path`, the temporary of `target`): reopened through /proc's link to the
- * descriptor, which names the open file itself; without /proc, through `path` (never a link),
- * refused unless it is the same file.
+ * A file handle of the file open as `fd` (made as `path`): reopened through /proc's link to the
+ * descriptor, which names the open file itself; without /proc, through `path` (never a link).
+ * Null when `path` is no longer that file (someone else's now, to be left where it is).
  */
-async function handleOf(fd: number, path: FsPath, target: FsPath): Promise<FileHandle> {
+async function handleOf(fd: number, path: FsPath): Promise<FileHandle | null> {
   const byFd = await open(`/proc/self/fd/${fd}`, constants.O_RDWR).catch((e: unknown) => {
     if (codeOf(e) === 'ENOENT') return null;
     throw e;
@@ -114,7 +114,7 @@ async function handleOf(fd: number, path: FsPath, target: FsPath): Promise<FileH
   const [a, b] = [fstatSync(fd), await fh.stat().catch(() => null)];
   if (b && a.dev === b.dev && a.ino === b.ino) return fh;
   await fh.close().catch(() => {});
-  throw new NormalizeError(`cannot write ${shown(target)}: its temporary file ${shown(path)} was replaced by another file while it was opened`);
+  return null;
 }
 
 /** Removes the temporary file `path` at once (gone already is as good) and forgets it. */
@@ -178,15 +178,20 @@ export class AtomicFile {
       closeSync(fd);
       throw e;
     }
+    let fh: FileHandle | null;
     try {
-      return new AtomicFile(target, path, await handleOf(fd, path, target), fence);
+      fh = await handleOf(fd, path);
     } catch (e) {
-      if (e instanceof NormalizeError) forget(path); // not ours any more: left where it is
-      else removeNow(path);
-      throw e instanceof NormalizeError ? e : failed(e);
+      removeNow(path);
+      throw failed(e);
     } finally {
       closeSync(fd);
     }
+    if (!fh) {
+      forget(path); // not ours any more: left where it is
+      throw new NormalizeError(`cannot write ${shown(target)}: its temporary file ${shown(path)} was replaced by another file while it was opened`);
+    }
+    return new AtomicFile(target, path, fh, fence);
   }
 
   /** Writes the bytes of `parts`, one after the other, at `pos`; a full disk or another error becomes a NormalizeError naming the target. */
@@ -228,9 +233,8 @@ export class AtomicFile {
   async abort(): Promise<void> {
     if (this.done) return;
     this.done = true;
+    removeNow(this.path);
     await this.fh.close().catch(() => {});
-    await unlink(this.path).catch(() => {});
-    forget(this.path);
   }
 
   /** {@link abort}: for `await using out = await AtomicFile.create(path)`. */
