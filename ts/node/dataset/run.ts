@@ -13,7 +13,7 @@
  * what is not recorded.
  * @module
  */
-import { lstat } from 'node:fs/promises';
+import { lstatSync } from 'node:fs';
 import { join } from 'node:path';
 import { startEngine } from '../file/normalizer.js';
 import { taskRingOf } from '../../pool/caller/task-ring.js';
@@ -244,8 +244,8 @@ async function runLocked({ plan, files, weight, outDir, o, args, index, count, l
           const s = await normalizeFileWith(f.input, output, undefined, {
             args: fileArgs, weight: weight ?? undefined, cleared: true, engine: engine!, makeDir: () => makeDir(dirOf(f.rel)), fence,
           });
-          const st = await lstat(output);
-          const sc = s.scales !== undefined ? await lstat(scalesPathOf(output)) : null;
+          const st = lstatSync(output);
+          const sc = s.scales !== undefined ? lstatSync(scalesPathOf(output)) : null;
           if (!sc) await removeRecordedScales(records.get(keyOf(f)), output, fence);
           const record = recordOf(f, s, settings, st.mtimeMs, (performance.now() - t) / 1000, sc);
           await (await manifest()).append(record);

@@ -11,8 +11,9 @@
  * @module
  */
 import { randomBytes } from 'node:crypto';
-import { closeSync, constants, fstatSync, openSync, renameSync, unlinkSync } from 'node:fs';
-import { open, readdir, unlink, type FileHandle } from 'node:fs/promises';
+import { closeSync, openSync, renameSync, unlinkSync } from 'node:fs';
+import { readdir, unlink } from 'node:fs/promises';
+import { FdFile } from './fd-file.js';
 import { codeOf, fsError, NormalizeError } from './errors.js';
 import type { Fence } from './fence.js';
 import { pathText, tell } from './supervised.js';
@@ -23,14 +24,26 @@ const TAIL = /\.tmp-(\d+)-[0-9a-f]{8}$/;
 
 /** The two stems a temporary of `name` may have: `.NAME` and `.HASH` (the second for long names). */
 function stems(name: FsPath): Buffer[] {
-  return [Buffer.concat([Buffer.from('.'), bytesOf(name)]), Buffer.from(`.${pathHash(name)}`)];
+  return [plainStem(name), hashedStem(name)];
+}
+const plainStem = (name: FsPath): Buffer => Buffer.concat([Buffer.from('.'), bytesOf(name)]);
+const hashedStem = (name: FsPath): Buffer => Buffer.from(`.${pathHash(name)}`);
+
+/** Random bytes for temporary names, drawn a page at a time (one draw costs what a file's other steps do). */
+let randomPool = Buffer.alloc(0);
+let randomAt = 0;
+
+/** 8 random hex digits. */
+function random8(): string {
+  if (randomAt + 4 > randomPool.length) [randomPool, randomAt] = [randomBytes(4096), 0];
+  return randomPool.toString('hex', randomAt, (randomAt += 4));
 }
 
 /** A new temporary name for the file `name`: within NAME_MAX bytes whatever the name's length. */
 function tempName(name: FsPath): FsPath {
-  const tail = `.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
-  const [plain, hashed] = stems(name);
-  return fromBytes(Buffer.concat([plain!.length + tail.length <= NAME_MAX ? plain! : hashed!, Buffer.from(tail)]));
+  const tail = Buffer.from(`.tmp-${process.pid}-${random8()}`);
+  const plain = plainStem(name);
+  return fromBytes(Buffer.concat([plain.length + tail.length <= NAME_MAX ? plain : hashedStem(name), tail]));
 }
 
 /** The temporary files in `dir` made for the files `names` of it, each with the pid that made it. */
@@ -99,24 +112,6 @@ function forget(path: FsPath): void {
   tell({ gone: pathText(path) });
 }
 
-/**
- * A file handle of the file open as `fd` (made as `path`): reopened through /proc's link to the
- * descriptor, which names the open file itself; without /proc, through `path` (never a link).
- * Null when `path` is no longer that file (someone else's now, to be left where it is).
- */
-async function handleOf(fd: number, path: FsPath): Promise<FileHandle | null> {
-  const byFd = await open(`/proc/self/fd/${fd}`, constants.O_RDWR).catch((e: unknown) => {
-    if (codeOf(e) === 'ENOENT') return null;
-    throw e;
-  });
-  if (byFd) return byFd;
-  const fh = await open(path, constants.O_RDWR | constants.O_NOFOLLOW);
-  const [a, b] = [fstatSync(fd), await fh.stat().catch(() => null)];
-  if (b && a.dev === b.dev && a.ino === b.ino) return fh;
-  await fh.close().catch(() => {});
-  return null;
-}
-
 /** Removes the temporary file `path` at once (gone already is as good) and forgets it. */
 function removeNow(path: FsPath): void {
   try {
@@ -138,7 +133,7 @@ export class AtomicFile {
     /** The temporary file's path. */
     readonly path: FsPath,
     /** Write here. */
-    readonly fh: FileHandle,
+    readonly fh: FdFile,
     /** Checked right before the rename into place. */
     private readonly fence: Fence,
   ) {}
@@ -161,9 +156,8 @@ export class AtomicFile {
     // Made on this thread, with the fence checked again before anything else runs: an open in
     // the file system's thread pool would make the file whenever a thread takes it — after this
     // process was frozen and another run took the lock, say — so two runs would hold
-    // temporaries at once. The file handle the writes use is then opened through the
-    // descriptor (the very file, whatever its name has become since), or where there is no
-    // /proc through its name, checked to be the same file.
+    // temporaries at once. The writes then go through this descriptor: the very file, whatever
+    // its name has become since.
     let fd: number;
     try {
       fd = openSync(path, 'wx+'); // O_EXCL: never through a link
@@ -178,20 +172,7 @@ export class AtomicFile {
       closeSync(fd);
       throw e;
     }
-    let fh: FileHandle | null;
-    try {
-      fh = await handleOf(fd, path);
-    } catch (e) {
-      removeNow(path);
-      throw failed(e);
-    } finally {
-      closeSync(fd);
-    }
-    if (!fh) {
-      forget(path); // not ours any more: left where it is
-      throw new NormalizeError(`cannot write ${shown(target)}: its temporary file ${shown(path)} was replaced by another file while it was opened`);
-    }
-    return new AtomicFile(target, path, fh, fence);
+    return new AtomicFile(target, path, new FdFile(fd), fence);
   }
 
   /** Writes the bytes of `parts`, one after the other, at `pos`; a full disk or another error becomes a NormalizeError naming the target. */
@@ -243,11 +224,17 @@ export class AtomicFile {
   }
 }
 
+/** What {@link writeAll} writes through: an {@link FdFile}, or a stream's FileHandle. */
+interface Writes {
+  write(b: Uint8Array, off: number, len: number, pos: number | null): Promise<{ bytesWritten: number }>;
+  writev(parts: Uint8Array[], pos?: number): Promise<{ bytesWritten: number }>;
+}
+
 /**
  * Writes the bytes of `parts` at `pos` (a stream: `pos` null) in as few calls as the system
  * takes; a full disk or another write error becomes a NormalizeError naming `name`.
  */
-export async function writeAll(fh: FileHandle, parts: readonly Uint8Array[], pos: number | null, name: FsPath): Promise<void> {
+export async function writeAll(fh: Writes, parts: readonly Uint8Array[], pos: number | null, name: FsPath): Promise<void> {
   const total = parts.reduce((a, b) => a + b.length, 0);
   let put = 0;
   try {

@@ -13,15 +13,15 @@
  * @module
  */
 import { constants, type Stats } from 'node:fs';
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
-import { lstat, mkdir, open } from 'node:fs/promises';
+import { closeSync, fstatSync, lstatSync, openSync, readSync } from 'node:fs';
+import { mkdir, open } from 'node:fs/promises';
 import { codeOf, fsError, NormalizeError } from './errors.js';
 import { bytesOf, fromBytes, joinPath, shown, type FsPath } from './paths.js';
 
-/** What is at a path, not following a link there: its stats, or null when nothing is. */
-async function lstatOrNull(path: FsPath): Promise<Stats | null> {
+/** What is at a path, not following a link there: its stats, or null when nothing is (a call on this thread: fd-file.ts says why). */
+function lstatOrNull(path: FsPath): Stats | null {
   try {
-    return await lstat(path);
+    return lstatSync(path);
   } catch (e) {
     if (codeOf(e) === 'ENOENT') return null;
     throw fsError(e, 'read', path);
@@ -46,7 +46,7 @@ export async function makeDirsBelow(root: FsPath, rel: FsPath): Promise<void> {
   let at: FsPath = root;
   for (const name of namesOf(rel)) {
     at = joinPath(at, name);
-    const st = await lstatOrNull(at);
+    const st = lstatOrNull(at);
     if (st?.isDirectory()) continue;
     if (st) throw new NormalizeError(`cannot write in ${shown(at)}: it is ${st.isSymbolicLink() ? 'a symbolic link' : 'not a directory'} in the output directory (links there are not followed)`);
     try {
@@ -54,7 +54,7 @@ export async function makeDirsBelow(root: FsPath, rel: FsPath): Promise<void> {
     } catch (e) {
       if (codeOf(e) !== 'EEXIST') throw fsError(e, 'make the directory', at);
       // Made meanwhile by another run: it must be a real directory too.
-      if (!(await lstat(at)).isDirectory()) throw new NormalizeError(`cannot write in ${shown(at)}: it is not a directory`);
+      if (!lstatSync(at).isDirectory()) throw new NormalizeError(`cannot write in ${shown(at)}: it is not a directory`);
     }
   }
 }
@@ -64,7 +64,7 @@ export async function realDirsBelow(root: FsPath, rel: FsPath): Promise<boolean>
   let at: FsPath = root;
   for (const name of namesOf(rel)) {
     at = joinPath(at, name);
-    const st = await lstat(at).catch(() => null);
+    const st = lstatSync(at, { throwIfNoEntry: false });
     if (!st?.isDirectory()) return false;
   }
   return true;
@@ -77,7 +77,7 @@ export async function realDirsBelow(root: FsPath, rel: FsPath): Promise<boolean>
  * through what sits in their place.
  */
 export async function checkOutputPlace(path: FsPath): Promise<void> {
-  const st = await lstatOrNull(path);
+  const st = lstatOrNull(path);
   if (st === null || st.isFile()) return;
   const what = st.isSymbolicLink() ? 'a symbolic link' : st.isDirectory() ? 'a directory' : st.isFIFO() ? 'a FIFO' : 'not a regular file';
   throw new NormalizeError(`refused to write ${shown(path)}: it is ${what} (an output directory's outputs replace regular files only, and follow no link)`);

@@ -9,8 +9,8 @@
  * - a directory, a block device or a socket: refused.
  * @module
  */
-import { write as writeCb, type Stats } from 'node:fs';
-import { lstat, mkdir, open, readlink, stat, type FileHandle } from 'node:fs/promises';
+import { lstatSync, readlinkSync, statSync, write as writeCb, type Stats } from 'node:fs';
+import { mkdir, open, type FileHandle } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import { AtomicFile, writeAll } from './atomic.js';
 import { codeOf, fsError, NormalizeError } from './errors.js';
@@ -99,20 +99,21 @@ export interface OutputPlan {
 
 /**
  * Where `path` leads, following symbolic links one by one (a link to a missing file leads to
- * that file's path): the end of the chain and its stats, or null when nothing is there.
+ * that file's path): the end of the chain and its stats, or null when nothing is there. Calls on
+ * this thread (fd-file.ts says why).
  */
-async function endOfLinks(path: FsPath): Promise<{ target: FsPath; st: Stats | null }> {
+function endOfLinks(path: FsPath): { target: FsPath; st: Stats | null } {
   let p = path;
   for (let hops = 0; hops < 40; hops++) {
     let st: Stats;
     try {
-      st = await lstat(p);
+      st = lstatSync(p);
     } catch (e) {
       if (codeOf(e) === 'ENOENT') return { target: p, st: null };
       throw fsError(e, 'write', path);
     }
     if (!st.isSymbolicLink() || descriptorOf(p) >= 0) return { target: p, st };
-    const to = await readlink(p, { encoding: 'buffer' });
+    const to = readlinkSync(p, { encoding: 'buffer' });
     p = to[0] === 0x2f ? fromBytes(to) : joinPath(dirOf(p), fromBytes(to));
   }
   throw new NormalizeError(`cannot write ${shown(path)}: too many levels of symbolic links`);
@@ -124,7 +125,7 @@ async function endOfLinks(path: FsPath): Promise<{ target: FsPath; st: Stats | n
  */
 export async function planOutput(path: FsPath, what: string): Promise<OutputPlan> {
   if (path === '-' || descriptorOf(path) >= 0) return { kind: 'stream', target: path };
-  const { target, st } = await endOfLinks(path);
+  const { target, st } = endOfLinks(path);
   if (descriptorOf(target) >= 0) return { kind: 'stream', target }; // a link to /dev/stdout or /proc/self/fd/N
   const via = bytesOf(target).equals(bytesOf(path)) ? '' : ` (where the link ${shown(path)} leads)`;
   if (st === null || st.isFile()) return { kind: 'file', target };
@@ -154,7 +155,7 @@ export async function openSink(plan: OutputPlan, fence: Fence): Promise<Sink> {
  * names it in the message.
  */
 export async function makeDirs(path: FsPath, what = 'the directory'): Promise<void> {
-  const { target, st } = await endOfLinks(path);
+  const { target, st } = endOfLinks(path);
   if (st) {
     if (st.isDirectory()) return;
     throw new NormalizeError(`cannot make ${what} ${shown(path)}: a file of that name is there`);
@@ -171,7 +172,7 @@ export async function makeDirs(path: FsPath, what = 'the directory'): Promise<vo
 /** Whether the files at `a` and `b` are one (by device and inode; false when either is missing). */
 export async function sameInode(a: FsPath, b: FsPath): Promise<boolean> {
   try {
-    const [sa, sb] = await Promise.all([stat(a), stat(b)]);
+    const [sa, sb] = [statSync(a), statSync(b)];
     return sa.dev === sb.dev && sa.ino === sb.ino;
   } catch {
     return false;

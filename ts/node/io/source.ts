@@ -5,10 +5,11 @@
  * and dropped), so that a format reader that reads forward works on either.
  * @module
  */
-import { constants, fstat, read as readCb, type Stats } from 'node:fs';
+import { closeSync, constants, fstat, fstatSync, openSync, read as readCb, statSync, type Stats } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import { codeOf, fsError, NormalizeError } from './errors.js';
+import { FdFile, SYNC_BYTES } from './fd-file.js';
 import { shown, type FsPath } from './paths.js';
 
 const readFd = promisify(readCb);
@@ -102,8 +103,8 @@ class FileSource implements Source {
 
 /** Reads of at most this many bytes are served from a read-ahead (see FileSource.readSmall). */
 const SMALL_READ = 16 << 10;
-/** Bytes read at once for small reads. */
-const READ_AHEAD = 256 << 10;
+/** Bytes read at once for small reads: as many as one read on this thread takes (fd-file.ts). */
+const READ_AHEAD = SYNC_BYTES;
 
 /** Bytes at the start of a stream kept for reading again (headers are read twice: a prefix, then all). */
 const REPLAY_BYTES = 1 << 20;
@@ -232,17 +233,26 @@ export async function openSource(path: FsPath, regularOnly = false): Promise<Sou
     const raw: RawRead = async (into, off, len, pos) => (await readFd(fd, into, off, len, pos)).bytesRead;
     return sourceOf(path, st, raw, async () => {}, fd);
   }
+  const file = openRegular(path, regularOnly);
+  if (file) {
+    const raw: RawRead = async (into, off, len, pos) => {
+      try {
+        return (await file.f.read(into, off, len, pos)).bytesRead;
+      } catch (e) {
+        throw codeOf(e) === 'EAGAIN' ? e : fsError(e, 'read', path);
+      }
+    };
+    return sourceOf(path, file.st, raw, () => file.f.close().catch(() => {}), file.f.fd);
+  }
+  // Not a regular file (a FIFO's open waits for a writer): opened in the pool.
   let fh: FileHandle;
   try {
-    fh = await open(path, regularOnly ? constants.O_RDONLY | constants.O_NONBLOCK : 'r');
+    fh = await open(path, 'r');
   } catch (e) {
     throw fsError(e, 'read', path);
   }
   try {
     const st = await fh.stat();
-    if (regularOnly && !st.isFile()) {
-      throw new NormalizeError(`${shown(path)} is not a regular file (a FIFO, a device or a socket): a dataset reads regular files; give it alone, as IN OUT, to read it as a stream`);
-    }
     const raw: RawRead = async (into, off, len, pos) => {
       try {
         return (await fh.read(into, off, len, pos)).bytesRead;
@@ -255,4 +265,35 @@ export async function openSource(path: FsPath, regularOnly = false): Promise<Sou
     await fh.close().catch(() => {});
     throw e;
   }
+}
+
+/**
+ * `path` opened on this thread when it is a regular file (fd-file.ts says why), with its stats;
+ * null when it is something else, to be opened as a stream. `regularOnly`: anything else is a
+ * NormalizeError, found without blocking (opened `O_NONBLOCK`, which a regular file ignores).
+ */
+function openRegular(path: FsPath, regularOnly: boolean): { f: FdFile; st: Stats } | null {
+  if (!regularOnly) {
+    let st: Stats;
+    try {
+      st = statSync(path);
+    } catch (e) {
+      throw fsError(e, 'read', path);
+    }
+    if (!st.isFile()) return null;
+  }
+  let fd: number;
+  try {
+    // Non-blocking also where the path was just seen to be a regular file: it may be a FIFO by now.
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  } catch (e) {
+    throw fsError(e, 'read', path);
+  }
+  const st = fstatSync(fd);
+  if (!st.isFile()) {
+    closeSync(fd);
+    if (regularOnly) throw new NormalizeError(`${shown(path)} is not a regular file (a FIFO, a device or a socket): a dataset reads regular files; give it alone, as IN OUT, to read it as a stream`);
+    return null;
+  }
+  return { f: new FdFile(fd), st };
 }
