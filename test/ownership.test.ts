@@ -7,11 +7,12 @@
  * process that wrote is gone.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, linkSync, openSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, linkSync, openSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AtomicFile } from '../dist/node/io/atomic.js';
+import { ShardLock } from '../dist/node/dataset/lock.js';
 import {
   BIN, canUnshare, childOf, exists, foreignLock, npy, openTemps, running, startAsPid1, startCli, startProcess, tempsIn, treeHash, until, type Started,
 } from './processes.js';
@@ -322,6 +323,31 @@ describe('a temporary file and the fence', () => {
     await f.write([Buffer.from('abc')], 0);
     await f.abort();
     expect(readFileSync(victim, 'utf8')).toBe('not yours');
+  });
+});
+
+describe('the fence reads what changed', () => {
+  it('a lock overwritten in place with another nonce fails the next check, whether the check before read the file or trusted its change time', async () => {
+    // 0 ms: the file's change time is too recent to be trusted, every check reads it; 300 ms:
+    // the second check trusts it, so only the write's new change time can send it to read.
+    for (const waitMs of [0, 300]) {
+      const out = join(caseDir(), 'o');
+      mkdirSync(out);
+      const lock = await ShardLock.acquire(out, 0, 1, { waitS: 0, staleS: 60 });
+      try {
+        await new Promise((r) => setTimeout(r, waitMs));
+        lock.check();
+        lock.check();
+        const path = join(out, 'rmsnorm.lock');
+        const other = readFileSync(path, 'utf8').replace(/"nonce":"([0-9a-f]+)"/, (_m, n: string) => `"nonce":"${[...n].map((c) => (c === '0' ? '1' : '0')).join('')}"`);
+        const fd = openSync(path, 'r+');
+        writeSync(fd, other, 0);
+        closeSync(fd);
+        expect(() => lock.check(), `after ${waitMs} ms`).toThrow(/was taken over by/);
+      } finally {
+        await lock.release();
+      }
+    }
   });
 });
 
