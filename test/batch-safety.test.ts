@@ -277,14 +277,20 @@ describe('signals and killed runs', () => {
     expectReference(out);
   }, 60_000);
 
-  it('a one-file run killed with SIGKILL leaves its temporary; the next run on that output removes it', async () => {
+  it('a one-file run killed with SIGKILL, both its processes at once, leaves its temporary; the next run on that output removes it', async () => {
     const work = join(root, 'killed');
     mkdirSync(work);
-    const r = start(['normalize', big, join(work, 'out.f32'), '--format', 'raw', '--dim', '4096']);
+    // Its own process group, killed whole (as a cgroup's out-of-memory kill or a node's loss
+    // would): killing the first process alone leaves the work process to remove its temporary.
+    const p = spawn(process.execPath, [BIN, 'normalize', big, join(work, 'out.f32'), '--format', 'raw', '--dim', '4096'], { stdio: 'ignore', detached: true });
+    const ended = new Promise((ok) => p.on('exit', ok));
     await until(() => readdirSync(work).length > 0);
-    r.p.kill('SIGKILL');
-    await r.done;
-    expect(readdirSync(work)[0]).toMatch(/^\.out\.f32\.tmp-\d+-[0-9a-f]{8}$/);
+    process.kill(-p.pid!, 'SIGKILL');
+    await ended;
+    const [temp] = readdirSync(work);
+    expect(temp).toMatch(/^\.out\.f32\.tmp-\d+-[0-9a-f]{8}$/);
+    // The work process (whose pid the name holds) may take a moment more to be gone.
+    await until(() => !existsSync(`/proc/${/tmp-(\d+)-/.exec(temp!)![1]}`));
     const small = join(root, 'small.f32');
     writeFileSync(small, Buffer.alloc(4096 * 4));
     expect(cli('normalize', small, join(work, 'out.f32'), '--format', 'raw', '--dim', '4096').code).toBe(0);

@@ -13,8 +13,8 @@
  * directory is never read as input, whatever path names it.
  * @module
  */
-import type { Dirent, Stats } from 'node:fs';
-import { readdir, realpath, stat } from 'node:fs/promises';
+import { statSync, type Dirent, type Stats } from 'node:fs';
+import { readdir, realpath } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { codeOf, fsError, NormalizeError } from '../io/errors.js';
 import { complete, open, startOf, step, type Glob, type Places } from './glob.js';
@@ -82,7 +82,7 @@ const nameText = (name: FsPath): string => (typeof name === 'string' ? name : na
  */
 async function linkTarget(path: FsPath, rules: WalkRules): Promise<Stats | null> {
   try {
-    return await stat(path);
+    return statSync(path);
   } catch (e) {
     const code = codeOf(e);
     if (code === 'ENOENT' || code === 'ELOOP' || code === 'ENOTDIR') {
@@ -144,7 +144,7 @@ async function walk(dir: FsPath, rules: WalkRules, glob?: Glob): Promise<FsPath[
         if (glob && here && !open(glob, here)) continue;
         let st: Stats;
         try {
-          st = await stat(path);
+          st = statSync(path);
         } catch (err) {
           throw fsError(err, 'read the directory', path);
         }
@@ -160,7 +160,7 @@ async function walk(dir: FsPath, rules: WalkRules, glob?: Glob): Promise<FsPath[
   };
   let top: Stats;
   try {
-    top = await stat(dir);
+    top = statSync(dir);
     rules = { ...rules, root: (await realpath(dir, { encoding: 'buffer' })).toString('latin1') };
   } catch (e) {
     throw fsError(e, 'read the directory', dir);
@@ -182,7 +182,7 @@ export async function listInputs(
 ): Promise<DatasetFile[]> {
   let out: Stats | null = null;
   try {
-    out = await stat(outDir);
+    out = statSync(outDir);
   } catch (e) {
     if (codeOf(e) !== 'ENOENT') throw fsError(e, 'read', outDir);
   }
@@ -198,7 +198,7 @@ export async function listInputs(
     }
     let st: Stats;
     try {
-      st = await stat(given);
+      st = statSync(given);
     } catch (e) {
       throw fsError(e, 'read', given);
     }
@@ -218,7 +218,7 @@ export async function listInputs(
     rules.signal?.throwIfAborted();
     let st: Stats;
     try {
-      st = await stat(f.input);
+      st = statSync(f.input);
     } catch (e) {
       throw fsError(e, 'read', f.input);
     }
