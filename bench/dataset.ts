@@ -28,35 +28,58 @@ const median = (v: readonly number[]) => [...v].sort((a, b) => a - b)[v.length >
 const BIN = fileURLToPath(new URL('../bundle/node/bin.js', import.meta.url));
 const MAKE = fileURLToPath(new URL('../scripts/make-dataset.mjs', import.meta.url));
 
-/** Files of the per-file cost's dataset. */
-const PER_FILE_COUNT = 2000;
+/** The per-file cost's datasets: one-row files, a few and many (the cost of one more is between them, once the code is warm). */
+const PER_FILE = { few: 2000, many: 20000 } as const;
+
+/** What one more file costs, in ms (see {@link perFileCost}). */
+export interface PerFileMs {
+  /** `--no-fsync`: from PER_FILE.few files to PER_FILE.many, over the files added. */
+  noFsync: number;
+  /** `--no-fsync`, PER_FILE.few files against one: the first files, with the code still warming up. */
+  firstFiles: number;
+  /** Each output flushed: PER_FILE.few files against one. */
+  default: number;
+  /** `cp -r` of PER_FILE.many files, per file, in the same rounds. */
+  cpR: number;
+}
 
 /**
- * What one more file costs a dataset run, in ms: the command over PER_FILE_COUNT `.npy` files
- * of one row of 64 float32 and over one such file (whole processes, medians of `rounds`),
- * the difference over the files added — its listing, header, temporary file, flush, rename and
- * manifest line, the normalization of a row being nothing.
+ * What one more file costs a dataset run, in ms: the command over `.npy` files of one row of 64
+ * float32 (whole processes, medians of `rounds`), the difference between two counts over the
+ * files added — its listing, header, temporary file, rename and manifest line, the
+ * normalization of a row being nothing. Every run writes a folder of its own, all removed at
+ * the end: a file system that has just freed many inodes (ext4) makes the next creations slower
+ * for a while, and would charge one run for the last one's removal.
  */
-function perFileCost(root: string, rounds: number): { noFsync: number; default: number } {
+function perFileCost(root: string, rounds: number): PerFileMs {
   const row = Buffer.concat([npyHeader([1, 64]), Buffer.from(new Float32Array(64).fill(1).buffer)]);
-  const dirs = { one: join(root, 'one'), many: join(root, 'many') };
+  const dirs = { one: join(root, 'one'), few: join(root, 'few'), many: join(root, 'many') };
   for (const [k, d] of Object.entries(dirs)) {
     mkdirSync(d, { recursive: true });
-    for (let i = 0; i < (k === 'one' ? 1 : PER_FILE_COUNT); i++) writeFileSync(join(d, `f${String(i).padStart(5, '0')}.npy`), row);
+    for (let i = 0; i < (k === 'one' ? 1 : PER_FILE[k as keyof typeof PER_FILE]); i++) writeFileSync(join(d, `f${String(i).padStart(5, '0')}.npy`), row);
   }
-  const out = join(root, 'per-file-out');
-  const time = (dir: string, flags: string[]) => {
-    const v: number[] = [];
-    for (let r = 0; r < rounds; r++) {
-      rmSync(out, { recursive: true, force: true });
-      const t = performance.now();
-      execFileSync(process.execPath, [BIN, 'normalize', dir, '--out-dir', out, '--quiet', ...flags]);
-      v.push(secs(t));
-    }
-    return median(v);
+  let n = 0;
+  const fresh = () => join(root, `per-file-out-${n++}`);
+  const time = (cmd: string, args: string[]) => {
+    const t = performance.now();
+    execFileSync(cmd, args);
+    return secs(t);
   };
-  const cost = (flags: string[]) => ((time(dirs.many, flags) - time(dirs.one, flags)) * 1000) / (PER_FILE_COUNT - 1);
-  return { noFsync: cost(['--no-fsync']), default: cost([]) };
+  const cli = (dir: string, flags: string[]) => () => time(process.execPath, [BIN, 'normalize', dir, '--out-dir', fresh(), '--quiet', ...flags]);
+  const steps = {
+    one: cli(dirs.one, ['--no-fsync']), few: cli(dirs.few, ['--no-fsync']), many: cli(dirs.many, ['--no-fsync']),
+    oneSynced: cli(dirs.one, []), fewSynced: cli(dirs.few, []), cp: () => time('cp', ['-r', dirs.many, fresh()]),
+  };
+  const runs = Object.fromEntries(Object.keys(steps).map((k) => [k, [] as number[]])) as Record<keyof typeof steps, number[]>;
+  for (let r = 0; r < rounds; r++) for (const [k, step] of Object.entries(steps)) runs[k as keyof typeof steps].push(step());
+  const m = Object.fromEntries(Object.entries(runs).map(([k, v]) => [k, median(v)])) as Record<keyof typeof steps, number>;
+  const ms = (a: number, b: number, files: number) => ((b - a) * 1000) / files;
+  return {
+    noFsync: ms(m.few, m.many, PER_FILE.many - PER_FILE.few),
+    firstFiles: ms(m.one, m.few, PER_FILE.few - 1),
+    default: ms(m.oneSynced, m.fewSynced, PER_FILE.few - 1),
+    cpR: ms(0, m.cp, PER_FILE.many),
+  };
 }
 
 /** Runs the dataset benchmark; returns (and writes) its result. */
@@ -65,7 +88,8 @@ export async function benchDataset(): Promise<Record<string, unknown>> {
   const ROUNDS = Number(process.env.ROUNDS ?? 3);
   const root = mkdtempSync(join(process.env.BENCH_DIR ?? os.tmpdir(), 'rmsnorm-bench-dataset-'));
   const IN = join(root, 'in');
-  const OUT = join(root, 'out');
+  // Each run writes a folder of its own (see perFileCost), all removed at the end.
+  let OUT = join(root, 'out');
   await init();
   try {
     const made = JSON.parse(execFileSync(process.execPath, [MAKE, IN, String(MB)], { encoding: 'utf8' })) as { files: number; bytes: number; normalizedBytes: number };
@@ -86,7 +110,7 @@ export async function benchDataset(): Promise<Record<string, unknown>> {
     const times = new Map<string, number[]>(steps.map(([k]) => [k, []]));
     for (let r = 0; r < ROUNDS; r++) {
       for (const [k, step] of steps) {
-        rmSync(OUT, { recursive: true, force: true });
+        OUT = join(root, `out-${r}-${k.replace(/\W+/g, '-')}`);
         freshStart(made.bytes);
         const t = performance.now();
         step();
@@ -123,8 +147,8 @@ export async function benchDataset(): Promise<Record<string, unknown>> {
     }
     const perFile = perFileCost(root, ROUNDS);
     console.log(
-      `per-file cost (${PER_FILE_COUNT} one-row files against one, whole processes): ${perFile.noFsync.toFixed(3)} ms a file with --no-fsync, ` +
-        `${perFile.default.toFixed(3)} ms with each output flushed`,
+      `per-file cost (one-row files, whole processes): ${perFile.noFsync.toFixed(3)} ms a file with --no-fsync from ${PER_FILE.few} files to ${PER_FILE.many} ` +
+        `(cp -r: ${perFile.cpR.toFixed(3)} ms); the first ${PER_FILE.few}: ${perFile.firstFiles.toFixed(3)} ms each; ${perFile.default.toFixed(3)} ms with each output flushed`,
     );
     const result = {
       date: new Date().toISOString(),
@@ -139,7 +163,7 @@ export async function benchDataset(): Promise<Record<string, unknown>> {
       runs: Object.fromEntries(times),
       ratios: { vsCpR: med['cp -r']! / med['no fsync']!, fsyncVsCpRSync: med['cp -r + sync']! / med.default!, checksumCost: med.checksum! / med['no fsync']! },
       perFileMs: perFile,
-      perFileCount: PER_FILE_COUNT,
+      perFileCounts: PER_FILE,
     };
     console.log(
       `rmsnorm-wasm on the dataset: ${result.ratios.vsCpR.toFixed(2)}× cp -r; with fsync ${result.ratios.fsyncVsCpRSync.toFixed(2)}× cp -r + sync; ` +

@@ -307,8 +307,9 @@ interface DatasetJson {
   rounds: number;
   seconds: Record<string, number>;
   ratios: { vsCpR: number; fsyncVsCpRSync: number; checksumCost: number };
-  perFileMs?: { noFsync: number; default: number };
+  perFileMs?: { noFsync: number; default: number; firstFiles?: number; cpR?: number };
   perFileCount?: number;
+  perFileCounts?: { few: number; many: number };
 }
 
 function dataset(json: DatasetJson | null): string {
@@ -329,14 +330,24 @@ function dataset(json: DatasetJson | null): string {
       ['the same, `--no-fsync --checksum`', s.checksum!],
     ]),
     '',
-    ...(json.perFileMs
-      ? [
-          `What one more file costs a run (its listing, header, temporary file, flush, rename and manifest line; ${json.perFileCount} one-row files against one): ` +
-            `${json.perFileMs.noFsync.toFixed(2)} ms a file with \`--no-fsync\`, ${json.perFileMs.default.toFixed(2)} ms with each output flushed.`,
-          '',
-        ]
-      : []),
+    ...perFileLines(json),
   ].join('\n');
+}
+
+/** What one more file costs a run, in words, from dataset.json. */
+function perFileLines(json: DatasetJson): string[] {
+  const p = json.perFileMs;
+  if (!p) return [];
+  const what = 'What one more file costs a run (its listing, header, temporary file, rename and manifest line)';
+  if (!json.perFileCounts || p.firstFiles === undefined || p.cpR === undefined) {
+    return [`${what}, ${json.perFileCount} one-row files against one: ${p.noFsync.toFixed(2)} ms a file with \`--no-fsync\`, ${p.default.toFixed(2)} ms with each output flushed.`, ''];
+  }
+  const c = json.perFileCounts;
+  return [
+    `${what}, one-row files: ${p.noFsync.toFixed(2)} ms a file with \`--no-fsync\` (from ${c.few} files to ${c.many}; \`cp -r\` of the ${c.many}: ` +
+      `${p.cpR.toFixed(3)} ms a file). The first ${c.few}, while the code warms up, ${p.firstFiles.toFixed(2)} ms each; with each output flushed, ${p.default.toFixed(2)} ms.`,
+    '',
+  ];
 }
 
 interface SizeJson {
