@@ -88,8 +88,7 @@ export async function benchDataset(): Promise<Record<string, unknown>> {
   const ROUNDS = Number(process.env.ROUNDS ?? 3);
   const root = mkdtempSync(join(process.env.BENCH_DIR ?? os.tmpdir(), 'rmsnorm-bench-dataset-'));
   const IN = join(root, 'in');
-  // Each run writes a folder of its own (see perFileCost), all removed at the end.
-  let OUT = join(root, 'out');
+  const OUT = join(root, 'out');
   await init();
   try {
     const made = JSON.parse(execFileSync(process.execPath, [MAKE, IN, String(MB)], { encoding: 'utf8' })) as { files: number; bytes: number; normalizedBytes: number };
@@ -110,7 +109,8 @@ export async function benchDataset(): Promise<Record<string, unknown>> {
     const times = new Map<string, number[]>(steps.map(([k]) => [k, []]));
     for (let r = 0; r < ROUNDS; r++) {
       for (const [k, step] of steps) {
-        OUT = join(root, `out-${r}-${k.replace(/\W+/g, '-')}`);
+        // Removed, unlike perFileCost's outputs: a few hundred files, whose pages the next run reuses.
+        rmSync(OUT, { recursive: true, force: true });
         freshStart(made.bytes);
         const t = performance.now();
         step();

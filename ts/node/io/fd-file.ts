@@ -15,7 +15,7 @@
  * does); a file read from a cold disk blocks the calling thread for that one small read.
  * @module
  */
-import { closeSync, fstatSync, fsync, read, readSync, write, writeSync, writev, writevSync, type Stats } from 'node:fs';
+import { closeSync, fsync, read, readSync, write, writeSync, writev, writevSync } from 'node:fs';
 import { promisify } from 'node:util';
 
 /** The largest read or write made on the calling thread; see the module doc. */
@@ -50,14 +50,8 @@ export class FdFile {
   /** Writes the buffers `parts` one after the other at byte `pos` (undefined: where the last write ended); as {@link write}. */
   async writev(parts: readonly Uint8Array[], pos?: number): Promise<{ bytesWritten: number }> {
     const total = parts.reduce((a, b) => a + b.length, 0);
-    const at = pos ?? null;
-    if (total <= SYNC_BYTES) return { bytesWritten: writevSync(this.fd, parts as Uint8Array[], at ?? undefined) };
-    return { bytesWritten: (await writevP(this.fd, parts as Uint8Array[], at ?? undefined)).bytesWritten };
-  }
-
-  /** The file's stats now. */
-  async stat(): Promise<Stats> {
-    return fstatSync(this.fd);
+    if (total <= SYNC_BYTES) return { bytesWritten: writevSync(this.fd, parts as Uint8Array[], pos) };
+    return { bytesWritten: (await writevP(this.fd, parts as Uint8Array[], pos)).bytesWritten };
   }
 
   /** Flushes the file's data and metadata to the device (`fsync`, in the pool: it waits for the device). */
