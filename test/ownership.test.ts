@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AtomicFile } from '../dist/node/io/atomic.js';
 import { ShardLock } from '../dist/node/dataset/lock.js';
+import { CHANNEL_ENV } from '../dist/node/io/supervised.js';
 import {
   BIN, canUnshare, childOf, exists, foreignLock, npy, openTemps, running, startAsPid1, startCli, startProcess, tempsIn, treeHash, until, type Started,
 } from './processes.js';
@@ -352,6 +353,22 @@ describe('the fence reads what changed', () => {
 });
 
 describe('the supervisor and the work process', () => {
+  it('the work process runs with one V8 background thread, unless the command was given --v8-pool-size', async () => {
+    const d = caseDir();
+    expect(spawnSync('mkfifo', [join(d, 'in.fifo')]).status).toBe(0);
+    for (const [given, expected] of [[[], ['--v8-pool-size=1']], [['--v8-pool-size=3'], ['--v8-pool-size=3']]] as const) {
+      // A read stalled on a FIFO keeps the work process alive while its command line is read.
+      const a = startProcess(process.execPath, [...given, BIN, 'normalize', 'in.fifo', 'out.npy'], { cwd: d });
+      const work = await childOf(a.p.pid!);
+      // Until it has exec'd, the child is a copy of its parent: the channel's variable is in the work process's environment only.
+      await until(() => readFileSync(`/proc/${work}/environ`, 'latin1').includes(`${CHANNEL_ENV}=`), 20_000);
+      const args = readFileSync(`/proc/${work}/cmdline`, 'utf8').split('\0');
+      a.p.kill('SIGTERM');
+      await a.done;
+      expect(args.filter((x) => x.startsWith('--v8-pool-size')), `given ${given.join(' ') || 'nothing'}`).toEqual(expected);
+    }
+  }, 30_000);
+
   it('the work process killed outright (as the out-of-memory killer does): its temporaries are removed, the lock released, 137 with a message', async () => {
     const d = caseDir();
     dataset(join(d, 'in'), 40, 4096);
