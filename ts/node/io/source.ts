@@ -235,14 +235,7 @@ export async function openSource(path: FsPath, regularOnly = false): Promise<Sou
   }
   const file = openRegular(path, regularOnly);
   if (file) {
-    const raw: RawRead = async (into, off, len, pos) => {
-      try {
-        return (await file.f.read(into, off, len, pos)).bytesRead;
-      } catch (e) {
-        throw codeOf(e) === 'EAGAIN' ? e : fsError(e, 'read', path);
-      }
-    };
-    return sourceOf(path, file.st, raw, () => file.f.close().catch(() => {}), file.f.fd);
+    return sourceOf(path, file.st, readsOf(file.f, path), () => file.f.close().catch(() => {}), file.f.fd);
   }
   // Not a regular file (a FIFO's open waits for a writer): opened in the pool.
   let fh: FileHandle;
@@ -253,18 +246,22 @@ export async function openSource(path: FsPath, regularOnly = false): Promise<Sou
   }
   try {
     const st = await fh.stat();
-    const raw: RawRead = async (into, off, len, pos) => {
-      try {
-        return (await fh.read(into, off, len, pos)).bytesRead;
-      } catch (e) {
-        throw codeOf(e) === 'EAGAIN' ? e : fsError(e, 'read', path);
-      }
-    };
-    return sourceOf(path, st, raw, () => fh.close().catch(() => {}), fh.fd);
+    return sourceOf(path, st, readsOf(fh, path), () => fh.close().catch(() => {}), fh.fd);
   } catch (e) {
     await fh.close().catch(() => {});
     throw e;
   }
+}
+
+/** The reads of an open file (an FdFile, or a stream's FileHandle): an error but EAGAIN becomes a NormalizeError naming `path`. */
+function readsOf(f: Pick<FdFile, 'read'>, path: FsPath): RawRead {
+  return async (into, off, len, pos) => {
+    try {
+      return (await f.read(into, off, len, pos)).bytesRead;
+    } catch (e) {
+      throw codeOf(e) === 'EAGAIN' ? e : fsError(e, 'read', path);
+    }
+  };
 }
 
 /**
