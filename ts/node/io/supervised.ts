@@ -33,8 +33,8 @@ export type Tell =
   /**
    * The temporary `gone` has been renamed into place or removed. Sent with the next message,
    * not alone: until then the supervisor still lists a path where nothing is, and removing it
-   * finds nothing. (A write to the channel wakes the supervisor: tens of µs on a 2-core VM, one
-   * a file fewer.)
+   * finds nothing. (Each write to the channel wakes the supervisor, tens of µs on a 2-core VM:
+   * this is one wake-up a file fewer.)
    */
   | { gone: string }
   /** The lock at `lock`, naming `nonce`, is about to be taken. */
